@@ -1,0 +1,25 @@
+import { HttpApi, OpenApi } from "@effect/platform"
+import { CustomersGroup } from "./customers.ts"
+import { InternalErrorError, NotFoundError, NotImplementedError, PayloadTooLargeError, UnavailableError } from "./errors.ts"
+import { SystemGroup } from "./system.ts"
+
+/**
+ * The whole contract of the service (interface-spec.md part 4, decisions.md). This folder imports
+ * nothing from the server: the OpenAPI document and the typed client are derived from it alone.
+ */
+export class BillingApi extends HttpApi.make("billing")
+  .add(SystemGroup)
+  .add(CustomersGroup)
+  // Failures any route can produce, whatever its capability.
+  .addError(NotFoundError)
+  .addError(PayloadTooLargeError)
+  .addError(InternalErrorError)
+  .addError(NotImplementedError)
+  .addError(UnavailableError)
+  .annotate(OpenApi.Title, "Billing, entitlement and usage service")
+  .annotate(OpenApi.Version, "1.0.0")
+  .annotate(
+    OpenApi.Description,
+    "Customers, catalog sync, entitlement checks and usage tracking, credit packs, invoices and payment-provider webhooks."
+  )
+{}

@@ -1,0 +1,36 @@
+import { Schema } from "effect"
+
+/** Shared field schemas of the contract. */
+
+export const EpochMillis = Schema.Number.annotations({ description: "Unix epoch milliseconds" })
+export const IsoDateTime = Schema.String.annotations({ description: "ISO 8601 UTC date-time", format: "date-time" })
+
+export const Metadata = Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+  identifier: "Metadata",
+  description: "Free-form key/value map"
+})
+
+export const NonEmptyString = Schema.String.pipe(Schema.minLength(1))
+
+export const Email = Schema.String.pipe(
+  Schema.maxLength(320),
+  Schema.pattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { message: () => "must be an email address" })
+).annotations({ format: "email", identifier: "Email" })
+
+export const Url = Schema.String.pipe(
+  Schema.maxLength(2048),
+  Schema.filter((s) => URL.canParse(s) && /^https?:/i.test(s), { message: () => "must be an http(s) URL" })
+).annotations({ format: "uri", identifier: "Url" })
+
+/** A reference to a customer: service id, the caller's external id, or email (decisions.md §4). */
+export const CustomerRef = NonEmptyString.annotations({
+  description: "Customer id, external id or email"
+})
+
+/** A non-negative finite quantity (`value` of check and track). */
+export const Quantity = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
+
+/** Integer query parameters arrive as strings. */
+export const IntFromQuery = Schema.NumberFromString.pipe(Schema.int())
+
+export const Success = Schema.Literal(true)

@@ -1,0 +1,130 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { CustomerRef, Email, EpochMillis, IntFromQuery, Metadata, NonEmptyString } from "./common.ts"
+import { BadRequestError, ConflictError, NotFoundError } from "./errors.ts"
+import { Authentication } from "./security.ts"
+
+export const OnLimitReached = Schema.Literal("block", "notify")
+
+export const OverageLimit = Schema.Struct({
+  maxOverageAmount: Schema.Number.annotations({ description: "Spend cap in minor currency units" }),
+  onLimitReached: OnLimitReached,
+  createdAt: EpochMillis,
+  updatedAt: EpochMillis
+}).annotations({ identifier: "OverageLimit" })
+
+export const FeatureConfig = Schema.Struct({
+  feature: Schema.Struct({ id: Schema.String, slug: Schema.String, name: Schema.String }),
+  overage: Schema.Literal("block", "charge"),
+  maxOverageUnits: Schema.NullOr(Schema.Number),
+  createdAt: EpochMillis,
+  updatedAt: EpochMillis
+}).annotations({ identifier: "FeatureConfig" })
+
+const customerFields = {
+  id: Schema.String,
+  externalId: Schema.NullOr(Schema.String),
+  email: Schema.NullOr(Schema.String),
+  name: Schema.NullOr(Schema.String),
+  metadata: Metadata,
+  createdAt: EpochMillis,
+  updatedAt: EpochMillis
+}
+
+export const Customer = Schema.Struct({
+  success: Schema.Boolean,
+  ...customerFields,
+  billing: Schema.Struct({
+    overageLimit: Schema.NullOr(OverageLimit),
+    featureConfigs: Schema.Array(FeatureConfig)
+  })
+}).annotations({ identifier: "Customer" })
+export type Customer = typeof Customer.Type
+
+export const CustomerListItem = Schema.Struct(customerFields).annotations({ identifier: "CustomerListItem" })
+export type CustomerListItem = typeof CustomerListItem.Type
+
+export const CreateCustomer = Schema.Struct({
+  id: Schema.optional(NonEmptyString.pipe(Schema.maxLength(256))).annotations({
+    description: "Your own id for the customer (stored as externalId)"
+  }),
+  email: Email,
+  name: Schema.optional(Schema.String.pipe(Schema.maxLength(256))),
+  metadata: Schema.optional(Metadata)
+}).annotations({ identifier: "CreateCustomer" })
+export type CreateCustomer = typeof CreateCustomer.Type
+
+export const ListCustomersQuery = Schema.Struct({
+  limit: Schema.optionalWith(IntFromQuery.pipe(Schema.between(1, 100)), { default: () => 50 }),
+  offset: Schema.optionalWith(IntFromQuery.pipe(Schema.nonNegative()), { default: () => 0 }),
+  search: Schema.optional(NonEmptyString),
+  email: Schema.optional(NonEmptyString),
+  externalId: Schema.optional(NonEmptyString)
+})
+export type ListCustomersQuery = typeof ListCustomersQuery.Type
+
+export const CustomerList = Schema.Struct({
+  success: Schema.Boolean,
+  data: Schema.Array(CustomerListItem),
+  total: Schema.Number,
+  limit: Schema.Number,
+  offset: Schema.Number
+}).annotations({ identifier: "CustomerList" })
+
+export const SetOverageLimit = Schema.Struct({
+  customer: CustomerRef,
+  maxOverageAmount: Schema.NullOr(Schema.Number.pipe(Schema.finite(), Schema.positive())).annotations({
+    description: "Spend cap in minor currency units; null clears it"
+  }),
+  onLimitReached: Schema.optionalWith(OnLimitReached, { default: () => "block" as const })
+}).annotations({ identifier: "SetOverageLimit" })
+export type SetOverageLimit = typeof SetOverageLimit.Type
+
+export const SetFeatureConfig = Schema.Struct({
+  customer: CustomerRef,
+  feature: NonEmptyString,
+  overage: Schema.Literal("block", "charge"),
+  maxOverageUnits: Schema.optionalWith(Schema.NullOr(Schema.Number.pipe(Schema.finite(), Schema.nonNegative())), {
+    default: () => null
+  })
+}).annotations({ identifier: "SetFeatureConfig" })
+export type SetFeatureConfig = typeof SetFeatureConfig.Type
+
+const idParam = HttpApiSchema.param("id", Schema.String)
+
+export class CustomersGroup extends HttpApiGroup.make("customers")
+  .add(
+    HttpApiEndpoint.post("createCustomer", "/v1/customers")
+      .setPayload(CreateCustomer)
+      .addSuccess(Customer)
+      .addError(ConflictError)
+      .annotate(OpenApi.Summary, "Create or resolve a customer")
+  )
+  .add(
+    HttpApiEndpoint.get("listCustomers", "/v1/customers")
+      .setUrlParams(ListCustomersQuery)
+      .addSuccess(CustomerList)
+  )
+  .add(
+    HttpApiEndpoint.get("getCustomer")`/v1/customers/${idParam}`
+      .addSuccess(Customer)
+      .addError(NotFoundError)
+      .addError(ConflictError)
+  )
+  .add(
+    HttpApiEndpoint.post("setOverageLimit", "/v1/customers/overage-limit")
+      .setPayload(SetOverageLimit)
+      .addSuccess(Customer)
+      .addError(NotFoundError)
+      .addError(ConflictError)
+  )
+  .add(
+    HttpApiEndpoint.post("setFeatureConfig", "/v1/customers/feature-config")
+      .setPayload(SetFeatureConfig)
+      .addSuccess(Customer)
+      .addError(NotFoundError)
+      .addError(ConflictError)
+  )
+  .addError(BadRequestError)
+  .middleware(Authentication)
+{}

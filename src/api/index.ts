@@ -1,0 +1,7 @@
+export * from "./Api.ts"
+export * from "./client.ts"
+export * from "./common.ts"
+export * from "./customers.ts"
+export * from "./errors.ts"
+export * from "./security.ts"
+export * from "./system.ts"

@@ -1,0 +1,15 @@
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { UnavailableError } from "./errors.ts"
+
+export const Health = Schema.Struct({ status: Schema.Literal("ok") }).annotations({ identifier: "Health" })
+export const Readiness = Schema.Struct({
+  status: Schema.Literal("ready"),
+  database: Schema.Literal("postgresql", "sqlite")
+}).annotations({ identifier: "Readiness" })
+
+/** Liveness and readiness probes: unauthenticated, outside /v1. */
+export class SystemGroup extends HttpApiGroup.make("system")
+  .add(HttpApiEndpoint.get("health", "/health").addSuccess(Health))
+  .add(HttpApiEndpoint.get("ready", "/ready").addSuccess(Readiness).addError(UnavailableError))
+{}

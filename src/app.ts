@@ -1,0 +1,43 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { CustomersLive } from "./customers/Customers.ts"
+import { CustomersRepoSql } from "./customers/CustomersRepo.ts"
+import { HttpLive } from "./http/ApiLive.ts"
+import { OrganizationsLive } from "./organizations/Organizations.ts"
+import { OrganizationsRepoSql } from "./organizations/OrganizationsRepo.ts"
+import type { AppConfig } from "./platform/config.ts"
+import { DatabaseLive } from "./platform/db/Database.ts"
+import { IdsLive } from "./platform/ids.ts"
+import { LoggingLive } from "./platform/logging.ts"
+
+/** Repositories over whichever SqlClient the database layer chose. */
+const ReposLive = Layer.mergeAll(OrganizationsRepoSql, CustomersRepoSql)
+
+/** Domain services with everything beneath them (repositories, ids, the migrated database). */
+export const ServicesLive = Layer.mergeAll(OrganizationsLive, CustomersLive).pipe(
+  Layer.provideMerge(ReposLive),
+  Layer.provideMerge(IdsLive),
+  Layer.provideMerge(DatabaseLive)
+)
+
+/**
+ * The application for one configuration: a runtime of its services (for start-up work and the CLI)
+ * and a fetch handler serving the API. Both share one memo map, so one database pool serves both.
+ */
+export const makeApp = <E>(config: Layer.Layer<AppConfig, E>) => {
+  const memoMap = Effect.runSync(Layer.makeMemoMap)
+  const services = Layer.merge(ServicesLive, LoggingLive).pipe(Layer.provideMerge(config))
+  const runtime = ManagedRuntime.make(services, memoMap)
+  const web = HttpApiBuilder.toWebHandler(Layer.mergeAll(HttpLive, LoggingLive).pipe(Layer.provide(services)), {
+    memoMap
+  })
+  return {
+    runtime,
+    handler: web.handler,
+    dispose: async () => {
+      await web.dispose()
+      await runtime.dispose()
+    }
+  }
+}
+export type App = ReturnType<typeof makeApp<unknown>>

@@ -1,0 +1,184 @@
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import type { Customer, CustomerListItem, ListCustomersQuery, SetOverageLimit } from "../api/customers.ts"
+import { Conflict, customerNotFound, type NotFound } from "../domain/errors.ts"
+import { Ids } from "../platform/ids.ts"
+import { type CustomerMatches, type CustomerRecord, CustomersRepo } from "./CustomersRepo.ts"
+
+export interface CustomerInput {
+  readonly externalId?: string | undefined
+  readonly email?: string | undefined
+  readonly name?: string | undefined
+  readonly metadata?: Record<string, unknown> | undefined
+}
+
+/**
+ * What happens after a customer is created (attach autoEnable plans): a hook the entitlement
+ * engine fills in, so customers do not depend on the catalog.
+ */
+export class CustomerCreatedHook extends Context.Reference<CustomerCreatedHook>()("CustomerCreatedHook", {
+  defaultValue: () => (_organizationId: string, _customer: CustomerRecord): Effect.Effect<void> => Effect.void
+}) {}
+
+export interface CustomersShape {
+  /** decisions.md §4: by service id, then external id, then email; two different matches are ambiguous. */
+  readonly resolve: (organizationId: string, ref: string) => Effect.Effect<CustomerRecord, NotFound | Conflict>
+  readonly findOrCreate: (organizationId: string, input: CustomerInput) => Effect.Effect<CustomerRecord, Conflict>
+  readonly list: (
+    organizationId: string,
+    query: ListCustomersQuery
+  ) => Effect.Effect<{ readonly rows: ReadonlyArray<CustomerRecord>; readonly total: number }>
+  readonly setOverageLimit: (
+    organizationId: string,
+    input: SetOverageLimit
+  ) => Effect.Effect<CustomerRecord, NotFound | Conflict>
+}
+
+export class Customers extends Context.Tag("Customers")<Customers, CustomersShape>() {}
+
+const ambiguous = (ref: string) =>
+  new Conflict({ code: "customer_ambiguous", message: `'${ref}' matches more than one customer` })
+const emailTaken = (email: string) =>
+  new Conflict({ code: "customer_conflict", message: `The email '${email}' belongs to another customer` })
+
+/** The single customer a reference names, if any (pure, over the candidates the store found). */
+export const pickMatch = (m: CustomerMatches): Option.Option<CustomerRecord> | "ambiguous" => {
+  if (Option.isSome(m.byId)) return m.byId
+  if (Option.isSome(m.byExternalId) && Option.isSome(m.byEmail) && m.byExternalId.value.id !== m.byEmail.value.id) {
+    return "ambiguous"
+  }
+  return Option.orElse(m.byExternalId, () => m.byEmail)
+}
+
+export const CustomersLive = Layer.effect(
+  Customers,
+  Effect.gen(function*() {
+    const repo = yield* CustomersRepo
+    const ids = yield* Ids
+
+    const resolve = (organizationId: string, ref: string): Effect.Effect<CustomerRecord, NotFound | Conflict> =>
+      Effect.flatMap(repo.matches(organizationId, ref), (m): Effect.Effect<CustomerRecord, NotFound | Conflict> => {
+        const picked = pickMatch(m)
+        if (picked === "ambiguous") return Effect.fail(ambiguous(ref))
+        return Option.match(picked, { onNone: () => Effect.fail(customerNotFound(ref)), onSome: Effect.succeed })
+      })
+
+    /** The existing customer an input names: by external id first, else by email. */
+    const existing = (organizationId: string, input: CustomerInput) =>
+      Effect.gen(function*() {
+        if (input.externalId !== undefined) {
+          const byExternal = (yield* repo.matches(organizationId, input.externalId)).byExternalId
+          if (Option.isSome(byExternal)) return byExternal
+        }
+        if (input.email !== undefined) {
+          const byEmail = (yield* repo.matches(organizationId, input.email)).byEmail
+          if (Option.isSome(byEmail)) {
+            // The email belongs to a customer that already has another external id.
+            const other = byEmail.value.externalId
+            if (input.externalId !== undefined && other !== null && other !== input.externalId) {
+              return yield* emailTaken(input.email)
+            }
+            return byEmail
+          }
+        }
+        return Option.none<CustomerRecord>()
+      })
+
+    const updateFrom = (current: CustomerRecord, input: CustomerInput, now: number) =>
+      Effect.gen(function*() {
+        const next: CustomerRecord = {
+          ...current,
+          externalId: current.externalId ?? input.externalId ?? null,
+          email: input.email ?? current.email,
+          name: input.name ?? current.name,
+          metadata: { ...current.metadata, ...input.metadata }
+        }
+        const changed = JSON.stringify(next) !== JSON.stringify(current)
+        if (!changed) return current
+        const stamped = { ...next, updatedAt: now }
+        const ok = yield* repo.update(stamped)
+        if (!ok) return yield* emailTaken(input.email ?? "")
+        return stamped
+      })
+
+    const findOrCreate = (organizationId: string, input: CustomerInput): Effect.Effect<CustomerRecord, Conflict> =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        // Two attempts: a concurrent request may create the same customer between our read and insert.
+        for (let attempt = 0; attempt < 2; attempt++) {
+          const found = yield* existing(organizationId, input)
+          if (Option.isSome(found)) return yield* updateFrom(found.value, input, now)
+          const customer: CustomerRecord = {
+            organizationId,
+            id: yield* ids.next("cus"),
+            externalId: input.externalId ?? null,
+            email: input.email ?? null,
+            name: input.name ?? null,
+            metadata: input.metadata ?? {},
+            overageMaxAmount: null,
+            overageOnLimit: null,
+            overageCreatedAt: null,
+            overageUpdatedAt: null,
+            createdAt: now,
+            updatedAt: now
+          }
+          if (yield* repo.insert(customer)) {
+            const hook = yield* CustomerCreatedHook
+            yield* hook(organizationId, customer)
+            return customer
+          }
+        }
+        return yield* emailTaken(input.email ?? "")
+      })
+
+    const setOverageLimit = (organizationId: string, input: SetOverageLimit) =>
+      Effect.gen(function*() {
+        const current = yield* resolve(organizationId, input.customer)
+        const now = yield* Clock.currentTimeMillis
+        const next: CustomerRecord = input.maxOverageAmount === null
+          ? { ...current, overageMaxAmount: null, overageOnLimit: null, overageCreatedAt: null, overageUpdatedAt: null }
+          : {
+            ...current,
+            overageMaxAmount: String(input.maxOverageAmount),
+            overageOnLimit: input.onLimitReached,
+            overageCreatedAt: current.overageCreatedAt ?? now,
+            overageUpdatedAt: now
+          }
+        const stamped = { ...next, updatedAt: now }
+        yield* repo.update(stamped)
+        return stamped
+      })
+
+    return {
+      resolve,
+      findOrCreate,
+      list: (organizationId, query) => repo.list(organizationId, query),
+      setOverageLimit
+    }
+  })
+)
+
+export const toListItem = (c: CustomerRecord): CustomerListItem => ({
+  id: c.id,
+  externalId: c.externalId,
+  email: c.email,
+  name: c.name,
+  metadata: c.metadata,
+  createdAt: c.createdAt,
+  updatedAt: c.updatedAt
+})
+
+export const toCustomer = (c: CustomerRecord, featureConfigs: Customer["billing"]["featureConfigs"] = []): Customer => ({
+  success: true,
+  ...toListItem(c),
+  billing: {
+    overageLimit: c.overageMaxAmount === null
+      ? null
+      : {
+        maxOverageAmount: Number(c.overageMaxAmount),
+        onLimitReached: c.overageOnLimit ?? "block",
+        createdAt: c.overageCreatedAt ?? c.createdAt,
+        updatedAt: c.overageUpdatedAt ?? c.updatedAt
+      },
+    featureConfigs
+  }
+})

@@ -1,0 +1,140 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option } from "effect"
+
+export interface CustomerRecord {
+  readonly organizationId: string
+  readonly id: string
+  readonly externalId: string | null
+  readonly email: string | null
+  readonly name: string | null
+  readonly metadata: Record<string, unknown>
+  readonly overageMaxAmount: string | null
+  readonly overageOnLimit: "block" | "notify" | null
+  readonly overageCreatedAt: number | null
+  readonly overageUpdatedAt: number | null
+  readonly createdAt: number
+  readonly updatedAt: number
+}
+
+export interface CustomerFilter {
+  readonly limit: number
+  readonly offset: number
+  readonly search?: string | undefined
+  readonly email?: string | undefined
+  readonly externalId?: string | undefined
+}
+
+/** The candidates a reference can name: by service id, by external id, by email. */
+export interface CustomerMatches {
+  readonly byId: Option.Option<CustomerRecord>
+  readonly byExternalId: Option.Option<CustomerRecord>
+  readonly byEmail: Option.Option<CustomerRecord>
+}
+
+export interface CustomersRepoShape {
+  readonly matches: (organizationId: string, ref: string) => Effect.Effect<CustomerMatches>
+  /** Inserts unless an external id or email is taken; `false` then. */
+  readonly insert: (customer: CustomerRecord) => Effect.Effect<boolean>
+  /** Writes identity fields; `false` when the new email belongs to another customer. */
+  readonly update: (customer: CustomerRecord) => Effect.Effect<boolean>
+  readonly list: (
+    organizationId: string,
+    filter: CustomerFilter
+  ) => Effect.Effect<{ readonly rows: ReadonlyArray<CustomerRecord>; readonly total: number }>
+}
+
+export class CustomersRepo extends Context.Tag("CustomersRepo")<CustomersRepo, CustomersRepoShape>() {}
+
+const toRecord = (row: any): CustomerRecord => ({
+  organizationId: row.organizationId,
+  id: row.id,
+  externalId: row.externalId,
+  email: row.email,
+  name: row.name,
+  metadata: JSON.parse(row.metadata),
+  overageMaxAmount: row.overageMaxAmount,
+  overageOnLimit: row.overageOnLimit,
+  overageCreatedAt: row.overageCreatedAt === null ? null : Number(row.overageCreatedAt),
+  overageUpdatedAt: row.overageUpdatedAt === null ? null : Number(row.overageUpdatedAt),
+  createdAt: Number(row.createdAt),
+  updatedAt: Number(row.updatedAt)
+})
+
+const toRow = (c: CustomerRecord) => ({
+  ...c,
+  emailLower: c.email?.toLowerCase() ?? null,
+  metadata: JSON.stringify(c.metadata)
+})
+
+export const CustomersRepoSql = Layer.effect(
+  CustomersRepo,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    // Substring match without LIKE, so '%' and '_' in the search text mean themselves.
+    const contains = (column: string, needle: string) =>
+      sql.onDialectOrElse({
+        pg: () => sql`strpos(lower(${sql(column)}), ${needle}) > 0`,
+        orElse: () => sql`instr(lower(${sql(column)}), ${needle}) > 0`
+      })
+
+    const filterClause = (organizationId: string, filter: CustomerFilter) => {
+      const clauses = [sql`organization_id = ${organizationId}`]
+      if (filter.search !== undefined) {
+        const needle = filter.search.toLowerCase()
+        clauses.push(
+          sql`(${contains("email", needle)} OR ${contains("name", needle)} OR ${contains("externalId", needle)})`
+        )
+      }
+      if (filter.email !== undefined) clauses.push(sql`email_lower = ${filter.email.toLowerCase()}`)
+      if (filter.externalId !== undefined) clauses.push(sql`external_id = ${filter.externalId}`)
+      return sql.and(clauses)
+    }
+
+    return {
+      matches: (organizationId, ref) =>
+        sql`SELECT * FROM customers WHERE organization_id = ${organizationId}
+            AND (id = ${ref} OR external_id = ${ref} OR email_lower = ${ref.toLowerCase()})`.pipe(
+          Effect.map((rows) => {
+            const records = rows.map(toRecord)
+            return {
+              byId: Option.fromNullable(records.find((c) => c.id === ref)),
+              byExternalId: Option.fromNullable(records.find((c) => c.externalId === ref)),
+              byEmail: Option.fromNullable(records.find((c) => c.email?.toLowerCase() === ref.toLowerCase()))
+            }
+          }),
+          Effect.orDie
+        ),
+      insert: (customer) =>
+        sql<{ id: string }>`INSERT INTO customers ${sql.insert(toRow(customer))}
+          ON CONFLICT DO NOTHING RETURNING id`.pipe(
+          Effect.map((rows) => rows.length === 1),
+          Effect.orDie
+        ),
+      update: (c) =>
+        sql<{ id: string }>`UPDATE customers SET
+            external_id = ${c.externalId}, email = ${c.email}, email_lower = ${c.email?.toLowerCase() ?? null},
+            name = ${c.name}, metadata = ${JSON.stringify(c.metadata)},
+            overage_max_amount = ${c.overageMaxAmount}, overage_on_limit = ${c.overageOnLimit},
+            overage_created_at = ${c.overageCreatedAt}, overage_updated_at = ${c.overageUpdatedAt},
+            updated_at = ${c.updatedAt}
+          WHERE organization_id = ${c.organizationId} AND id = ${c.id}
+            AND NOT EXISTS (SELECT 1 FROM customers other WHERE other.organization_id = ${c.organizationId}
+              AND other.id <> ${c.id}
+              AND (other.email_lower = ${c.email?.toLowerCase() ?? null} OR other.external_id = ${c.externalId}))
+          RETURNING id`.pipe(
+          Effect.map((rows) => rows.length === 1),
+          Effect.orDie
+        ),
+      list: (organizationId, filter) =>
+        Effect.all({
+          rows: sql`SELECT * FROM customers WHERE ${filterClause(organizationId, filter)}
+              ORDER BY created_at DESC, id DESC LIMIT ${filter.limit} OFFSET ${filter.offset}`.pipe(
+            Effect.map((rows) => rows.map(toRecord))
+          ),
+          total: sql<{ n: number }>`SELECT COUNT(*) AS n FROM customers WHERE ${filterClause(organizationId, filter)}`
+            .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)))
+        }, { concurrency: 1 }).pipe(Effect.orDie)
+    }
+  })
+)

@@ -1,0 +1,41 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { BillingApi } from "../api/Api.ts"
+import { CurrentOrganization } from "../api/security.ts"
+import { mapDomainErrors, notImplemented } from "../http/toApiError.ts"
+import { Customers, toCustomer, toListItem } from "./Customers.ts"
+
+export const CustomersHttp = HttpApiBuilder.group(BillingApi, "customers", (handlers) =>
+  Effect.gen(function*() {
+    const customers = yield* Customers
+    return handlers
+      .handle("createCustomer", ({ payload }) =>
+        Effect.flatMap(CurrentOrganization, (org) =>
+          customers.findOrCreate(org.id, {
+            externalId: payload.id,
+            email: payload.email,
+            name: payload.name,
+            metadata: payload.metadata
+          })).pipe(Effect.map((c) => toCustomer(c)), mapDomainErrors))
+      .handle("listCustomers", ({ urlParams }) =>
+        Effect.flatMap(CurrentOrganization, (org) => customers.list(org.id, urlParams)).pipe(
+          Effect.map(({ rows, total }) => ({
+            success: true,
+            data: rows.map(toListItem),
+            total,
+            limit: urlParams.limit,
+            offset: urlParams.offset
+          }))
+        ))
+      .handle("getCustomer", ({ path }) =>
+        Effect.flatMap(CurrentOrganization, (org) => customers.resolve(org.id, path.id)).pipe(
+          Effect.map((c) => toCustomer(c)),
+          mapDomainErrors
+        ))
+      .handle("setOverageLimit", ({ payload }) =>
+        Effect.flatMap(CurrentOrganization, (org) => customers.setOverageLimit(org.id, payload)).pipe(
+          Effect.map((c) => toCustomer(c)),
+          mapDomainErrors
+        ))
+      .handle("setFeatureConfig", () => notImplemented("Per-feature customer configuration"))
+  }))

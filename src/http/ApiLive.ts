@@ -1,0 +1,21 @@
+import { HttpApiBuilder, HttpApiScalar, HttpServer } from "@effect/platform"
+import { Layer } from "effect"
+import { BillingApi } from "../api/Api.ts"
+import { CustomersHttp } from "../customers/Http.ts"
+import { AuthenticationLive } from "./Authentication.ts"
+import { ErrorMiddlewareLive } from "./errorMiddleware.ts"
+import { SystemHttp } from "./SystemHttp.ts"
+
+/** Every group's handlers, the bearer middleware, the error renderer, the OpenAPI document and docs. */
+export const ApiLive = HttpApiBuilder.api(BillingApi).pipe(
+  Layer.provide([SystemHttp, CustomersHttp]),
+  // The security middleware must be provided after the groups that use it.
+  Layer.provide(AuthenticationLive)
+)
+
+export const HttpLive = Layer.mergeAll(
+  ErrorMiddlewareLive,
+  HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" }),
+  HttpApiScalar.layer({ path: "/docs" }),
+  HttpServer.layerContext
+).pipe(Layer.provideMerge(ApiLive))

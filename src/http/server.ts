@@ -1,0 +1,68 @@
+import { Context, LogLevel } from "effect"
+import { errorBody } from "../api/errors.ts"
+import type { App } from "../app.ts"
+import { writeLogLine } from "../platform/logging.ts"
+import { RequestId } from "./RequestId.ts"
+
+export const MAX_BODY_BYTES = 1024 * 1024
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/
+
+const json = (status: number, body: unknown, headers: Record<string, string>) =>
+  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } })
+
+/** Checks that are cheaper before the Effect runtime: body size and the JSON content type. */
+const precheck = (request: Request, url: URL): Response | undefined => {
+  const length = Number(request.headers.get("content-length") ?? "0")
+  if (length > MAX_BODY_BYTES) {
+    return json(413, errorBody("PayloadTooLarge", "payload_too_large", "The request body is over 1 MiB"), {})
+  }
+  const hasBody = length > 0 || request.headers.has("transfer-encoding")
+  const contentType = request.headers.get("content-type")
+  if (
+    hasBody && url.pathname.startsWith("/v1/") && contentType !== null &&
+    !contentType.toLowerCase().includes("application/json")
+  ) {
+    return json(
+      400,
+      errorBody("BadRequest", "invalid_request", "The request body must be JSON (Content-Type: application/json)"),
+      {}
+    )
+  }
+  return undefined
+}
+
+export interface ServeOptions {
+  readonly port: number
+  readonly hostname?: string
+  readonly logLevel?: LogLevel.LogLevel
+}
+
+/** Bun's server in front of the Effect handler: request ids, limits and one access-log line each. */
+export const serve = (app: Pick<App, "handler">, options: ServeOptions) => {
+  const minimum = options.logLevel ?? LogLevel.Info
+  return Bun.serve({
+    port: options.port,
+    hostname: options.hostname ?? "0.0.0.0",
+    // Bun refuses larger bodies itself (chunked ones included); Content-Length is checked below.
+    maxRequestBodySize: MAX_BODY_BYTES,
+    fetch: async (request) => {
+      const started = performance.now()
+      const incoming = request.headers.get("x-request-id")
+      const requestId = incoming !== null && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID()
+      const url = new URL(request.url)
+      const response = precheck(request, url) ??
+        (await app.handler(request, Context.make(RequestId, requestId) as Context.Context<never>))
+      response.headers.set("x-request-id", requestId)
+      writeLogLine(minimum, LogLevel.Info, "request", {
+        requestId,
+        method: request.method,
+        path: url.pathname,
+        status: response.status,
+        durationMs: Math.round((performance.now() - started) * 100) / 100
+      })
+      return response
+    },
+    error: () => json(500, errorBody("InternalError", "internal_error", "An unexpected error occurred"), {})
+  })
+}

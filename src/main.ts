@@ -1,0 +1,48 @@
+import { Effect, Option } from "effect"
+import { makeApp } from "./app.ts"
+import { serve } from "./http/server.ts"
+import { Organizations } from "./organizations/Organizations.ts"
+import { AppConfig, AppConfigLive } from "./platform/config.ts"
+import { parseLogLevel, writeLogLine } from "./platform/logging.ts"
+import { LogLevel } from "effect"
+
+const app = makeApp(AppConfigLive)
+
+const startup = Effect.gen(function*() {
+  const config = yield* AppConfig
+  const organizations = yield* Organizations
+  const demo = yield* organizations.seedDemo
+  if (Option.isSome(demo)) {
+    process.stdout.write(
+      `\nCreated the 'demo' organization. Its API key, shown only this once:\n\n    ${demo.value.apiKey}\n\n`
+    )
+  }
+  return config
+})
+
+const config = await app.runtime.runPromise(startup).catch(async (error: unknown) => {
+  process.stderr.write(`The service could not start: ${error instanceof Error ? error.message : String(error)}\n`)
+  await app.dispose().catch(() => undefined)
+  process.exit(1)
+})
+
+const logLevel = parseLogLevel(config.logLevel)
+const server = serve(app, { port: config.port, logLevel })
+writeLogLine(logLevel, LogLevel.Info, "listening", {
+  url: `http://localhost:${server.port}`,
+  environment: config.appEnv,
+  database: Option.isSome(config.databaseUrl) ? "postgresql" : "sqlite"
+})
+
+let stopping = false
+const shutdown = async (signal: string) => {
+  if (stopping) return
+  stopping = true
+  writeLogLine(logLevel, LogLevel.Info, "shutting down", { signal })
+  // Stop accepting connections, let in-flight requests finish, then close the database pool.
+  await server.stop(false)
+  await app.dispose()
+  process.exit(0)
+}
+process.on("SIGTERM", () => void shutdown("SIGTERM"))
+process.on("SIGINT", () => void shutdown("SIGINT"))

@@ -1,0 +1,58 @@
+import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
+
+export type AppEnv = "sandbox" | "live"
+
+/** Everything the service reads from its environment, decoded once at start-up. */
+export interface AppConfigShape {
+  readonly port: number
+  readonly databaseUrl: Option.Option<Redacted.Redacted>
+  readonly dataDir: string
+  readonly appEnv: AppEnv
+  readonly logLevel: string
+  readonly encryptionKey: Option.Option<Redacted.Redacted>
+  readonly rateLimitRps: number
+  readonly otlpEndpoint: Option.Option<string>
+  /** Public address of this service, used in hosted-page links. */
+  readonly publicUrl: string
+}
+
+export class AppConfig extends Context.Tag("AppConfig")<AppConfig, AppConfigShape>() {}
+
+const appConfig = Config.all({
+  port: Config.port("PORT").pipe(Config.withDefault(3000)),
+  databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
+  dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./data")),
+  appEnv: Config.literal("sandbox", "live")("APP_ENV").pipe(Config.withDefault("sandbox" as const)),
+  logLevel: Config.string("LOG_LEVEL").pipe(Config.withDefault("info")),
+  encryptionKey: Config.option(Config.redacted("ENCRYPTION_KEY")),
+  rateLimitRps: Config.integer("RATE_LIMIT_RPS").pipe(Config.withDefault(0)),
+  otlpEndpoint: Config.option(Config.nonEmptyString("OTEL_EXPORTER_OTLP_ENDPOINT")),
+  publicUrl: Config.option(Config.string("PUBLIC_URL"))
+}).pipe(
+  Config.map((c): AppConfigShape => ({
+    ...c,
+    // An empty DATABASE_URL means "not set": the embedded database.
+    databaseUrl: Option.filter(c.databaseUrl, (u) => Redacted.value(u).trim() !== ""),
+    publicUrl: Option.getOrElse(c.publicUrl, () => `http://localhost:${c.port}`)
+  }))
+)
+
+export const AppConfigLive = Layer.effect(AppConfig, appConfig)
+
+export const makeTestConfig = (overrides: Partial<AppConfigShape> = {}): AppConfigShape => ({
+  port: 0,
+  databaseUrl: Option.none(),
+  dataDir: ":memory:",
+  appEnv: "sandbox",
+  logLevel: "none",
+  encryptionKey: Option.some(Redacted.make("0".repeat(64))),
+  rateLimitRps: 0,
+  otlpEndpoint: Option.none(),
+  publicUrl: "http://localhost",
+  ...overrides
+})
+
+export const AppConfigTest = (overrides: Partial<AppConfigShape> = {}) =>
+  Layer.succeed(AppConfig, makeTestConfig(overrides))
+
+export const configValue = <A>(f: (c: AppConfigShape) => A) => Effect.map(AppConfig, f)

@@ -1,0 +1,41 @@
+import { Clock, Context, Effect, Layer } from "effect"
+
+/** Prefixes of every id the service mints (decisions.md §1). */
+export type IdPrefix =
+  | "org" | "cus" | "feat" | "plan" | "crs" | "pack" | "sub" | "inv" | "pm" | "ent" | "evt" | "key"
+  | "pf" | "pay" | "ntf" | "whk" | "acct" | "chk"
+
+const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz" // Crockford base32, lower case
+
+const encodeTime = (ms: number): string => {
+  let out = ""
+  let t = ms
+  for (let i = 0; i < 10; i++) {
+    out = ALPHABET[t % 32] + out
+    t = Math.floor(t / 32)
+  }
+  return out
+}
+
+const randomPart = (length: number): string => {
+  const bytes = crypto.getRandomValues(new Uint8Array(length))
+  let out = ""
+  for (const b of bytes) out += ALPHABET[b & 31]
+  return out
+}
+
+/** Time-sortable, prefixed, opaque ids: `cus_` + 10 chars of milliseconds + 16 random chars. */
+export const makeId = (prefix: IdPrefix, nowMs: number): string =>
+  `${prefix}_${encodeTime(nowMs)}${randomPart(16)}`
+
+export interface IdsShape {
+  readonly next: (prefix: IdPrefix) => Effect.Effect<string>
+}
+
+export class Ids extends Context.Tag("Ids")<Ids, IdsShape>() {}
+
+export const IdsLive = Layer.succeed(Ids, {
+  next: (prefix) => Effect.map(Clock.currentTimeMillis, (now) => makeId(prefix, now))
+})
+
+export const nextId = (prefix: IdPrefix) => Effect.flatMap(Ids, (ids) => ids.next(prefix))
