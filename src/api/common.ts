@@ -34,3 +34,10 @@ export const Quantity = Schema.Number.pipe(Schema.finite(), Schema.nonNegative()
 export const IntFromQuery = Schema.NumberFromString.pipe(Schema.int())
 
 export const Success = Schema.Literal(true)
+
+/**
+ * Request schemas report every invalid field, not just the first (decisions.md §10). Optional fields
+ * with a default are plain `optional` on the wire, their default documented; the handler applies it,
+ * so the typed client need not send it.
+ */
+export const allErrors = { parseOptions: { errors: "all" as const } }

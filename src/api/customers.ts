@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { CustomerRef, Email, EpochMillis, IntFromQuery, Metadata, NonEmptyString } from "./common.ts"
+import { allErrors, CustomerRef, Email, EpochMillis, IntFromQuery, Metadata, NonEmptyString } from "./common.ts"
 import { BadRequestError, ConflictError, NotFoundError } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
@@ -51,16 +51,16 @@ export const CreateCustomer = Schema.Struct({
   email: Email,
   name: Schema.optional(Schema.String.pipe(Schema.maxLength(256))),
   metadata: Schema.optional(Metadata)
-}).annotations({ identifier: "CreateCustomer" })
+}).annotations({ identifier: "CreateCustomer", ...allErrors })
 export type CreateCustomer = typeof CreateCustomer.Type
 
 export const ListCustomersQuery = Schema.Struct({
-  limit: Schema.optionalWith(IntFromQuery.pipe(Schema.between(1, 100)), { default: () => 50 }),
-  offset: Schema.optionalWith(IntFromQuery.pipe(Schema.nonNegative()), { default: () => 0 }),
+  limit: Schema.optional(IntFromQuery.pipe(Schema.between(1, 100))).annotations({ default: 50 }),
+  offset: Schema.optional(IntFromQuery.pipe(Schema.nonNegative())).annotations({ default: 0 }),
   search: Schema.optional(NonEmptyString),
   email: Schema.optional(NonEmptyString),
   externalId: Schema.optional(NonEmptyString)
-})
+}).annotations(allErrors)
 export type ListCustomersQuery = typeof ListCustomersQuery.Type
 
 export const CustomerList = Schema.Struct({
@@ -76,18 +76,16 @@ export const SetOverageLimit = Schema.Struct({
   maxOverageAmount: Schema.NullOr(Schema.Number.pipe(Schema.finite(), Schema.positive())).annotations({
     description: "Spend cap in minor currency units; null clears it"
   }),
-  onLimitReached: Schema.optionalWith(OnLimitReached, { default: () => "block" as const })
-}).annotations({ identifier: "SetOverageLimit" })
+  onLimitReached: Schema.optional(OnLimitReached).annotations({ default: "block" })
+}).annotations({ identifier: "SetOverageLimit", ...allErrors })
 export type SetOverageLimit = typeof SetOverageLimit.Type
 
 export const SetFeatureConfig = Schema.Struct({
   customer: CustomerRef,
   feature: NonEmptyString,
   overage: Schema.Literal("block", "charge"),
-  maxOverageUnits: Schema.optionalWith(Schema.NullOr(Schema.Number.pipe(Schema.finite(), Schema.nonNegative())), {
-    default: () => null
-  })
-}).annotations({ identifier: "SetFeatureConfig" })
+  maxOverageUnits: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.finite(), Schema.nonNegative())))
+}).annotations({ identifier: "SetFeatureConfig", ...allErrors })
 export type SetFeatureConfig = typeof SetFeatureConfig.Type
 
 const idParam = HttpApiSchema.param("id", Schema.String)

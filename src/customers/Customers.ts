@@ -1,8 +1,8 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import type { Customer, CustomerListItem, ListCustomersQuery, SetOverageLimit } from "../api/customers.ts"
+import type { Customer, CustomerListItem, SetOverageLimit } from "../api/customers.ts"
 import { Conflict, customerNotFound, type NotFound } from "../domain/errors.ts"
 import { Ids } from "../platform/ids.ts"
-import { type CustomerMatches, type CustomerRecord, CustomersRepo } from "./CustomersRepo.ts"
+import { type CustomerFilter, type CustomerMatches, type CustomerRecord, CustomersRepo } from "./CustomersRepo.ts"
 
 export interface CustomerInput {
   readonly externalId?: string | undefined
@@ -25,7 +25,7 @@ export interface CustomersShape {
   readonly findOrCreate: (organizationId: string, input: CustomerInput) => Effect.Effect<CustomerRecord, Conflict>
   readonly list: (
     organizationId: string,
-    query: ListCustomersQuery
+    query: CustomerFilter
   ) => Effect.Effect<{ readonly rows: ReadonlyArray<CustomerRecord>; readonly total: number }>
   readonly setOverageLimit: (
     organizationId: string,
@@ -139,7 +139,7 @@ export const CustomersLive = Layer.effect(
           : {
             ...current,
             overageMaxAmount: String(input.maxOverageAmount),
-            overageOnLimit: input.onLimitReached,
+            overageOnLimit: input.onLimitReached ?? "block",
             overageCreatedAt: current.overageCreatedAt ?? now,
             overageUpdatedAt: now
           }

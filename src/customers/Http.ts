@@ -17,16 +17,18 @@ export const CustomersHttp = HttpApiBuilder.group(BillingApi, "customers", (hand
             name: payload.name,
             metadata: payload.metadata
           })).pipe(Effect.map((c) => toCustomer(c)), mapDomainErrors))
-      .handle("listCustomers", ({ urlParams }) =>
-        Effect.flatMap(CurrentOrganization, (org) => customers.list(org.id, urlParams)).pipe(
+      .handle("listCustomers", ({ urlParams }) => {
+        const filter = { ...urlParams, limit: urlParams.limit ?? 50, offset: urlParams.offset ?? 0 }
+        return Effect.flatMap(CurrentOrganization, (org) => customers.list(org.id, filter)).pipe(
           Effect.map(({ rows, total }) => ({
             success: true,
             data: rows.map(toListItem),
             total,
-            limit: urlParams.limit,
-            offset: urlParams.offset
+            limit: filter.limit,
+            offset: filter.offset
           }))
-        ))
+        )
+      })
       .handle("getCustomer", ({ path }) =>
         Effect.flatMap(CurrentOrganization, (org) => customers.resolve(org.id, path.id)).pipe(
           Effect.map((c) => toCustomer(c)),

@@ -16,6 +16,21 @@ interface DecodeIssue {
   readonly message: string
 }
 
+/**
+ * One line per problem: an optional field's union with `undefined` adds an "Expected undefined"
+ * twin to every real problem of that field, which says nothing to the caller.
+ */
+const readableIssues = (issues: ReadonlyArray<DecodeIssue>): Array<Issue> => {
+  const formatted = issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message }))
+  const useful = formatted.filter((issue) =>
+    !issue.message.startsWith("Expected undefined,") ||
+    !formatted.some((other) => other.path === issue.path && other !== issue)
+  )
+  return useful.filter((issue, i) =>
+    useful.findIndex((other) => other.path === issue.path && other.message === issue.message) === i
+  )
+}
+
 const isTagged = (u: unknown, tag: string): boolean =>
   typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === tag
 
@@ -48,10 +63,7 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(BillingApi, (app) =
       if (Option.isSome(failure)) {
         const error = failure.value
         if (isTagged(error, "HttpApiDecodeError")) {
-          const issues = ((error as { issues: ReadonlyArray<DecodeIssue> }).issues).map((issue) => ({
-            path: formatPath(issue.path),
-            message: issue.message
-          }))
+          const issues = readableIssues((error as { issues: ReadonlyArray<DecodeIssue> }).issues)
           const message = issues.length === 0
             ? "The request is invalid"
             : `The request is invalid: ${issues.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; ")}`

@@ -1,0 +1,96 @@
+import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { Effect, Either, LogLevel, Option, Redacted } from "effect"
+import { makeClient } from "../../src/api/client.ts"
+import { type App, makeApp } from "../../src/app.ts"
+import { serve } from "../../src/http/server.ts"
+import { Organizations } from "../../src/organizations/Organizations.ts"
+import { AppConfigTest, type AppConfigShape } from "../../src/platform/config.ts"
+
+export interface Database {
+  readonly name: "sqlite" | "postgresql"
+  readonly config: Partial<AppConfigShape>
+}
+
+/**
+ * The databases every contract suite runs on: SQLite in memory always, and PostgreSQL when
+ * DATABASE_URL is set (`.ci/run` sets it). Tests on a shared PostgreSQL stay independent because
+ * each creates its own organizations and every row is scoped by organization.
+ */
+export const databases = (): ReadonlyArray<Database> => {
+  const url = process.env.DATABASE_URL?.trim()
+  return [
+    { name: "sqlite", config: { dataDir: ":memory:" } },
+    ...(url ? [{ name: "postgresql" as const, config: { databaseUrl: Option.some(Redacted.make(url)) } }] : [])
+  ]
+}
+
+export const uniqueSlug = (prefix = "org") => `${prefix}-${crypto.randomUUID().slice(0, 12)}`
+
+export interface TestServer {
+  readonly app: App
+  readonly baseUrl: string
+  /** A new organization and a key for it. */
+  readonly createOrg: (slug?: string) => Promise<{ id: string; slug: string; apiKey: string; keyId: string }>
+  readonly client: (apiKey: string) => Promise<Client>
+  readonly run: <A, E>(effect: Effect.Effect<A, E, Organizations>) => Promise<A>
+  readonly fetch: (path: string, init?: RequestInit & { apiKey?: string }) => Promise<Response>
+  readonly close: () => Promise<void>
+}
+
+export type Client = Effect.Effect.Success<ReturnType<typeof makeClient>>
+
+/** The service on a real port, as a vendor would reach it. */
+export const startServer = async (config: Partial<AppConfigShape> = {}): Promise<TestServer> => {
+  const app = makeApp(AppConfigTest(config))
+  // Build the layers (and run migrations) before the first request.
+  await app.runtime.runPromise(Effect.void)
+  const server = serve(app, { port: 0, hostname: "127.0.0.1", logLevel: LogLevel.None })
+  const baseUrl = `http://127.0.0.1:${server.port}`
+  const run = <A, E>(effect: Effect.Effect<A, E, Organizations>) => app.runtime.runPromise(effect)
+
+  return {
+    app,
+    baseUrl,
+    run,
+    createOrg: (slug = uniqueSlug()) =>
+      run(Effect.gen(function*() {
+        const orgs = yield* Organizations
+        const org = yield* orgs.create(slug)
+        const { apiKey, key } = yield* orgs.createKey(org.id)
+        return { id: org.id, slug: org.slug, apiKey, keyId: key.id }
+      })),
+    client: (apiKey) =>
+      Effect.runPromise(
+        makeClient(baseUrl, {
+          transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(apiKey))
+        }).pipe(Effect.provide(FetchHttpClient.layer))
+      ),
+    fetch: (path, init = {}) => {
+      const headers = new Headers(init.headers)
+      if (init.apiKey !== undefined) headers.set("authorization", `Bearer ${init.apiKey}`)
+      if (init.body !== undefined && !headers.has("content-type")) headers.set("content-type", "application/json")
+      return fetch(baseUrl + path, { ...init, headers })
+    },
+    close: async () => {
+      server.stop(true)
+      await app.dispose()
+    }
+  }
+}
+
+/** Runs a client call: its success, or its typed failure, for assertions on either. */
+export const attempt = <A, E>(effect: Effect.Effect<A, E, never>): Promise<Either.Either<A, E>> =>
+  Effect.runPromise(Effect.either(effect))
+
+export const ok = async <A, E>(effect: Effect.Effect<A, E, never>): Promise<A> => {
+  const result = await attempt(effect)
+  if (Either.isLeft(result)) throw new Error(`expected success, got ${JSON.stringify(result.left)}`)
+  return result.right
+}
+
+export const failure = async <A, E>(effect: Effect.Effect<A, E, never>): Promise<E> => {
+  const result = await attempt(effect)
+  if (Either.isRight(result)) throw new Error(`expected a failure, got ${JSON.stringify(result.right)}`)
+  return result.left
+}
+
