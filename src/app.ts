@@ -9,6 +9,7 @@ import type { AppConfig } from "./platform/config.ts"
 import { DatabaseLive } from "./platform/db/Database.ts"
 import { IdsLive } from "./platform/ids.ts"
 import { LoggingLive } from "./platform/logging.ts"
+import { TracingLive } from "./platform/tracing.ts"
 
 /** Repositories over whichever SqlClient the database layer chose. */
 const ReposLive = Layer.mergeAll(OrganizationsRepoSql, CustomersRepoSql)
@@ -26,9 +27,9 @@ export const ServicesLive = Layer.mergeAll(OrganizationsLive, CustomersLive).pip
  */
 export const makeApp = <E>(config: Layer.Layer<AppConfig, E>) => {
   const memoMap = Effect.runSync(Layer.makeMemoMap)
-  const services = Layer.merge(ServicesLive, LoggingLive).pipe(Layer.provideMerge(config))
+  const services = Layer.mergeAll(ServicesLive, LoggingLive, TracingLive).pipe(Layer.provideMerge(config))
   const runtime = ManagedRuntime.make(services, memoMap)
-  const web = HttpApiBuilder.toWebHandler(Layer.mergeAll(HttpLive, LoggingLive).pipe(Layer.provide(services)), {
+  const web = HttpApiBuilder.toWebHandler(Layer.mergeAll(HttpLive, LoggingLive, TracingLive).pipe(Layer.provide(services)), {
     memoMap
   })
   return {

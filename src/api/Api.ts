@@ -1,7 +1,15 @@
 import { HttpApi, OpenApi } from "@effect/platform"
+import { BillingGroup } from "./billing.ts"
+import { CatalogGroup } from "./catalog.ts"
 import { CustomersGroup } from "./customers.ts"
+import { EntitiesGroup } from "./entities.ts"
+import { EntitlementsGroup } from "./entitlements.ts"
 import { InternalErrorError, NotFoundError, NotImplementedError, PayloadTooLargeError, UnavailableError } from "./errors.ts"
+import { PaymentsGroup } from "./payments.ts"
+import { SubscriptionsGroup } from "./subscriptions.ts"
 import { SystemGroup } from "./system.ts"
+import { UsageGroup } from "./usage.ts"
+import { WebhooksGroup } from "./webhooks.ts"
 
 /**
  * The whole contract of the service (interface-spec.md part 4, decisions.md). This folder imports
@@ -10,6 +18,14 @@ import { SystemGroup } from "./system.ts"
 export class BillingApi extends HttpApi.make("billing")
   .add(SystemGroup)
   .add(CustomersGroup)
+  .add(EntitlementsGroup)
+  .add(CatalogGroup)
+  .add(EntitiesGroup)
+  .add(SubscriptionsGroup)
+  .add(BillingGroup)
+  .add(PaymentsGroup)
+  .add(UsageGroup)
+  .add(WebhooksGroup)
   // Failures any route can produce, whatever its capability.
   .addError(NotFoundError)
   .addError(PayloadTooLargeError)

@@ -1,14 +1,33 @@
 import { HttpApiBuilder, HttpApiScalar, HttpServer } from "@effect/platform"
 import { Layer } from "effect"
 import { BillingApi } from "../api/Api.ts"
+import { BillingHttp } from "../billing/Http.ts"
+import { CatalogHttp } from "../catalog/Http.ts"
 import { CustomersHttp } from "../customers/Http.ts"
+import { EntitiesHttp } from "../entities/Http.ts"
+import { EntitlementsHttp } from "../entitlements/Http.ts"
+import { PaymentsHttp } from "../payments/Http.ts"
+import { SubscriptionsHttp } from "../subscriptions/Http.ts"
+import { UsageHttp } from "../usage/Http.ts"
+import { WebhooksHttp } from "../webhooks/Http.ts"
 import { AuthenticationLive } from "./Authentication.ts"
 import { ErrorMiddlewareLive } from "./errorMiddleware.ts"
 import { SystemHttp } from "./SystemHttp.ts"
 
 /** Every group's handlers, the bearer middleware, the error renderer, the OpenAPI document and docs. */
 export const ApiLive = HttpApiBuilder.api(BillingApi).pipe(
-  Layer.provide([SystemHttp, CustomersHttp]),
+  Layer.provide([
+    SystemHttp,
+    CustomersHttp,
+    EntitlementsHttp,
+    CatalogHttp,
+    EntitiesHttp,
+    SubscriptionsHttp,
+    BillingHttp,
+    PaymentsHttp,
+    UsageHttp,
+    WebhooksHttp
+  ]),
   // The security middleware must be provided after the groups that use it.
   Layer.provide(AuthenticationLive)
 )

@@ -1,0 +1,132 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { CustomerRef, EpochMillis, Metadata, NonEmptyString, Url } from "./common.ts"
+import {
+  BadGatewayError,
+  BadRequestError,
+  ConflictError,
+  NotFoundError,
+  PaymentRequiredError,
+  UnprocessableError
+} from "./errors.ts"
+import { Authentication } from "./security.ts"
+
+const UriString = Schema.String.annotations({ format: "uri" })
+
+/** Spec 4.7, decisions.md §7. */
+export const PurchaseAddon = Schema.Struct({
+  customer: CustomerRef,
+  pack: NonEmptyString.annotations({ description: "Slug (or id) of the credit pack" }),
+  quantity: Schema.optionalWith(Schema.Number.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1)), {
+    default: () => 1
+  }),
+  currency: Schema.optional(Schema.String.pipe(Schema.minLength(3))),
+  metadata: Schema.optional(Metadata),
+  callbackUrl: Schema.optional(Url)
+}).annotations({ identifier: "PurchaseAddon" })
+export type PurchaseAddon = typeof PurchaseAddon.Type
+
+export const AddonPurchase = Schema.Struct({
+  success: Schema.Boolean,
+  requiresCheckout: Schema.Boolean,
+  checkoutUrl: Schema.NullOr(UriString).annotations({ description: "Set when requiresCheckout" }),
+  quantity: Schema.Number,
+  credits: Schema.Number.annotations({ description: "Credits bought (pack credits × quantity)" }),
+  balance: Schema.NullOr(Schema.Number).annotations({
+    description: "New purchased-credits balance; null until the checkout completes"
+  }),
+  message: Schema.String
+}).annotations({ identifier: "AddonPurchase" })
+export type AddonPurchase = typeof AddonPurchase.Type
+
+/** Spec 4.10. */
+export const WalletSetupRequest = Schema.Struct({
+  customer: CustomerRef,
+  callbackUrl: Schema.optional(Url),
+  provider: Schema.optional(NonEmptyString.pipe(Schema.maxLength(64)))
+}).annotations({ identifier: "WalletSetupRequest" })
+export type WalletSetupRequest = typeof WalletSetupRequest.Type
+
+export const WalletSetup = Schema.Struct({
+  url: UriString,
+  reference: Schema.String
+}).annotations({ identifier: "WalletSetup" })
+export type WalletSetup = typeof WalletSetup.Type
+
+/** Spec 4.20. */
+export const RemovePaymentMethod = Schema.Struct({
+  customer: CustomerRef,
+  id: NonEmptyString.annotations({ description: "Payment method id" })
+}).annotations({ identifier: "RemovePaymentMethod" })
+export type RemovePaymentMethod = typeof RemovePaymentMethod.Type
+
+export const PaymentMethodRemoved = Schema.Struct({
+  success: Schema.Boolean
+}).annotations({ identifier: "PaymentMethodRemoved" })
+
+export const PaymentMethod = Schema.Struct({
+  id: Schema.String,
+  provider: Schema.String,
+  type: Schema.String.annotations({ description: "e.g. card, bank" }),
+  brand: Schema.NullOr(Schema.String),
+  last4: Schema.NullOr(Schema.String),
+  expMonth: Schema.NullOr(Schema.Number),
+  expYear: Schema.NullOr(Schema.Number),
+  isDefault: Schema.Boolean,
+  createdAt: EpochMillis
+}).annotations({ identifier: "PaymentMethod" })
+export type PaymentMethod = typeof PaymentMethod.Type
+
+export const WalletQuery = Schema.Struct({
+  customer: CustomerRef
+})
+export type WalletQuery = typeof WalletQuery.Type
+
+export const PaymentMethodList = Schema.Struct({
+  success: Schema.Boolean,
+  paymentMethods: Schema.Array(PaymentMethod)
+}).annotations({ identifier: "PaymentMethodList" })
+
+export class PaymentsGroup extends HttpApiGroup.make("payments")
+  .add(
+    HttpApiEndpoint.post("purchaseAddon", "/v1/addon")
+      .setPayload(PurchaseAddon)
+      .addSuccess(AddonPurchase)
+      .addError(NotFoundError)
+      .addError(ConflictError)
+      .addError(PaymentRequiredError)
+      .addError(UnprocessableError)
+      .addError(BadGatewayError)
+      .annotate(OpenApi.Summary, "Purchase a credit pack")
+  )
+  .add(
+    HttpApiEndpoint.post("createWalletSetup", "/v1/wallet/setup")
+      .setPayload(WalletSetupRequest)
+      .addSuccess(WalletSetup)
+      .addError(NotFoundError)
+      .addError(ConflictError)
+      .addError(UnprocessableError)
+      .addError(BadGatewayError)
+      .annotate(OpenApi.Summary, "Create a payment-method setup session")
+  )
+  .add(
+    HttpApiEndpoint.post("removePaymentMethod", "/v1/wallet/remove")
+      .setPayload(RemovePaymentMethod)
+      .addSuccess(PaymentMethodRemoved)
+      .addError(NotFoundError)
+      .addError(ConflictError)
+      .addError(UnprocessableError)
+      .addError(BadGatewayError)
+      .annotate(OpenApi.Summary, "Remove a payment method")
+  )
+  .add(
+    HttpApiEndpoint.get("listPaymentMethods", "/v1/wallet")
+      .setUrlParams(WalletQuery)
+      .addSuccess(PaymentMethodList)
+      .addError(NotFoundError)
+      .addError(ConflictError)
+      .annotate(OpenApi.Summary, "List saved payment methods")
+  )
+  .addError(BadRequestError)
+  .middleware(Authentication)
+{}

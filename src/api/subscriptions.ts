@@ -1,0 +1,130 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { CustomerRef, EpochMillis, IsoDateTime, NonEmptyString, Url } from "./common.ts"
+import { CustomerData } from "./entitlements.ts"
+import {
+  BadGatewayError,
+  BadRequestError,
+  ConflictError,
+  NotFoundError,
+  PaymentRequiredError,
+  UnprocessableError
+} from "./errors.ts"
+import { Authentication } from "./security.ts"
+
+const UriString = Schema.String.annotations({ format: "uri" })
+
+export const SubscriptionStatus = Schema.Literal("pending", "trialing", "active", "past_due", "canceled", "expired")
+  .annotations({ identifier: "SubscriptionStatus" })
+export type SubscriptionStatus = typeof SubscriptionStatus.Type
+
+/** decisions.md §7. Instants other than createdAt/updatedAt are ISO 8601 strings (decisions.md §1). */
+export const Subscription = Schema.Struct({
+  id: Schema.String,
+  customerId: Schema.String,
+  planId: Schema.String,
+  plan: Schema.String.annotations({ description: "Slug of the plan" }),
+  status: SubscriptionStatus,
+  currentPeriodStart: Schema.NullOr(IsoDateTime).annotations({ description: "null until the subscription starts" }),
+  currentPeriodEnd: Schema.NullOr(IsoDateTime).annotations({ description: "null for one-time plans or until it starts" }),
+  trialEndsAt: Schema.NullOr(IsoDateTime),
+  cancelAtPeriodEnd: Schema.Boolean,
+  canceledAt: Schema.NullOr(IsoDateTime),
+  createdAt: EpochMillis,
+  updatedAt: EpochMillis
+}).annotations({ identifier: "Subscription" })
+export type Subscription = typeof Subscription.Type
+
+export const AttachRequest = Schema.Struct({
+  customer: CustomerRef,
+  product: NonEmptyString.annotations({ description: "Slug of the plan to attach" }),
+  customerData: Schema.optional(CustomerData),
+  callbackUrl: Schema.optional(Url)
+}).annotations({ identifier: "AttachRequest" })
+export type AttachRequest = typeof AttachRequest.Type
+
+export const AttachResult = Schema.Struct({
+  success: Schema.Boolean,
+  subscription: Subscription,
+  checkoutUrl: Schema.NullOr(UriString).annotations({ description: "Set when payment must be collected first" }),
+  message: Schema.String
+}).annotations({ identifier: "AttachResult" })
+export type AttachResult = typeof AttachResult.Type
+
+export const ListSubscriptionsQuery = Schema.Struct({
+  customer: Schema.optional(CustomerRef)
+})
+export type ListSubscriptionsQuery = typeof ListSubscriptionsQuery.Type
+
+export const SubscriptionList = Schema.Struct({
+  success: Schema.Boolean,
+  subscriptions: Schema.Array(Subscription)
+}).annotations({ identifier: "SubscriptionList" })
+
+/** Spec 4.2. */
+export const SubscriptionCheckoutRequest = Schema.Struct({
+  callbackUrl: Schema.optional(Url)
+}).annotations({ identifier: "SubscriptionCheckoutRequest" })
+export type SubscriptionCheckoutRequest = typeof SubscriptionCheckoutRequest.Type
+
+export const SubscriptionCheckout = Schema.Struct({
+  success: Schema.Boolean,
+  checkoutUrl: Schema.NullOr(UriString),
+  reference: Schema.NullOr(Schema.String),
+  accessCode: Schema.NullOr(Schema.String),
+  activatedDirectly: Schema.Boolean.annotations({
+    description: "True when a free plan or a charge on a saved method activated it without checkout"
+  }),
+  message: Schema.String
+}).annotations({ identifier: "SubscriptionCheckout" })
+export type SubscriptionCheckout = typeof SubscriptionCheckout.Type
+
+export const SubscriptionResult = Schema.Struct({
+  success: Schema.Boolean,
+  subscription: Subscription
+}).annotations({ identifier: "SubscriptionResult" })
+
+const idParam = HttpApiSchema.param("id", Schema.String)
+
+export class SubscriptionsGroup extends HttpApiGroup.make("subscriptions")
+  .add(
+    HttpApiEndpoint.post("attach", "/v1/attach")
+      .setPayload(AttachRequest)
+      .addSuccess(AttachResult)
+      .addError(NotFoundError)
+      .addError(ConflictError)
+      .addError(PaymentRequiredError)
+      .addError(UnprocessableError)
+      .addError(BadGatewayError)
+      .annotate(OpenApi.Summary, "Attach a plan to a customer")
+  )
+  .add(
+    HttpApiEndpoint.get("listSubscriptions", "/v1/subscriptions")
+      .setUrlParams(ListSubscriptionsQuery)
+      .addSuccess(SubscriptionList)
+      .addError(NotFoundError)
+      .addError(ConflictError)
+      .annotate(OpenApi.Summary, "List subscriptions")
+  )
+  .add(
+    HttpApiEndpoint.post("checkoutSubscription")`/v1/subscriptions/${idParam}/checkout`
+      .setPayload(SubscriptionCheckoutRequest)
+      .addSuccess(SubscriptionCheckout)
+      .addError(NotFoundError)
+      .addError(ConflictError)
+      .addError(PaymentRequiredError)
+      .addError(UnprocessableError)
+      .addError(BadGatewayError)
+      .annotate(OpenApi.Summary, "Generate checkout for a pending subscription")
+  )
+  .add(
+    HttpApiEndpoint.post("cancelSubscription")`/v1/subscriptions/${idParam}/cancel`
+      .addSuccess(SubscriptionResult)
+      .addError(NotFoundError)
+      .addError(ConflictError)
+      .addError(BadGatewayError)
+      .annotate(OpenApi.Summary, "Cancel a subscription")
+  )
+  .addError(BadRequestError)
+  .middleware(Authentication)
+{}

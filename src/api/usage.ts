@@ -1,0 +1,80 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { NonEmptyString } from "./common.ts"
+import { BadRequestError, ConflictError, NotFoundError } from "./errors.ts"
+import { Authentication } from "./security.ts"
+
+export const UsageRange = Schema.Literal("7d", "30d", "90d", "custom").annotations({ identifier: "UsageRange" })
+export const UsageGranularity = Schema.Literal("day", "week", "month").annotations({ identifier: "UsageGranularity" })
+export const UsageGroupBy = Schema.Literal("total", "feature").annotations({ identifier: "UsageGroupBy" })
+
+const CalendarDate = Schema.String.pipe(
+  Schema.pattern(/^\d{4}-\d{2}-\d{2}$/, { message: () => "must be a date YYYY-MM-DD" })
+).annotations({ format: "date" })
+
+/** Spec 4.12, decisions.md §9. Calendar checks (custom bounds, from ≤ to, 366 days, timezone) are the service's. */
+export const UsageHistoryQuery = Schema.Struct({
+  range: Schema.optionalWith(UsageRange, { default: () => "30d" as const }),
+  granularity: Schema.optionalWith(UsageGranularity, { default: () => "day" as const }),
+  feature: Schema.optional(NonEmptyString),
+  groupBy: Schema.optionalWith(UsageGroupBy, { default: () => "total" as const }),
+  timezone: Schema.optionalWith(NonEmptyString.pipe(Schema.maxLength(64)), { default: () => "UTC" }).annotations({
+    description: "IANA time zone, e.g. Africa/Lagos"
+  }),
+  from: Schema.optional(CalendarDate),
+  to: Schema.optional(CalendarDate)
+})
+export type UsageHistoryQuery = typeof UsageHistoryQuery.Type
+
+export const UsageTotals = Schema.Struct({
+  usage: Schema.Number,
+  records: Schema.Number.annotations({ description: "Number of usage events" })
+}).annotations({ identifier: "UsageTotals" })
+
+export const UsageBucket = Schema.Struct({
+  bucket: Schema.String.annotations({ description: "First day of the bucket, YYYY-MM-DD" }),
+  value: Schema.Number
+}).annotations({ identifier: "UsageBucket" })
+
+export const UsageBreakdown = Schema.Struct({
+  feature: Schema.Struct({
+    id: Schema.String,
+    slug: Schema.String,
+    name: Schema.String,
+    unit: Schema.String.annotations({ description: "Empty when the feature has no unit" })
+  }),
+  totals: UsageTotals,
+  series: Schema.Array(UsageBucket)
+}).annotations({ identifier: "UsageBreakdown" })
+
+export const UsageHistory = Schema.Struct({
+  customer: Schema.Struct({ id: Schema.String }),
+  query: Schema.Struct({
+    range: Schema.Struct({ from: Schema.String, to: Schema.String }).annotations({
+      description: "The resolved inclusive dates, YYYY-MM-DD"
+    }),
+    granularity: UsageGranularity,
+    feature: Schema.optional(Schema.String).annotations({ description: "Present when filtered by feature" }),
+    groupBy: UsageGroupBy,
+    timezone: Schema.String
+  }),
+  totals: UsageTotals,
+  series: Schema.Array(UsageBucket),
+  breakdown: Schema.Array(UsageBreakdown).annotations({ description: "Per feature; empty unless groupBy=feature" })
+}).annotations({ identifier: "UsageHistory" })
+export type UsageHistory = typeof UsageHistory.Type
+
+const idParam = HttpApiSchema.param("id", Schema.String)
+
+export class UsageGroup extends HttpApiGroup.make("usage")
+  .add(
+    HttpApiEndpoint.get("getUsageHistory")`/v1/customers/${idParam}/usage/history`
+      .setUrlParams(UsageHistoryQuery)
+      .addSuccess(UsageHistory)
+      .addError(NotFoundError)
+      .addError(ConflictError)
+      .annotate(OpenApi.Summary, "Get customer usage history")
+  )
+  .addError(BadRequestError)
+  .middleware(Authentication)
+{}
