@@ -52,7 +52,7 @@ export type Invoice = typeof Invoice.Type
 /** Spec 4.11. */
 export const GenerateInvoice = Schema.Struct({
   customer: CustomerRef
-}).annotations({ identifier: "GenerateInvoice" })
+}).annotations({ identifier: "GenerateInvoice", parseOptions: { errors: "all" } })
 export type GenerateInvoice = typeof GenerateInvoice.Type
 
 export const InvoiceGenerated = Schema.Struct({
@@ -66,7 +66,7 @@ export type InvoiceGenerated = typeof InvoiceGenerated.Type
 
 export const CustomerQuery = Schema.Struct({
   customer: Schema.optional(CustomerRef)
-})
+}).annotations({ parseOptions: { errors: "all" } })
 export type CustomerQuery = typeof CustomerQuery.Type
 
 export const InvoiceList = Schema.Struct({
@@ -105,7 +105,7 @@ export type UnbilledUsage = typeof UnbilledUsage.Type
 /** Spec 4.1. */
 export const PayInvoiceRequest = Schema.Struct({
   callbackUrl: Schema.optional(Url)
-}).annotations({ identifier: "PayInvoiceRequest" })
+}).annotations({ identifier: "PayInvoiceRequest", parseOptions: { errors: "all" } })
 export type PayInvoiceRequest = typeof PayInvoiceRequest.Type
 
 export const InvoiceSummary = Schema.Struct({

@@ -5,6 +5,13 @@ import { RatingModel, UsageModel } from "./entitlements.ts"
 import { BadRequestError } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
+/** A literal union whose decode failure reads "must be one of …" instead of one issue per member. */
+const oneOf = <const L extends readonly [string, ...Array<string>]>(identifier: string, ...values: L) =>
+  Schema.Literal(...values).annotations({
+    identifier,
+    message: () => ({ message: `must be one of ${values.join(", ")}`, override: true })
+  })
+
 /**
  * Catalog sync (spec 4.5, decisions.md §3). Items are lenient about what a catalog-as-code file may leave
  * out (optional, with the documented defaults applied on decode) and strict about the types of what it
@@ -16,25 +23,23 @@ const Slug = NonEmptyString.pipe(Schema.maxLength(256))
 const Name = Schema.String.pipe(Schema.maxLength(256))
 const Description = Schema.String.pipe(Schema.maxLength(4096))
 /** Minor currency units; may be fractional (a price per unit of 0.25 kobo). */
-const Money = Schema.Number.pipe(Schema.finite(), Schema.nonNegative()).annotations({
-  description: "Minor currency units (kobo, cents); may be fractional"
-})
-const NonNegative = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
-const Positive = Schema.Number.pipe(Schema.finite(), Schema.positive())
+const finite = Schema.finite({ message: () => "must be a finite number" })
+const NonNegative = Schema.Number.pipe(finite, Schema.nonNegative({ message: () => "must be >= 0" }))
+const Positive = Schema.Number.pipe(finite, Schema.positive({ message: () => "must be > 0" }))
+const Money = NonNegative.annotations({ description: "Minor currency units (kobo, cents); may be fractional" })
 export const CurrencyCode = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z]{3}$/, { message: () => "must be a 3-letter ISO 4217 currency code" })
 ).annotations({ identifier: "CurrencyCode", description: "ISO 4217 code, e.g. NGN or USD" })
-const Provider = NonEmptyString.pipe(Schema.maxLength(64)).annotations({
-  description: "Payment provider: `paystack`, `stripe` (or `simulated` on sandbox)"
-})
+const Provider = NonEmptyString.pipe(
+  Schema.maxLength(64, { message: () => "must be a provider name such as paystack or stripe" })
+).annotations({ description: "Payment provider: `paystack`, `stripe` (or `simulated` on sandbox)" })
 
-export const FeatureType = Schema.Literal("metered", "boolean").annotations({ identifier: "FeatureType" })
-export const MeterType = Schema.Literal("consumable", "non_consumable").annotations({ identifier: "MeterType" })
-export const PlanInterval = Schema.Literal("daily", "weekly", "monthly", "quarterly", "yearly").annotations({
-  identifier: "PlanInterval"
-})
-export const BillingType = Schema.Literal("recurring", "one_time").annotations({ identifier: "BillingType" })
-export const ResetInterval = Schema.Literal(
+export const FeatureType = oneOf("FeatureType", "metered", "boolean")
+export const MeterType = oneOf("MeterType", "consumable", "non_consumable")
+export const PlanInterval = oneOf("PlanInterval", "daily", "weekly", "monthly", "quarterly", "yearly")
+export const BillingType = oneOf("BillingType", "recurring", "one_time")
+export const ResetInterval = oneOf(
+  "ResetInterval",
   "none",
   "never",
   "5min",
@@ -47,8 +52,8 @@ export const ResetInterval = Schema.Literal(
   "quarterly",
   "semi_annual",
   "yearly"
-).annotations({ identifier: "ResetInterval", description: "`never` is an alias of `none`" })
-export const OverageBehaviour = Schema.Literal("block", "charge").annotations({ identifier: "OverageBehaviour" })
+).annotations({ description: "`never` is an alias of `none`" })
+export const OverageBehaviour = oneOf("OverageBehaviour", "block", "charge")
 
 export const SyncFeature = Schema.Struct({
   slug: Slug,
@@ -61,7 +66,7 @@ export type SyncFeature = typeof SyncFeature.Type
 
 export const SyncCreditSystemFeature = Schema.Struct({
   feature: Slug,
-  creditCost: NonNegative.annotations({ description: "Credits drawn per unit of the feature" })
+  creditCost: Schema.propertySignature(NonNegative).annotations({ description: "Credits drawn per unit of the feature" })
 }).annotations({ identifier: "SyncCreditSystemFeature" })
 
 export const SyncCreditSystem = Schema.Struct({
@@ -79,7 +84,7 @@ export const SyncCreditPack = Schema.Struct({
   credits: Positive,
   price: Money,
   currency: Schema.optional(CurrencyCode),
-  creditSystem: Slug.annotations({ description: "Slug of the credit system the credits go to" }),
+  creditSystem: Schema.propertySignature(Slug).annotations({ description: "Slug of the credit system the credits go to" }),
   provider: Schema.optional(Provider),
   metadata: Schema.optional(Metadata),
   isActive: Schema.optionalWith(Schema.Boolean, { default: () => true })
@@ -96,7 +101,7 @@ export const SyncTier = Schema.Struct({
 export type SyncTier = typeof SyncTier.Type
 
 export const SyncPlanFeature = Schema.Struct({
-  slug: Slug.annotations({ description: "A feature slug or a credit-system slug" }),
+  slug: Schema.propertySignature(Slug).annotations({ description: "A feature slug or a credit-system slug" }),
   enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
   limit: Schema.optional(Schema.NullOr(NonNegative)).annotations({ description: "null = unlimited" }),
   trialLimit: Schema.optional(Schema.NullOr(NonNegative)),
@@ -139,7 +144,7 @@ export const SyncRequest = Schema.Struct({
   creditSystems: Schema.optionalWith(Schema.Array(SyncCreditSystem), { default: () => [] }),
   creditPacks: Schema.optionalWith(Schema.Array(SyncCreditPack), { default: () => [] }),
   plans: Schema.Array(SyncPlan)
-}).annotations({ identifier: "SyncRequest" })
+}).annotations({ identifier: "SyncRequest", parseOptions: { errors: "all" } })
 export type SyncRequest = typeof SyncRequest.Type
 
 export const SyncChanges = Schema.Struct({

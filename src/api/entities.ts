@@ -4,7 +4,7 @@ import { CustomerRef, Email, Metadata, NonEmptyString } from "./common.ts"
 import { BadRequestError, ConflictError, NotFoundError } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
-const EntityName = NonEmptyString.pipe(Schema.maxLength(256)).annotations({
+const EntityName = Schema.propertySignature(NonEmptyString.pipe(Schema.maxLength(256))).annotations({
   description: "The caller's own identifier of the seat or member"
 })
 
@@ -16,7 +16,7 @@ export const AddEntity = Schema.Struct({
   name: Schema.optional(Schema.String.pipe(Schema.maxLength(256))),
   email: Schema.optional(Email),
   metadata: Schema.optional(Metadata)
-}).annotations({ identifier: "AddEntity" })
+}).annotations({ identifier: "AddEntity", parseOptions: { errors: "all" } })
 export type AddEntity = typeof AddEntity.Type
 
 export const EntityAdded = Schema.Struct({
@@ -35,7 +35,7 @@ export const RemoveEntity = Schema.Struct({
   customer: CustomerRef,
   feature: NonEmptyString,
   entity: EntityName
-}).annotations({ identifier: "RemoveEntity" })
+}).annotations({ identifier: "RemoveEntity", parseOptions: { errors: "all" } })
 export type RemoveEntity = typeof RemoveEntity.Type
 
 export const EntityRemoved = Schema.Struct({

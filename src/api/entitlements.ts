@@ -4,6 +4,13 @@ import { CustomerRef, Email, IsoDateTime, Metadata, NonEmptyString, Quantity } f
 import { BadRequestError, ConflictError } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
+/** A literal union whose decode failure reads "must be one of …" instead of one issue per member. */
+const oneOf = <const L extends readonly [string, ...Array<string>]>(identifier: string, ...values: L) =>
+  Schema.Literal(...values).annotations({
+    identifier,
+    message: () => ({ message: `must be one of ${values.join(", ")}`, override: true })
+  })
+
 /** The reasons an entitlement answer carries (decisions.md §5): check codes / track codes / denials. */
 export const EntitlementCode = Schema.Literal(
   "access_granted",
@@ -43,8 +50,8 @@ export const TierBreakdownItem = Schema.Struct({
 }).annotations({ identifier: "TierBreakdownItem" })
 export type TierBreakdownItem = typeof TierBreakdownItem.Type
 
-export const UsageModel = Schema.Literal("included", "usage_based", "prepaid").annotations({ identifier: "UsageModel" })
-export const RatingModel = Schema.Literal("package", "graduated", "volume").annotations({ identifier: "RatingModel" })
+export const UsageModel = oneOf("UsageModel", "included", "usage_based", "prepaid")
+export const RatingModel = oneOf("RatingModel", "package", "graduated", "volume")
 
 export const CurrentTier = Schema.Struct({
   index: Schema.Number,
@@ -108,7 +115,7 @@ export const CheckRequest = Schema.Struct({
     description: "When true and the check allows use, the usage is tracked atomically with the check"
   }),
   entity: Schema.optional(NonEmptyString)
-}).annotations({ identifier: "CheckRequest" })
+}).annotations({ identifier: "CheckRequest", parseOptions: { errors: "all" } })
 export type CheckRequest = typeof CheckRequest.Type
 
 export const TrackRequest = Schema.Struct({
@@ -118,13 +125,13 @@ export const TrackRequest = Schema.Struct({
   customerData: Schema.optional(CustomerData),
   entity: Schema.optional(NonEmptyString),
   metadata: Schema.optional(Metadata)
-}).annotations({ identifier: "TrackRequest" })
+}).annotations({ identifier: "TrackRequest", parseOptions: { errors: "all" } })
 export type TrackRequest = typeof TrackRequest.Type
 
 /** `Idempotency-Key` (decisions.md §5): a repeat within 24 h returns the first answer. */
 export const IdempotencyHeaders = Schema.Struct({
   "idempotency-key": Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)))
-})
+}).annotations({ parseOptions: { errors: "all" } })
 export type IdempotencyHeaders = typeof IdempotencyHeaders.Type
 
 export class EntitlementsGroup extends HttpApiGroup.make("entitlements")

@@ -16,14 +16,14 @@ const UriString = Schema.String.annotations({ format: "uri" })
 /** Spec 4.7, decisions.md §7. */
 export const PurchaseAddon = Schema.Struct({
   customer: CustomerRef,
-  pack: NonEmptyString.annotations({ description: "Slug (or id) of the credit pack" }),
+  pack: Schema.propertySignature(NonEmptyString).annotations({ description: "Slug (or id) of the credit pack" }),
   quantity: Schema.optionalWith(Schema.Number.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1)), {
     default: () => 1
   }),
   currency: Schema.optional(Schema.String.pipe(Schema.minLength(3))),
   metadata: Schema.optional(Metadata),
   callbackUrl: Schema.optional(Url)
-}).annotations({ identifier: "PurchaseAddon" })
+}).annotations({ identifier: "PurchaseAddon", parseOptions: { errors: "all" } })
 export type PurchaseAddon = typeof PurchaseAddon.Type
 
 export const AddonPurchase = Schema.Struct({
@@ -44,7 +44,7 @@ export const WalletSetupRequest = Schema.Struct({
   customer: CustomerRef,
   callbackUrl: Schema.optional(Url),
   provider: Schema.optional(NonEmptyString.pipe(Schema.maxLength(64)))
-}).annotations({ identifier: "WalletSetupRequest" })
+}).annotations({ identifier: "WalletSetupRequest", parseOptions: { errors: "all" } })
 export type WalletSetupRequest = typeof WalletSetupRequest.Type
 
 export const WalletSetup = Schema.Struct({
@@ -56,8 +56,8 @@ export type WalletSetup = typeof WalletSetup.Type
 /** Spec 4.20. */
 export const RemovePaymentMethod = Schema.Struct({
   customer: CustomerRef,
-  id: NonEmptyString.annotations({ description: "Payment method id" })
-}).annotations({ identifier: "RemovePaymentMethod" })
+  id: Schema.propertySignature(NonEmptyString).annotations({ description: "Payment method id" })
+}).annotations({ identifier: "RemovePaymentMethod", parseOptions: { errors: "all" } })
 export type RemovePaymentMethod = typeof RemovePaymentMethod.Type
 
 export const PaymentMethodRemoved = Schema.Struct({
@@ -79,7 +79,7 @@ export type PaymentMethod = typeof PaymentMethod.Type
 
 export const WalletQuery = Schema.Struct({
   customer: CustomerRef
-})
+}).annotations({ parseOptions: { errors: "all" } })
 export type WalletQuery = typeof WalletQuery.Type
 
 export const PaymentMethodList = Schema.Struct({

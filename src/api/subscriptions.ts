@@ -37,10 +37,10 @@ export type Subscription = typeof Subscription.Type
 
 export const AttachRequest = Schema.Struct({
   customer: CustomerRef,
-  product: NonEmptyString.annotations({ description: "Slug of the plan to attach" }),
+  product: Schema.propertySignature(NonEmptyString).annotations({ description: "Slug of the plan to attach" }),
   customerData: Schema.optional(CustomerData),
   callbackUrl: Schema.optional(Url)
-}).annotations({ identifier: "AttachRequest" })
+}).annotations({ identifier: "AttachRequest", parseOptions: { errors: "all" } })
 export type AttachRequest = typeof AttachRequest.Type
 
 export const AttachResult = Schema.Struct({
@@ -53,7 +53,7 @@ export type AttachResult = typeof AttachResult.Type
 
 export const ListSubscriptionsQuery = Schema.Struct({
   customer: Schema.optional(CustomerRef)
-})
+}).annotations({ parseOptions: { errors: "all" } })
 export type ListSubscriptionsQuery = typeof ListSubscriptionsQuery.Type
 
 export const SubscriptionList = Schema.Struct({
@@ -64,7 +64,7 @@ export const SubscriptionList = Schema.Struct({
 /** Spec 4.2. */
 export const SubscriptionCheckoutRequest = Schema.Struct({
   callbackUrl: Schema.optional(Url)
-}).annotations({ identifier: "SubscriptionCheckoutRequest" })
+}).annotations({ identifier: "SubscriptionCheckoutRequest", parseOptions: { errors: "all" } })
 export type SubscriptionCheckoutRequest = typeof SubscriptionCheckoutRequest.Type
 
 export const SubscriptionCheckout = Schema.Struct({

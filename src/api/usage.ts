@@ -4,9 +4,16 @@ import { NonEmptyString } from "./common.ts"
 import { BadRequestError, ConflictError, NotFoundError } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
-export const UsageRange = Schema.Literal("7d", "30d", "90d", "custom").annotations({ identifier: "UsageRange" })
-export const UsageGranularity = Schema.Literal("day", "week", "month").annotations({ identifier: "UsageGranularity" })
-export const UsageGroupBy = Schema.Literal("total", "feature").annotations({ identifier: "UsageGroupBy" })
+/** A literal union whose decode failure reads "must be one of …" instead of one issue per member. */
+const oneOf = <const L extends readonly [string, ...Array<string>]>(identifier: string, ...values: L) =>
+  Schema.Literal(...values).annotations({
+    identifier,
+    message: () => ({ message: `must be one of ${values.join(", ")}`, override: true })
+  })
+
+export const UsageRange = oneOf("UsageRange", "7d", "30d", "90d", "custom")
+export const UsageGranularity = oneOf("UsageGranularity", "day", "week", "month")
+export const UsageGroupBy = oneOf("UsageGroupBy", "total", "feature")
 
 const CalendarDate = Schema.String.pipe(
   Schema.pattern(/^\d{4}-\d{2}-\d{2}$/, { message: () => "must be a date YYYY-MM-DD" })
@@ -23,7 +30,7 @@ export const UsageHistoryQuery = Schema.Struct({
   }),
   from: Schema.optional(CalendarDate),
   to: Schema.optional(CalendarDate)
-})
+}).annotations({ parseOptions: { errors: "all" } })
 export type UsageHistoryQuery = typeof UsageHistoryQuery.Type
 
 export const UsageTotals = Schema.Struct({

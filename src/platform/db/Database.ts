@@ -11,12 +11,16 @@ import { migrations } from "./migrations.ts"
 const INT8_OID = 20
 
 /**
- * PostgreSQL returns BIGINT as strings; ours hold epoch milliseconds and scaled quantities that
- * stay far below 2^53, so they are parsed as numbers. NUMERIC keeps its exact string form.
+ * PostgreSQL returns BIGINT as strings. Ours hold epoch milliseconds and micro-unit quantities: numbers while
+ * exact, bigints past 2^53 (so rows look as they do on SQLite, and nothing is silently rounded).
  */
+const parseInt8 = (value: string): number | bigint => {
+  const n = Number(value)
+  return Number.isSafeInteger(n) ? n : BigInt(value)
+}
 const pgTypes: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: "text" | "binary") =>
-    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as "text")) as pg.CustomTypesConfig["getTypeParser"]
+    oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format as "text")) as pg.CustomTypesConfig["getTypeParser"]
 }
 
 export const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
