@@ -65,7 +65,7 @@ export const InvoiceGenerated = Schema.Struct({
 export type InvoiceGenerated = typeof InvoiceGenerated.Type
 
 export const CustomerQuery = Schema.Struct({
-  customer: Schema.optional(CustomerRef)
+  customer: Schema.optionalWith(CustomerRef, { exact: true })
 }).annotations({ parseOptions: { errors: "all" } })
 export type CustomerQuery = typeof CustomerQuery.Type
 
@@ -104,7 +104,7 @@ export type UnbilledUsage = typeof UnbilledUsage.Type
 
 /** Spec 4.1. */
 export const PayInvoiceRequest = Schema.Struct({
-  callbackUrl: Schema.optional(Url)
+  callbackUrl: Schema.optionalWith(Url, { exact: true })
 }).annotations({ identifier: "PayInvoiceRequest", parseOptions: { errors: "all" } })
 export type PayInvoiceRequest = typeof PayInvoiceRequest.Type
 

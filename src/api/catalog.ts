@@ -5,6 +5,13 @@ import { RatingModel, UsageModel } from "./entitlements.ts"
 import { BadRequestError } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
+/** An optional field with its default, applied on decode and shown in the OpenAPI document. */
+const withDefault = <S extends Schema.Schema.Any>(self: S, value: Schema.Schema.Type<S>, description?: string) =>
+  Schema.optionalWith(self, { default: () => value, exact: true }).annotations({
+    default: value,
+    ...(description === undefined ? {} : { description })
+  })
+
 /** A literal union whose decode failure reads "must be one of …" instead of one issue per member. */
 const oneOf = <const L extends readonly [string, ...Array<string>]>(identifier: string, ...values: L) =>
   Schema.Literal(...values).annotations({
@@ -19,13 +26,20 @@ const oneOf = <const L extends readonly [string, ...Array<string>]>(identifier: 
  * naming a known credit system...) are the sync service's job: it reports every problem in one 400.
  */
 
-const Slug = NonEmptyString.pipe(Schema.maxLength(256))
+/** Refinements carry their own messages, so a description added to them never becomes the error text. */
+const Slug = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "must not be empty" }),
+  Schema.maxLength(256, { message: () => "must be at most 256 characters" })
+)
 const Name = Schema.String.pipe(Schema.maxLength(256))
 const Description = Schema.String.pipe(Schema.maxLength(4096))
 /** Minor currency units; may be fractional (a price per unit of 0.25 kobo). */
-const finite = Schema.finite({ message: () => "must be a finite number" })
-const NonNegative = Schema.Number.pipe(finite, Schema.nonNegative({ message: () => "must be >= 0" }))
-const Positive = Schema.Number.pipe(finite, Schema.positive({ message: () => "must be > 0" }))
+const FiniteNumber = Schema.Number.pipe(Schema.finite({ message: () => "must be a finite number" }))
+const NonNegative = FiniteNumber.pipe(Schema.nonNegative({ message: () => "must be >= 0" }))
+const Positive = FiniteNumber.pipe(Schema.positive({ message: () => "must be > 0" }))
+const nullable = <S extends Schema.Schema.Any>(self: S, what: string) =>
+  Schema.NullOr(self).annotations({ message: () => ({ message: `must be ${what} or null`, override: true }) })
+const NullableNonNegative = nullable(NonNegative, "a non-negative number")
 const Money = NonNegative.annotations({ description: "Minor currency units (kobo, cents); may be fractional" })
 export const CurrencyCode = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z]{3}$/, { message: () => "must be a 3-letter ISO 4217 currency code" })
@@ -52,97 +66,100 @@ export const ResetInterval = oneOf(
   "quarterly",
   "semi_annual",
   "yearly"
-).annotations({ description: "`never` is an alias of `none`" })
+)
 export const OverageBehaviour = oneOf("OverageBehaviour", "block", "charge")
 
 export const SyncFeature = Schema.Struct({
   slug: Slug,
   name: Name,
   type: FeatureType,
-  meterType: Schema.optionalWith(MeterType, { default: () => "consumable" as const }),
-  unit: Schema.optional(Schema.String.pipe(Schema.maxLength(64)))
+  meterType: withDefault(MeterType, "consumable"),
+  unit: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(64)), { exact: true })
 }).annotations({ identifier: "SyncFeature" })
 export type SyncFeature = typeof SyncFeature.Type
 
 export const SyncCreditSystemFeature = Schema.Struct({
   feature: Slug,
-  creditCost: Schema.propertySignature(NonNegative).annotations({ description: "Credits drawn per unit of the feature" })
+  creditCost: NonNegative.annotations({ description: "Credits drawn per unit of the feature" })
 }).annotations({ identifier: "SyncCreditSystemFeature" })
 
 export const SyncCreditSystem = Schema.Struct({
   slug: Slug,
   name: Name,
-  description: Schema.optional(Description),
-  features: Schema.optionalWith(Schema.Array(SyncCreditSystemFeature), { default: () => [] })
+  description: Schema.optionalWith(Description, { exact: true }),
+  features: withDefault(Schema.Array(SyncCreditSystemFeature), [])
 }).annotations({ identifier: "SyncCreditSystem" })
 export type SyncCreditSystem = typeof SyncCreditSystem.Type
 
 export const SyncCreditPack = Schema.Struct({
   slug: Slug,
   name: Name,
-  description: Schema.optional(Description),
+  description: Schema.optionalWith(Description, { exact: true }),
   credits: Positive,
   price: Money,
-  currency: Schema.optional(CurrencyCode),
-  creditSystem: Schema.propertySignature(Slug).annotations({ description: "Slug of the credit system the credits go to" }),
-  provider: Schema.optional(Provider),
-  metadata: Schema.optional(Metadata),
-  isActive: Schema.optionalWith(Schema.Boolean, { default: () => true })
+  currency: Schema.optionalWith(CurrencyCode, { exact: true }),
+  creditSystem: Slug.annotations({ description: "Slug of the credit system the credits go to" }),
+  provider: Schema.optionalWith(Provider, { exact: true }),
+  metadata: Schema.optionalWith(Metadata, { exact: true }),
+  isActive: withDefault(Schema.Boolean, true)
 }).annotations({ identifier: "SyncCreditPack" })
 export type SyncCreditPack = typeof SyncCreditPack.Type
 
 export const SyncTier = Schema.Struct({
-  upTo: Schema.optionalWith(Schema.NullOr(Positive), { default: () => null }).annotations({
-    description: "Inclusive upper bound of the tier; null (or absent) for the last, open-ended tier"
-  }),
-  unitPrice: Schema.optionalWith(Money, { default: () => 0 }),
-  flatFee: Schema.optionalWith(Money, { default: () => 0 })
+  upTo: withDefault(
+    nullable(Positive, "a positive number"),
+    null,
+    "Inclusive upper bound of the tier; null (or absent) for the last, open-ended tier"
+  ),
+  unitPrice: withDefault(Money, 0),
+  flatFee: withDefault(Money, 0)
 }).annotations({ identifier: "SyncTier" })
 export type SyncTier = typeof SyncTier.Type
 
 export const SyncPlanFeature = Schema.Struct({
-  slug: Schema.propertySignature(Slug).annotations({ description: "A feature slug or a credit-system slug" }),
-  enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
-  limit: Schema.optional(Schema.NullOr(NonNegative)).annotations({ description: "null = unlimited" }),
-  trialLimit: Schema.optional(Schema.NullOr(NonNegative)),
-  reset: Schema.optionalWith(ResetInterval, { default: () => "monthly" as const }),
-  usageModel: Schema.optionalWith(UsageModel, { default: () => "included" as const }),
-  ratingModel: Schema.optionalWith(RatingModel, { default: () => "package" as const }),
-  pricePerUnit: Schema.optional(Money),
-  billingUnits: Schema.optionalWith(Positive, { default: () => 1 }),
-  tiers: Schema.optional(Schema.Array(SyncTier)),
-  overage: Schema.optionalWith(OverageBehaviour, { default: () => "block" as const }),
-  overagePrice: Schema.optional(Money),
-  maxOverageUnits: Schema.optional(Schema.NullOr(NonNegative)),
-  creditCost: Schema.optional(NonNegative)
+  slug: Slug.annotations({ description: "A feature slug or a credit-system slug" }),
+  enabled: withDefault(Schema.Boolean, true),
+  limit: Schema.optionalWith(NullableNonNegative.annotations({ description: "null = unlimited" }), { exact: true }),
+  trialLimit: Schema.optionalWith(NullableNonNegative, { exact: true }),
+  reset: withDefault(ResetInterval, "monthly", "`never` is an alias of `none`; `non_consumable` features never reset"),
+  usageModel: withDefault(UsageModel, "included"),
+  ratingModel: withDefault(RatingModel, "package"),
+  pricePerUnit: Schema.optionalWith(Money, { exact: true }),
+  billingUnits: withDefault(Positive, 1),
+  tiers: Schema.optionalWith(Schema.Array(SyncTier), { exact: true }),
+  overage: withDefault(OverageBehaviour, "block"),
+  overagePrice: Schema.optionalWith(Money, { exact: true }),
+  maxOverageUnits: Schema.optionalWith(NullableNonNegative, { exact: true }),
+  creditCost: Schema.optionalWith(NonNegative, { exact: true })
 }).annotations({ identifier: "SyncPlanFeature" })
 export type SyncPlanFeature = typeof SyncPlanFeature.Type
 
 export const SyncPlan = Schema.Struct({
   slug: Slug,
   name: Name,
-  description: Schema.optional(Description),
-  price: Schema.optionalWith(Money, { default: () => 0 }),
-  currency: Schema.optional(CurrencyCode),
-  interval: Schema.optional(PlanInterval).annotations({ description: "Required for recurring paid plans" }),
-  billingType: Schema.optionalWith(BillingType, { default: () => "recurring" as const }),
-  autoEnable: Schema.optionalWith(Schema.Boolean, { default: () => false }).annotations({
-    description: "Attach to every new customer"
-  }),
-  isAddon: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  planGroup: Schema.optional(Schema.String.pipe(Schema.maxLength(256))),
-  trialDays: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.nonNegative())),
-  provider: Schema.optional(Provider),
-  metadata: Schema.optional(Metadata),
-  features: Schema.optionalWith(Schema.Array(SyncPlanFeature), { default: () => [] })
-}).annotations({ identifier: "SyncPlan" })
+  description: Schema.optionalWith(Description, { exact: true }),
+  price: withDefault(Money, 0),
+  currency: Schema.optionalWith(CurrencyCode, { exact: true }),
+  interval: Schema.optionalWith(PlanInterval, { exact: true }),
+  billingType: withDefault(BillingType, "recurring"),
+  autoEnable: withDefault(Schema.Boolean, false, "Attach to every new customer"),
+  isAddon: withDefault(Schema.Boolean, false),
+  planGroup: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(256)), { exact: true }),
+  trialDays: Schema.optionalWith(Schema.Number.pipe(Schema.int(), Schema.nonNegative()), { exact: true }),
+  provider: Schema.optionalWith(Provider, { exact: true }),
+  metadata: Schema.optionalWith(Metadata, { exact: true }),
+  features: withDefault(Schema.Array(SyncPlanFeature), [])
+}).annotations({
+  identifier: "SyncPlan",
+  description: "A recurring paid plan needs `interval` and `currency`; the sync service reports them missing"
+})
 export type SyncPlan = typeof SyncPlan.Type
 
 export const SyncRequest = Schema.Struct({
-  defaultProvider: Schema.optional(Provider),
+  defaultProvider: Schema.optionalWith(Provider, { exact: true }),
   features: Schema.Array(SyncFeature),
-  creditSystems: Schema.optionalWith(Schema.Array(SyncCreditSystem), { default: () => [] }),
-  creditPacks: Schema.optionalWith(Schema.Array(SyncCreditPack), { default: () => [] }),
+  creditSystems: withDefault(Schema.Array(SyncCreditSystem), []),
+  creditPacks: withDefault(Schema.Array(SyncCreditPack), []),
   plans: Schema.Array(SyncPlan)
 }).annotations({ identifier: "SyncRequest", parseOptions: { errors: "all" } })
 export type SyncRequest = typeof SyncRequest.Type

@@ -13,9 +13,9 @@ export const AddEntity = Schema.Struct({
   customer: CustomerRef,
   feature: NonEmptyString,
   entity: EntityName,
-  name: Schema.optional(Schema.String.pipe(Schema.maxLength(256))),
-  email: Schema.optional(Email),
-  metadata: Schema.optional(Metadata)
+  name: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(256)), { exact: true }),
+  email: Schema.optionalWith(Email, { exact: true }),
+  metadata: Schema.optionalWith(Metadata, { exact: true })
 }).annotations({ identifier: "AddEntity", parseOptions: { errors: "all" } })
 export type AddEntity = typeof AddEntity.Type
 

@@ -4,6 +4,13 @@ import { CustomerRef, Email, IsoDateTime, Metadata, NonEmptyString, Quantity } f
 import { BadRequestError, ConflictError } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
+/** An optional field with its default, applied on decode and shown in the OpenAPI document. */
+const withDefault = <S extends Schema.Schema.Any>(self: S, value: Schema.Schema.Type<S>, description?: string) =>
+  Schema.optionalWith(self, { default: () => value, exact: true }).annotations({
+    default: value,
+    ...(description === undefined ? {} : { description })
+  })
+
 /** A literal union whose decode failure reads "must be one of …" instead of one issue per member. */
 const oneOf = <const L extends readonly [string, ...Array<string>]>(identifier: string, ...values: L) =>
   Schema.Literal(...values).annotations({
@@ -31,9 +38,9 @@ export type EntitlementCode = typeof EntitlementCode.Type
 
 /** Used to auto-create the customer on check/track/attach when it does not exist (decisions.md §4). */
 export const CustomerData = Schema.Struct({
-  email: Schema.optional(Email),
-  name: Schema.optional(Schema.String.pipe(Schema.maxLength(256))),
-  metadata: Schema.optional(Metadata)
+  email: Schema.optionalWith(Email, { exact: true }),
+  name: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(256)), { exact: true }),
+  metadata: Schema.optionalWith(Metadata, { exact: true })
 }).annotations({
   identifier: "CustomerData",
   description: "Creates the customer (externalId = `customer`) when it does not exist yet"
@@ -99,7 +106,9 @@ export const EntitlementState = Schema.Struct({
   usage: Schema.Number,
   limit: Schema.NullOr(Schema.Number).annotations({ description: "null when unlimited or not applicable" }),
   balance: Schema.NullOr(Schema.Number).annotations({ description: "null when unlimited or not applicable" }),
-  resetsAt: Schema.NullOr(IsoDateTime).annotations({ description: "End of the current reset window; null when it never resets" }),
+  resetsAt: Schema.NullOr(IsoDateTime).annotations({
+    description: "End of the current reset window; null when it never resets"
+  }),
   resetInterval: Schema.NullOr(Schema.String),
   credits: Schema.NullOr(CreditsBalance).annotations({ description: "Present for credit-backed features" }),
   details: EntitlementDetails
@@ -109,28 +118,32 @@ export type EntitlementState = typeof EntitlementState.Type
 export const CheckRequest = Schema.Struct({
   customer: CustomerRef,
   feature: NonEmptyString,
-  value: Schema.optionalWith(Quantity, { default: () => 1 }),
-  customerData: Schema.optional(CustomerData),
-  sendEvent: Schema.optionalWith(Schema.Boolean, { default: () => false }).annotations({
-    description: "When true and the check allows use, the usage is tracked atomically with the check"
-  }),
-  entity: Schema.optional(NonEmptyString)
+  value: withDefault(Quantity, 1),
+  customerData: Schema.optionalWith(CustomerData, { exact: true }),
+  sendEvent: withDefault(
+    Schema.Boolean,
+    false,
+    "When true and the check allows use, the usage is tracked atomically with the check"
+  ),
+  entity: Schema.optionalWith(NonEmptyString, { exact: true })
 }).annotations({ identifier: "CheckRequest", parseOptions: { errors: "all" } })
 export type CheckRequest = typeof CheckRequest.Type
 
 export const TrackRequest = Schema.Struct({
   customer: CustomerRef,
   feature: NonEmptyString,
-  value: Schema.optionalWith(Quantity, { default: () => 1 }),
-  customerData: Schema.optional(CustomerData),
-  entity: Schema.optional(NonEmptyString),
-  metadata: Schema.optional(Metadata)
+  value: withDefault(Quantity, 1),
+  customerData: Schema.optionalWith(CustomerData, { exact: true }),
+  entity: Schema.optionalWith(NonEmptyString, { exact: true }),
+  metadata: Schema.optionalWith(Metadata, { exact: true })
 }).annotations({ identifier: "TrackRequest", parseOptions: { errors: "all" } })
 export type TrackRequest = typeof TrackRequest.Type
 
 /** `Idempotency-Key` (decisions.md §5): a repeat within 24 h returns the first answer. */
 export const IdempotencyHeaders = Schema.Struct({
-  "idempotency-key": Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)))
+  "idempotency-key": Schema.optionalWith(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)), {
+    exact: true
+  })
 }).annotations({ parseOptions: { errors: "all" } })
 export type IdempotencyHeaders = typeof IdempotencyHeaders.Type
 

@@ -16,13 +16,16 @@ const UriString = Schema.String.annotations({ format: "uri" })
 /** Spec 4.7, decisions.md §7. */
 export const PurchaseAddon = Schema.Struct({
   customer: CustomerRef,
-  pack: Schema.propertySignature(NonEmptyString).annotations({ description: "Slug (or id) of the credit pack" }),
-  quantity: Schema.optionalWith(Schema.Number.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1)), {
-    default: () => 1
+  pack: NonEmptyString.pipe(Schema.maxLength(256, { message: () => "must be at most 256 characters" })).annotations({
+    description: "Slug (or id) of the credit pack"
   }),
-  currency: Schema.optional(Schema.String.pipe(Schema.minLength(3))),
-  metadata: Schema.optional(Metadata),
-  callbackUrl: Schema.optional(Url)
+  quantity: Schema.optionalWith(Schema.Number.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1)), {
+    default: () => 1,
+    exact: true
+  }).annotations({ default: 1 }),
+  currency: Schema.optionalWith(Schema.String.pipe(Schema.minLength(3)), { exact: true }),
+  metadata: Schema.optionalWith(Metadata, { exact: true }),
+  callbackUrl: Schema.optionalWith(Url, { exact: true })
 }).annotations({ identifier: "PurchaseAddon", parseOptions: { errors: "all" } })
 export type PurchaseAddon = typeof PurchaseAddon.Type
 
@@ -42,8 +45,8 @@ export type AddonPurchase = typeof AddonPurchase.Type
 /** Spec 4.10. */
 export const WalletSetupRequest = Schema.Struct({
   customer: CustomerRef,
-  callbackUrl: Schema.optional(Url),
-  provider: Schema.optional(NonEmptyString.pipe(Schema.maxLength(64)))
+  callbackUrl: Schema.optionalWith(Url, { exact: true }),
+  provider: Schema.optionalWith(NonEmptyString.pipe(Schema.maxLength(64)), { exact: true })
 }).annotations({ identifier: "WalletSetupRequest", parseOptions: { errors: "all" } })
 export type WalletSetupRequest = typeof WalletSetupRequest.Type
 

@@ -26,7 +26,9 @@ export const Subscription = Schema.Struct({
   plan: Schema.String.annotations({ description: "Slug of the plan" }),
   status: SubscriptionStatus,
   currentPeriodStart: Schema.NullOr(IsoDateTime).annotations({ description: "null until the subscription starts" }),
-  currentPeriodEnd: Schema.NullOr(IsoDateTime).annotations({ description: "null for one-time plans or until it starts" }),
+  currentPeriodEnd: Schema.NullOr(IsoDateTime).annotations({
+    description: "null for one-time plans or until it starts"
+  }),
   trialEndsAt: Schema.NullOr(IsoDateTime),
   cancelAtPeriodEnd: Schema.Boolean,
   canceledAt: Schema.NullOr(IsoDateTime),
@@ -38,8 +40,8 @@ export type Subscription = typeof Subscription.Type
 export const AttachRequest = Schema.Struct({
   customer: CustomerRef,
   product: Schema.propertySignature(NonEmptyString).annotations({ description: "Slug of the plan to attach" }),
-  customerData: Schema.optional(CustomerData),
-  callbackUrl: Schema.optional(Url)
+  customerData: Schema.optionalWith(CustomerData, { exact: true }),
+  callbackUrl: Schema.optionalWith(Url, { exact: true })
 }).annotations({ identifier: "AttachRequest", parseOptions: { errors: "all" } })
 export type AttachRequest = typeof AttachRequest.Type
 
@@ -52,7 +54,7 @@ export const AttachResult = Schema.Struct({
 export type AttachResult = typeof AttachResult.Type
 
 export const ListSubscriptionsQuery = Schema.Struct({
-  customer: Schema.optional(CustomerRef)
+  customer: Schema.optionalWith(CustomerRef, { exact: true })
 }).annotations({ parseOptions: { errors: "all" } })
 export type ListSubscriptionsQuery = typeof ListSubscriptionsQuery.Type
 
@@ -63,7 +65,7 @@ export const SubscriptionList = Schema.Struct({
 
 /** Spec 4.2. */
 export const SubscriptionCheckoutRequest = Schema.Struct({
-  callbackUrl: Schema.optional(Url)
+  callbackUrl: Schema.optionalWith(Url, { exact: true })
 }).annotations({ identifier: "SubscriptionCheckoutRequest", parseOptions: { errors: "all" } })
 export type SubscriptionCheckoutRequest = typeof SubscriptionCheckoutRequest.Type
 

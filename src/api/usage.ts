@@ -4,6 +4,13 @@ import { NonEmptyString } from "./common.ts"
 import { BadRequestError, ConflictError, NotFoundError } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
+/** An optional field with its default, applied on decode and shown in the OpenAPI document. */
+const withDefault = <S extends Schema.Schema.Any>(self: S, value: Schema.Schema.Type<S>, description?: string) =>
+  Schema.optionalWith(self, { default: () => value, exact: true }).annotations({
+    default: value,
+    ...(description === undefined ? {} : { description })
+  })
+
 /** A literal union whose decode failure reads "must be one of …" instead of one issue per member. */
 const oneOf = <const L extends readonly [string, ...Array<string>]>(identifier: string, ...values: L) =>
   Schema.Literal(...values).annotations({
@@ -21,15 +28,13 @@ const CalendarDate = Schema.String.pipe(
 
 /** Spec 4.12, decisions.md §9. Calendar checks (custom bounds, from ≤ to, 366 days, timezone) are the service's. */
 export const UsageHistoryQuery = Schema.Struct({
-  range: Schema.optionalWith(UsageRange, { default: () => "30d" as const }),
-  granularity: Schema.optionalWith(UsageGranularity, { default: () => "day" as const }),
-  feature: Schema.optional(NonEmptyString),
-  groupBy: Schema.optionalWith(UsageGroupBy, { default: () => "total" as const }),
-  timezone: Schema.optionalWith(NonEmptyString.pipe(Schema.maxLength(64)), { default: () => "UTC" }).annotations({
-    description: "IANA time zone, e.g. Africa/Lagos"
-  }),
-  from: Schema.optional(CalendarDate),
-  to: Schema.optional(CalendarDate)
+  range: withDefault(UsageRange, "30d"),
+  granularity: withDefault(UsageGranularity, "day"),
+  feature: Schema.optionalWith(NonEmptyString, { exact: true }),
+  groupBy: withDefault(UsageGroupBy, "total"),
+  timezone: withDefault(NonEmptyString.pipe(Schema.maxLength(64)), "UTC", "IANA time zone, e.g. Africa/Lagos"),
+  from: Schema.optionalWith(CalendarDate, { exact: true }),
+  to: Schema.optionalWith(CalendarDate, { exact: true })
 }).annotations({ parseOptions: { errors: "all" } })
 export type UsageHistoryQuery = typeof UsageHistoryQuery.Type
 

@@ -15,7 +15,9 @@ export const WebhookBody = HttpApiSchema.Uint8Array({ contentType: "application/
 export const WebhookAck = Schema.Struct({
   success: Schema.Boolean,
   received: Schema.Boolean,
-  skipped: Schema.Boolean.annotations({ description: "True when the event was not processed (replay, unhandled type...)" }),
+  skipped: Schema.Boolean.annotations({
+    description: "True when the event was not processed (replay, unhandled type...)"
+  }),
   error: Schema.optional(Schema.String)
 }).annotations({ identifier: "WebhookAck" })
 export type WebhookAck = typeof WebhookAck.Type
