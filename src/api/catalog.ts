@@ -1,23 +1,9 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { EpochMillis, Metadata, NonEmptyString } from "./common.ts"
+import { EpochMillis, Metadata, NonEmptyString, oneOf, withDefault } from "./common.ts"
 import { RatingModel, UsageModel } from "./entitlements.ts"
 import { BadRequestError } from "./errors.ts"
 import { Authentication } from "./security.ts"
-
-/** An optional field with its default, applied on decode and shown in the OpenAPI document. */
-const withDefault = <S extends Schema.Schema.Any>(self: S, value: Schema.Schema.Type<S>, description?: string) =>
-  Schema.optionalWith(self, { default: () => value, exact: true }).annotations({
-    default: value,
-    ...(description === undefined ? {} : { description })
-  })
-
-/** A literal union whose decode failure reads "must be one of …" instead of one issue per member. */
-const oneOf = <const L extends readonly [string, ...Array<string>]>(identifier: string, ...values: L) =>
-  Schema.Literal(...values).annotations({
-    identifier,
-    message: () => ({ message: `must be one of ${values.join(", ")}`, override: true })
-  })
 
 /**
  * Catalog sync (spec 4.5, decisions.md §3). Items are lenient about what a catalog-as-code file may leave

@@ -10,7 +10,7 @@ export const Metadata = Schema.Record({ key: Schema.String, value: Schema.Unknow
   description: "Free-form key/value map"
 })
 
-export const NonEmptyString = Schema.String.pipe(Schema.minLength(1))
+export const NonEmptyString = Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
 
 export const Email = Schema.String.pipe(
   Schema.maxLength(320),
@@ -23,9 +23,10 @@ export const Url = Schema.String.pipe(
 ).annotations({ format: "uri", identifier: "Url" })
 
 /** A reference to a customer: service id, the caller's external id, or email (decisions.md §4). */
-export const CustomerRef = NonEmptyString.annotations({
-  description: "Customer id, external id or email"
-})
+export const CustomerRef = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "must not be empty" }),
+  Schema.maxLength(320, { message: () => "must be at most 320 characters" })
+).annotations({ description: "Customer id, external id or email" })
 
 /** A non-negative finite quantity (`value` of check and track). */
 export const Quantity = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
@@ -41,3 +42,17 @@ export const Success = Schema.Literal(true)
  * so the typed client need not send it.
  */
 export const allErrors = { parseOptions: { errors: "all" as const } }
+
+/** An optional field with its default, applied on decode and shown in the OpenAPI document. */
+export const withDefault = <S extends Schema.Schema.Any>(self: S, value: Schema.Schema.Type<S>, description?: string) =>
+  Schema.optionalWith(self, { default: () => value, exact: true }).annotations({
+    default: value,
+    ...(description === undefined ? {} : { description })
+  })
+
+/** A literal union whose decode failure reads "must be one of …" instead of one issue per member. */
+export const oneOf = <const L extends readonly [string, ...Array<string>]>(identifier: string, ...values: L) =>
+  Schema.Literal(...values).annotations({
+    identifier,
+    message: () => ({ message: `must be one of ${values.join(", ")}`, override: true })
+  })

@@ -1,22 +1,8 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { CustomerRef, Email, IsoDateTime, Metadata, NonEmptyString, Quantity } from "./common.ts"
+import { CustomerRef, Email, IsoDateTime, Metadata, NonEmptyString, oneOf, Quantity, withDefault } from "./common.ts"
 import { BadRequestError, ConflictError } from "./errors.ts"
 import { Authentication } from "./security.ts"
-
-/** An optional field with its default, applied on decode and shown in the OpenAPI document. */
-const withDefault = <S extends Schema.Schema.Any>(self: S, value: Schema.Schema.Type<S>, description?: string) =>
-  Schema.optionalWith(self, { default: () => value, exact: true }).annotations({
-    default: value,
-    ...(description === undefined ? {} : { description })
-  })
-
-/** A literal union whose decode failure reads "must be one of …" instead of one issue per member. */
-const oneOf = <const L extends readonly [string, ...Array<string>]>(identifier: string, ...values: L) =>
-  Schema.Literal(...values).annotations({
-    identifier,
-    message: () => ({ message: `must be one of ${values.join(", ")}`, override: true })
-  })
 
 /** The reasons an entitlement answer carries (decisions.md §5): check codes / track codes / denials. */
 export const EntitlementCode = Schema.Literal(

@@ -1,22 +1,8 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { NonEmptyString } from "./common.ts"
+import { NonEmptyString, oneOf, withDefault } from "./common.ts"
 import { BadRequestError, ConflictError, NotFoundError } from "./errors.ts"
 import { Authentication } from "./security.ts"
-
-/** An optional field with its default, applied on decode and shown in the OpenAPI document. */
-const withDefault = <S extends Schema.Schema.Any>(self: S, value: Schema.Schema.Type<S>, description?: string) =>
-  Schema.optionalWith(self, { default: () => value, exact: true }).annotations({
-    default: value,
-    ...(description === undefined ? {} : { description })
-  })
-
-/** A literal union whose decode failure reads "must be one of …" instead of one issue per member. */
-const oneOf = <const L extends readonly [string, ...Array<string>]>(identifier: string, ...values: L) =>
-  Schema.Literal(...values).annotations({
-    identifier,
-    message: () => ({ message: `must be one of ${values.join(", ")}`, override: true })
-  })
 
 export const UsageRange = oneOf("UsageRange", "7d", "30d", "90d", "custom")
 export const UsageGranularity = oneOf("UsageGranularity", "day", "week", "month")

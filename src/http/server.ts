@@ -32,6 +32,18 @@ const precheck = (request: Request, url: URL): Response | undefined => {
   return undefined
 }
 
+/** A POST whose fields are all optional may come with no body at all: read it as `{}`. */
+const withEmptyBodyAsObject = (request: Request, url: URL): Request => {
+  if (request.method !== "POST" || !url.pathname.startsWith("/v1/")) return request
+  const length = request.headers.get("content-length")
+  const empty = length === "0" || (length === null && request.body === null)
+  if (!empty) return request
+  const headers = new Headers(request.headers)
+  headers.set("content-type", "application/json")
+  headers.set("content-length", "2")
+  return new Request(request.url, { method: "POST", headers, body: "{}" })
+}
+
 /** A chunked body has no Content-Length to check: read it (Bun caps it) and measure. */
 const boundChunkedBody = async (request: Request): Promise<Request | Response> => {
   if (request.body === null || request.headers.has("content-length")) return request
@@ -64,7 +76,7 @@ export const serve = (app: Pick<App, "handler">, options: ServeOptions) => {
       const incoming = request.headers.get("x-request-id")
       const requestId = incoming !== null && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID()
       const url = new URL(request.url)
-      const bounded = await boundChunkedBody(request)
+      const bounded = await boundChunkedBody(withEmptyBodyAsObject(request, url))
       const response = (bounded instanceof Response ? bounded : precheck(bounded, url)) ??
         (await app.handler(bounded as Request, Context.make(RequestId, requestId) as Context.Context<never>))
       response.headers.set("x-request-id", requestId)

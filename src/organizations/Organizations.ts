@@ -10,6 +10,9 @@ export class OrganizationError extends Schema.TaggedError<OrganizationError>()("
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{1,62}$/
 
+/** Slugs that would collide with fixed path segments (`/webhooks/sandbox/{provider}`). */
+const RESERVED_SLUGS = new Set(["sandbox", "webhooks", "v1", "api"])
+
 export const keyPrefix = (environment: string) => (environment === "live" ? "sk_live_" : "sk_test_")
 
 export interface CreatedKey {
@@ -54,6 +57,7 @@ export const OrganizationsLive = Layer.effect(
             message: "The slug must be 2-63 characters of a-z, 0-9 and '-', starting with a letter or digit"
           })
         }
+        if (RESERVED_SLUGS.has(slug)) return yield* new OrganizationError({ message: `The slug '${slug}' is reserved` })
         const now = yield* Clock.currentTimeMillis
         const org: OrganizationRecord = { id: yield* ids.next("org"), slug, name: name ?? slug, createdAt: now, updatedAt: now }
         const inserted = yield* repo.insert(org)
