@@ -1,7 +1,11 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Layer, ManagedRuntime } from "effect"
+import { CatalogLive } from "./catalog/CatalogLive.ts"
+import { CatalogRepoSql } from "./catalog/CatalogRepo.ts"
 import { CustomersLive } from "./customers/Customers.ts"
 import { CustomersRepoSql } from "./customers/CustomersRepo.ts"
+import { EntitlementsLive } from "./entitlements/Engine.ts"
+import { EntitlementsRepoSql } from "./entitlements/EntitlementsRepo.ts"
 import { HttpLive } from "./http/ApiLive.ts"
 import { OrganizationsLive } from "./organizations/Organizations.ts"
 import { OrganizationsRepoSql } from "./organizations/OrganizationsRepo.ts"
@@ -10,12 +14,23 @@ import { DatabaseLive } from "./platform/db/Database.ts"
 import { IdsLive } from "./platform/ids.ts"
 import { LoggingLive } from "./platform/logging.ts"
 import { TracingLive } from "./platform/tracing.ts"
+import { SubscriptionHooksLive } from "./subscriptions/hooks.ts"
+import { SubscriptionsLive } from "./subscriptions/Subscriptions.ts"
+import { SubscriptionsRepoSql } from "./subscriptions/SubscriptionsRepo.ts"
 
 /** Repositories over whichever SqlClient the database layer chose. */
-const ReposLive = Layer.mergeAll(OrganizationsRepoSql, CustomersRepoSql)
+const ReposLive = Layer.mergeAll(
+  OrganizationsRepoSql,
+  CustomersRepoSql,
+  CatalogRepoSql,
+  SubscriptionsRepoSql,
+  EntitlementsRepoSql
+)
 
 /** Domain services with everything beneath them (repositories, ids, the migrated database). */
-export const ServicesLive = Layer.mergeAll(OrganizationsLive, CustomersLive).pipe(
+export const ServicesLive = Layer.mergeAll(EntitlementsLive, SubscriptionHooksLive).pipe(
+  Layer.provideMerge(SubscriptionsLive),
+  Layer.provideMerge(Layer.mergeAll(OrganizationsLive, CustomersLive, CatalogLive)),
   Layer.provideMerge(ReposLive),
   Layer.provideMerge(IdsLive),
   Layer.provideMerge(DatabaseLive)

@@ -56,3 +56,17 @@ export const oneOf = <const L extends readonly [string, ...Array<string>]>(ident
     identifier,
     message: () => ({ message: `must be one of ${values.join(", ")}`, override: true })
   })
+
+/**
+ * An optional field whose default the server applies (documented in the OpenAPI document): optional for the
+ * typed client as well, unlike `withDefault`, whose decoded type has the field always present.
+ */
+export const optionalWithServerDefault = <S extends Schema.Schema.Any>(
+  self: S,
+  value: Schema.Schema.Type<S>,
+  description?: string
+) =>
+  Schema.optionalWith(self, { exact: true }).annotations({
+    default: value,
+    ...(description === undefined ? {} : { description })
+  })

@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { CustomerRef, Email, IsoDateTime, Metadata, NonEmptyString, oneOf, Quantity, withDefault } from "./common.ts"
+import { CustomerRef, Email, IsoDateTime, Metadata, NonEmptyString, oneOf, optionalWithServerDefault, Quantity } from "./common.ts"
 import { BadRequestError, ConflictError } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
@@ -104,9 +104,9 @@ export type EntitlementState = typeof EntitlementState.Type
 export const CheckRequest = Schema.Struct({
   customer: CustomerRef,
   feature: NonEmptyString,
-  value: withDefault(Quantity, 1),
+  value: optionalWithServerDefault(Quantity, 1),
   customerData: Schema.optionalWith(CustomerData, { exact: true }),
-  sendEvent: withDefault(
+  sendEvent: optionalWithServerDefault(
     Schema.Boolean,
     false,
     "When true and the check allows use, the usage is tracked atomically with the check"
@@ -118,7 +118,7 @@ export type CheckRequest = typeof CheckRequest.Type
 export const TrackRequest = Schema.Struct({
   customer: CustomerRef,
   feature: NonEmptyString,
-  value: withDefault(Quantity, 1),
+  value: optionalWithServerDefault(Quantity, 1),
   customerData: Schema.optionalWith(CustomerData, { exact: true }),
   entity: Schema.optionalWith(NonEmptyString, { exact: true }),
   metadata: Schema.optionalWith(Metadata, { exact: true })

@@ -1,4 +1,4 @@
-import { Context, type Effect } from "effect"
+import { Context, Effect } from "effect"
 import type { CreditPack as WireCreditPack, CreditSystem as WireCreditSystem, SyncRequest, SyncResult } from "../api/catalog.ts"
 import type { InvalidInput } from "../domain/errors.ts"
 import type { CatalogSnapshot } from "./model.ts"
@@ -21,3 +21,26 @@ export interface CatalogShape {
 }
 
 export class Catalog extends Context.Tag("Catalog")<Catalog, CatalogShape>() {}
+
+/**
+ * What happens after a sync made plans `autoEnable` (attach them to existing customers): a hook the subscriptions
+ * module fills in, so the catalog does not depend on subscriptions. Called with the plans' ids, only when non-empty.
+ */
+export class PlansAutoEnabledHook extends Context.Reference<PlansAutoEnabledHook>()("PlansAutoEnabledHook", {
+  defaultValue: () => (_orgId: string, _planIds: ReadonlyArray<string>): Effect.Effect<void> => Effect.void
+}) {}
+
+/**
+ * A sync as the API and the CLI run it: `Catalog.sync`, then the hook for the plans it newly auto-enabled.
+ * The hook runs after the sync committed; its failure cannot undo the sync.
+ */
+export const syncCatalog = (organizationId: string, request: SyncRequest) =>
+  Effect.gen(function*() {
+    const catalog = yield* Catalog
+    const outcome = yield* catalog.sync(organizationId, request)
+    if (outcome.newlyAutoEnabled.length > 0) {
+      const hook = yield* PlansAutoEnabledHook
+      yield* hook(organizationId, outcome.newlyAutoEnabled)
+    }
+    return outcome
+  })

@@ -1,9 +1,27 @@
 import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
-import { notImplemented } from "../http/toApiError.ts"
+import { CurrentOrganization } from "../api/security.ts"
+import { mapDomainErrors } from "../http/toApiError.ts"
+import { Catalog, syncCatalog } from "./Catalog.ts"
 
 export const CatalogHttp = HttpApiBuilder.group(BillingApi, "catalog", (handlers) =>
-  handlers
-    .handle("sync", () => notImplemented("Catalog sync"))
-    .handle("listCreditSystems", () => notImplemented("Credit systems"))
-    .handle("listCreditPacks", () => notImplemented("Credit packs")))
+  Effect.gen(function*() {
+    const catalog = yield* Catalog
+    return handlers
+      // syncCatalog also calls PlansAutoEnabledHook for the plans this sync newly auto-enabled.
+      .handle("sync", ({ payload }) =>
+        Effect.flatMap(CurrentOrganization, (org) => syncCatalog(org.id, payload)).pipe(
+          Effect.map((outcome) => outcome.result),
+          Effect.provideService(Catalog, catalog),
+          mapDomainErrors
+        ))
+      .handle("listCreditSystems", () =>
+        Effect.flatMap(CurrentOrganization, (org) => catalog.listCreditSystems(org.id)).pipe(
+          Effect.map((creditSystems) => ({ success: true, creditSystems }))
+        ))
+      .handle("listCreditPacks", () =>
+        Effect.flatMap(CurrentOrganization, (org) => catalog.listCreditPacks(org.id)).pipe(
+          Effect.map((data) => ({ success: true, data }))
+        ))
+  }))

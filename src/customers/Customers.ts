@@ -31,6 +31,7 @@ export interface CustomersShape {
     organizationId: string,
     input: SetOverageLimit
   ) => Effect.Effect<CustomerRecord, NotFound | Conflict>
+  readonly listAllIds: (organizationId: string) => Effect.Effect<ReadonlyArray<string>>
 }
 
 export class Customers extends Context.Tag("Customers")<Customers, CustomersShape>() {}
@@ -152,6 +153,7 @@ export const CustomersLive = Layer.effect(
       resolve,
       findOrCreate,
       list: (organizationId, query) => repo.list(organizationId, query),
+      listAllIds: repo.listIds,
       setOverageLimit
     }
   })

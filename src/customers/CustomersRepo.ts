@@ -41,6 +41,7 @@ export interface CustomersRepoShape {
     organizationId: string,
     filter: CustomerFilter
   ) => Effect.Effect<{ readonly rows: ReadonlyArray<CustomerRecord>; readonly total: number }>
+  readonly listIds: (organizationId: string) => Effect.Effect<ReadonlyArray<string>>
 }
 
 export class CustomersRepo extends Context.Tag("CustomersRepo")<CustomersRepo, CustomersRepoShape>() {}
@@ -124,6 +125,11 @@ export const CustomersRepoSql = Layer.effect(
               AND (other.email_lower = ${c.email?.toLowerCase() ?? null} OR other.external_id = ${c.externalId}))
           RETURNING id`.pipe(
           Effect.map((rows) => rows.length === 1),
+          Effect.orDie
+        ),
+      listIds: (organizationId) =>
+        sql<{ id: string }>`SELECT id FROM customers WHERE organization_id = ${organizationId} ORDER BY id`.pipe(
+          Effect.map((rows) => rows.map((r) => r.id)),
           Effect.orDie
         ),
       list: (organizationId, filter) =>

@@ -7,9 +7,12 @@
 import { BigDecimal } from "effect"
 import { type Decimal, max, min, toDecimal, toNumber, ZERO } from "./money.ts"
 
+/** Exact values may be passed as they are; plain numbers are read at their shortest decimal form. */
+export type Quantity = Decimal | number
+
 export interface SpendCap {
   /** Minor units, customer-wide (`maxOverageAmount`). */
-  readonly max: number
+  readonly max: Quantity
   readonly onLimitReached: "block" | "notify"
 }
 
@@ -17,22 +20,22 @@ export interface OverageTerms {
   /** The plan feature says `overage: charge`. */
   readonly allowed: boolean
   /** Per-feature cap on overage units in the window; `null` = no cap. */
-  readonly maxOverageUnits: number | null
-  readonly overageUsedUnits: number
+  readonly maxOverageUnits: Quantity | null
+  readonly overageUsedUnits: Quantity
   readonly spendCap: SpendCap | null
   /** Overage spend already counted against the spend cap, minor units. */
-  readonly spendSoFar: number
+  readonly spendSoFar: Quantity
   /** Minor units per overage unit; may be fractional. */
-  readonly pricePerOverageUnit: number
+  readonly pricePerOverageUnit: Quantity
 }
 
 export interface DrawRequest {
   /** Units asked for; for a credit-system feature already multiplied by its creditCost. */
-  readonly requested: number
+  readonly requested: Quantity
   /** What is left of the plan grant in the current window; `null` = unlimited. */
-  readonly planRemaining: number | null
-  readonly bonus: number
-  readonly addon: number
+  readonly planRemaining: Quantity | null
+  readonly bonus: Quantity
+  readonly addon: Quantity
   readonly overage: OverageTerms
 }
 
@@ -66,7 +69,7 @@ const denied = (reason: "limit_exceeded" | "overage_cap", cap: Draw["cap"]): Dra
 })
 
 /** Negative balances (a limit lowered below what was used) simply have nothing to give. */
-const available = (n: number): Decimal => max(ZERO, toDecimal(n))
+const available = (n: Quantity): Decimal => max(ZERO, toDecimal(n))
 
 /**
  * Decide how a request is drawn. A denied request draws nothing: all-or-nothing, never a partial grant. A request
@@ -74,7 +77,7 @@ const available = (n: number): Decimal => max(ZERO, toDecimal(n))
  */
 export const draw = (req: DrawRequest): Draw => {
   const requested = toDecimal(req.requested)
-  if (BigDecimal.isNegative(requested)) throw new RangeError(`requested must not be negative, got ${req.requested}`)
+  if (BigDecimal.isNegative(requested)) throw new RangeError(`requested must not be negative, got ${String(req.requested)}`)
 
   if (req.planRemaining === null) {
     return {
@@ -91,7 +94,7 @@ export const draw = (req: DrawRequest): Draw => {
   }
 
   let rest = requested
-  const take = (pool: number): Decimal => {
+  const take = (pool: Quantity): Decimal => {
     const taken = min(rest, available(pool))
     rest = BigDecimal.subtract(rest, taken)
     return taken

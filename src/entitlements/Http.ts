@@ -1,8 +1,25 @@
 import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
-import { notImplemented } from "../http/toApiError.ts"
+import { CurrentOrganization } from "../api/security.ts"
+import { mapDomainErrors } from "../http/toApiError.ts"
+import { Entitlements } from "./Engine.ts"
 
 export const EntitlementsHttp = HttpApiBuilder.group(BillingApi, "entitlements", (handlers) =>
-  handlers
-    .handle("check", () => notImplemented("Entitlement checks"))
-    .handle("track", () => notImplemented("Usage tracking")))
+  Effect.gen(function*() {
+    const engine = yield* Entitlements
+    return handlers
+      .handle("check", ({ headers, payload }) =>
+        Effect.flatMap(CurrentOrganization, (org) =>
+          engine.evaluate(
+            org.id,
+            payload.sendEvent === true ? "check_send" : "check",
+            { ...payload, value: payload.value ?? 1 },
+            headers["idempotency-key"]
+          )).pipe(mapDomainErrors))
+      .handle("track", ({ headers, payload }) =>
+        Effect.flatMap(CurrentOrganization, (org) =>
+          engine.evaluate(org.id, "track", { ...payload, value: payload.value ?? 1 }, headers["idempotency-key"])).pipe(
+            mapDomainErrors
+          ))
+  }))

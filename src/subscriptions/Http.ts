@@ -1,10 +1,47 @@
 import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
-import { notImplemented } from "../http/toApiError.ts"
+import { CurrentOrganization } from "../api/security.ts"
+import { mapDomainErrors } from "../http/toApiError.ts"
+import { Subscriptions, toWireSubscription } from "./Subscriptions.ts"
 
 export const SubscriptionsHttp = HttpApiBuilder.group(BillingApi, "subscriptions", (handlers) =>
-  handlers
-    .handle("attach", () => notImplemented("Subscriptions"))
-    .handle("listSubscriptions", () => notImplemented("Subscriptions"))
-    .handle("checkoutSubscription", () => notImplemented("Subscription checkout"))
-    .handle("cancelSubscription", () => notImplemented("Subscription cancellation")))
+  Effect.gen(function*() {
+    const subscriptions = yield* Subscriptions
+    return handlers
+      .handle("attach", ({ payload }) =>
+        Effect.flatMap(CurrentOrganization, (org) => subscriptions.attach(org.id, payload)).pipe(
+          Effect.map((a) => ({
+            success: true,
+            subscription: toWireSubscription(a.subscription, a.plan),
+            checkoutUrl: a.checkoutUrl,
+            message: a.message
+          })),
+          mapDomainErrors
+        ))
+      .handle("listSubscriptions", ({ urlParams }) =>
+        Effect.flatMap(CurrentOrganization, (org) => subscriptions.list(org.id, urlParams.customer)).pipe(
+          Effect.map((list) => ({
+            success: true,
+            subscriptions: list.map(({ plan, subscription }) => toWireSubscription(subscription, plan))
+          })),
+          mapDomainErrors
+        ))
+      .handle("checkoutSubscription", ({ path }) =>
+        Effect.flatMap(CurrentOrganization, (org) => subscriptions.checkout(org.id, path.id)).pipe(
+          Effect.map((a) => ({
+            success: true,
+            checkoutUrl: a.checkoutUrl,
+            reference: null,
+            accessCode: null,
+            activatedDirectly: a.subscription.status === "active",
+            message: a.message
+          })),
+          mapDomainErrors
+        ))
+      .handle("cancelSubscription", ({ path }) =>
+        Effect.flatMap(CurrentOrganization, (org) => subscriptions.cancel(org.id, path.id)).pipe(
+          Effect.map(({ plan, subscription }) => ({ success: true, subscription: toWireSubscription(subscription, plan) })),
+          mapDomainErrors
+        ))
+  }))

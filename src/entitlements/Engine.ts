@@ -1,0 +1,336 @@
+import { SqlClient } from "@effect/sql"
+import { BigDecimal, Clock, Context, Effect, Either, Layer, Option } from "effect"
+import type { EntitlementCode, EntitlementState } from "../api/entitlements.ts"
+import { Catalog } from "../catalog/Catalog.ts"
+import type { Feature } from "../catalog/model.ts"
+import { Customers } from "../customers/Customers.ts"
+import type { CustomerRecord } from "../customers/CustomersRepo.ts"
+import { type Draw, draw } from "../domain/drawing.ts"
+import { Conflict, InvalidInput, type NotFound } from "../domain/errors.ts"
+import { format, toDecimal } from "../domain/money.ts"
+import { currentWindow, type Window } from "../domain/periods.ts"
+import { fitsMicro, fromMicro, toMicro } from "../domain/quantity.ts"
+import { sha256Hex } from "../platform/crypto.ts"
+import { Ids } from "../platform/ids.ts"
+import { Subscriptions } from "../subscriptions/Subscriptions.ts"
+import { type BalanceRow, EntitlementsRepo } from "./EntitlementsRepo.ts"
+import { creditsOnlyGrant, type Grant, resolveGrant } from "./grants.ts"
+import { countedState, denial, meteredState, pricingOf } from "./state.ts"
+
+/** `check` asks; `check_send` and `track` also record what they allow, atomically with the decision. */
+export type Mode = "check" | "check_send" | "track"
+
+export interface EntitlementInput {
+  readonly customer: string
+  readonly feature: string
+  readonly value: number
+  readonly customerData?: {
+    readonly email?: string | undefined
+    readonly name?: string | undefined
+    readonly metadata?: Record<string, unknown> | undefined
+  } | undefined
+  readonly entity?: string | undefined
+  readonly metadata?: Record<string, unknown> | undefined
+}
+
+export interface EntitlementsShape {
+  readonly evaluate: (
+    organizationId: string,
+    mode: Mode,
+    input: EntitlementInput,
+    idempotencyKey?: string
+  ) => Effect.Effect<EntitlementState, InvalidInput | Conflict>
+}
+
+export class Entitlements extends Context.Tag("Entitlements")<Entitlements, EntitlementsShape>() {}
+
+const DAY_MS = 86_400_000
+
+const canonical = (value: unknown): unknown =>
+  Array.isArray(value)
+    ? value.map(canonical)
+    : value !== null && typeof value === "object"
+    ? Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]))
+    : value
+
+const monthStart = (now: number) => {
+  const d = new Date(now)
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)
+}
+
+/** A new reset window starts from zero; purchased and bonus credits carry over. */
+const rolled = (row: BalanceRow, window: Window | null): BalanceRow =>
+  window === null || row.windowStart === window.start
+    ? row
+    : { ...row, windowStart: window.start, windowEnd: window.end, used: 0n, overage: 0n }
+
+const codeFor = (mode: Mode, d: Draw, credits: boolean): EntitlementCode => {
+  if (!d.allowed) return credits ? "insufficient_credits" : "limit_exceeded"
+  if (d.overageUnits > 0) return mode === "track" ? "tracked_overage" : "overage_allowed"
+  if (d.fromBonus > 0 || d.fromAddon > 0) return "addon_credits_used"
+  return mode === "track" ? "tracked" : "access_granted"
+}
+
+const messageFor = (d: Draw, grant: Grant, pastDue: boolean): string => {
+  const unit = grant.subject.kind === "credit_system" ? "credits" : grant.subject.feature.unit ?? "units"
+  const base = !d.allowed
+    ? d.reason === "overage_cap"
+      ? d.cap === "spend_cap" ? "The customer's overage spend cap is reached" : "The overage limit for this feature is reached"
+      : grant.subject.kind === "credit_system"
+      ? "Not enough credits"
+      : `The limit of ${grant.limit} ${unit} is reached`
+    : d.overageUnits > 0
+    ? `Beyond the included ${unit}: billed as overage${d.notify ? " (the spend cap is passed; the vendor is notified)" : ""}`
+    : d.fromBonus > 0 || d.fromAddon > 0
+    ? "Drawn from bonus or purchased credits"
+    : "Within the plan's allowance"
+  return pastDue ? `${base}. Payment is past due; access continues during the grace period` : base
+}
+
+export const EntitlementsLive = Layer.effect(
+  Entitlements,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const repo = yield* EntitlementsRepo
+    const catalog = yield* Catalog
+    const customers = yield* Customers
+    const subscriptions = yield* Subscriptions
+    const ids = yield* Ids
+
+    const resolveCustomer = (
+      org: string,
+      input: EntitlementInput
+    ): Effect.Effect<Either.Either<CustomerRecord, NotFound | Conflict>> =>
+      customers.resolve(org, input.customer).pipe(
+        Effect.catchTag("NotFound", (notFound): Effect.Effect<CustomerRecord, NotFound | Conflict> =>
+          input.customerData === undefined
+            ? Effect.fail(notFound)
+            : customers.findOrCreate(org, { ...input.customerData, externalId: input.customer })),
+        Effect.either
+      )
+
+    /** Boolean and non-consumable features: nothing to draw, a count to compare. */
+    const counted = (org: string, mode: Mode, customer: CustomerRecord, feature: Feature, grant: Grant, entityId: string | null, input: EntitlementInput, now: number) =>
+      Effect.gen(function*() {
+        const isBoolean = feature.type === "boolean"
+        const count = isBoolean ? 0 : yield* repo.countEntities(org, customer.id, feature.id, now)
+        const overage = grant.terms?.overage === "charge"
+        const allowed = isBoolean || grant.limit === null || overage || count + input.value <= grant.limit
+        const code: EntitlementCode = allowed ? (mode === "track" ? "tracked" : "access_granted") : "limit_exceeded"
+        if (allowed && mode !== "check") {
+          const value = toMicro(input.value)
+          yield* repo.insertEvent({
+            organizationId: org,
+            id: yield* ids.next("evt"),
+            customerId: customer.id,
+            featureId: feature.id,
+            subjectId: feature.id,
+            entityId,
+            value,
+            cost: 0n,
+            fromPlan: 0n,
+            fromBonus: 0n,
+            fromAddon: 0n,
+            overage: 0n,
+            billable: 0n,
+            metadata: input.metadata ?? {},
+            createdAt: now
+          })
+        }
+        const message = isBoolean
+          ? allowed ? "The plan includes this feature" : "Not included"
+          : allowed
+          ? `${count} in use${grant.limit === null ? "" : ` of ${grant.limit}`}`
+          : `${count} of ${grant.limit} in use: ${input.value} more do not fit`
+        return countedState({ allowed, code, message, grant, count })
+      })
+
+    /** Consumable features and credit systems: draw from the balance, under its lock when recording. */
+    const metered = (org: string, mode: Mode, customer: CustomerRecord, feature: Feature, grant: Grant, entityId: string | null, input: EntitlementInput, now: number) =>
+      Effect.gen(function*() {
+        const subject = grant.subject
+        const terms = grant.terms
+        const config = yield* repo.featureConfig(org, customer.id, feature.id)
+        const usageModel = terms?.usageModel ?? "included"
+        const overageAllowed = usageModel === "included" &&
+          Option.match(config, { onNone: () => terms?.overage === "charge", onSome: (c) => c.overage === "charge" })
+        const maxOverageUnits = Option.match(config, {
+          onNone: () => terms?.maxOverageUnits ?? null,
+          onSome: (c) => (c.maxOverageUnits === null ? null : fromMicro(c.maxOverageUnits))
+        })
+        const costPerUnit = subject.kind === "credit_system" ? subject.costPerUnit : 1
+        const cost = toMicro(BigDecimal.multiply(toDecimal(input.value), toDecimal(costPerUnit)))
+        const window = currentWindow(grant.anchor, grant.reset, now)
+        const init = { windowStart: window?.start ?? grant.anchor, windowEnd: window?.end ?? null }
+        const limit = grant.limit === null ? null : toMicro(grant.limit)
+        // Usage-based pricing bills every unit: the plan "allowance" is then only a cap when one is set.
+        const pricing = terms === null ? null : pricingOf(terms)
+        const unitPrice = pricing === null
+          ? toDecimal(0)
+          : BigDecimal.unsafeDivide(toDecimal(pricing.pricePerUnit ?? pricing.tiers?.[0]?.unitPrice ?? 0), toDecimal(pricing.billingUnits ?? 1))
+        const spendCap = overageAllowed && customer.overageMaxAmount !== null
+          ? { max: toDecimal(customer.overageMaxAmount), onLimitReached: customer.overageOnLimit ?? "block" as const }
+          : null
+        const pastDue = grant.sources.some((s) => s.subscription.status === "past_due")
+
+        const decide = (row: BalanceRow, spendSoFar: string) =>
+          draw({
+            requested: fromMicro(cost),
+            planRemaining: limit === null ? null : fromMicro(limit - row.used),
+            bonus: fromMicro(row.bonus),
+            addon: fromMicro(row.addon),
+            overage: {
+              allowed: overageAllowed,
+              maxOverageUnits,
+              overageUsedUnits: fromMicro(row.overage),
+              spendCap,
+              spendSoFar: toDecimal(spendSoFar),
+              pricePerOverageUnit: unitPrice
+            }
+          })
+
+        const answer = (d: Draw, row: BalanceRow) =>
+          meteredState({
+            allowed: d.allowed,
+            code: codeFor(mode, d, subject.kind === "credit_system"),
+            message: messageFor(d, grant, pastDue),
+            grant,
+            row,
+            window
+          })
+
+        if (mode === "check") {
+          const stored = yield* repo.readBalance(org, customer.id, subject.id)
+          const row = rolled(
+            Option.getOrElse(stored, () => ({ ...init, used: 0n, overage: 0n, bonus: 0n, addon: 0n })),
+            window
+          )
+          // A read without the lock: the spend a concurrent request adds may not be visible; only writes must be exact.
+          return answer(decide(row, "0"), row)
+        }
+
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const row = rolled(yield* repo.lockBalance(org, customer.id, subject.id, init, now), window)
+          const period = monthStart(now)
+          const spent = spendCap === null ? "0" : yield* repo.lockSpend(org, customer.id, period, now)
+          const d = decide(row, spent)
+          if (!d.allowed) return answer(d, row)
+          const fromPlan = toMicro(d.fromPlan)
+          const overage = toMicro(d.overageUnits)
+          const after: BalanceRow = {
+            ...row,
+            used: row.used + fromPlan,
+            bonus: row.bonus - toMicro(d.fromBonus),
+            addon: row.addon - toMicro(d.fromAddon),
+            overage: row.overage + overage
+          }
+          yield* repo.writeBalance(org, customer.id, subject.id, after, now)
+          yield* repo.insertEvent({
+            organizationId: org,
+            id: yield* ids.next("evt"),
+            customerId: customer.id,
+            featureId: feature.id,
+            subjectId: subject.id,
+            entityId,
+            value: toMicro(input.value),
+            cost,
+            fromPlan,
+            fromBonus: toMicro(d.fromBonus),
+            fromAddon: toMicro(d.fromAddon),
+            overage,
+            billable: usageModel === "usage_based" ? cost : overage,
+            metadata: input.metadata ?? {},
+            createdAt: now
+          })
+          if (spendCap !== null && !BigDecimal.isZero(d.overageCost)) {
+            yield* repo.writeSpend(org, customer.id, period, format(BigDecimal.sum(toDecimal(spent), d.overageCost)), now)
+          }
+          if (d.notify) {
+            yield* repo.insertNotification(org, yield* ids.next("ntf"), customer.id, "overage_spend_cap_passed", {
+              feature: feature.slug,
+              maxOverageAmount: customer.overageMaxAmount,
+              spent: format(BigDecimal.sum(toDecimal(spent), d.overageCost))
+            }, now)
+          }
+          return answer(d, after)
+        }))
+      }).pipe(Effect.orDie)
+
+    const run = (org: string, mode: Mode, input: EntitlementInput) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const snapshot = yield* catalog.snapshot(org)
+        const resolved = yield* resolveCustomer(org, input)
+        if (Either.isLeft(resolved)) {
+          const e = resolved.left
+          return e.code === "customer_ambiguous"
+            ? denial("customer_ambiguous", e.message)
+            : denial("customer_not_found", e.code === "customer_not_found" ? e.message : `Customer '${input.customer}' could not be created: ${e.message}`)
+        }
+        const customer = resolved.right
+        const feature = snapshot.features.get(input.feature) ?? snapshot.featuresById.get(input.feature)
+        if (feature === undefined) return denial("feature_not_found", `No feature '${input.feature}'`)
+        let entityId: string | null = null
+        if (input.entity !== undefined) {
+          const found = yield* repo.findEntity(org, customer.id, input.entity, now)
+          if (Option.isNone(found)) return denial("entity_not_found", `The customer has no entity '${input.entity}'`)
+          entityId = found.value
+        }
+        const granting = yield* subscriptions.granting(org, customer.id, now)
+        const resolution = resolveGrant(snapshot, feature, granting, now)
+        let grant: Grant | undefined = resolution._tag === "Granted" ? resolution.grant : undefined
+        if (grant === undefined && feature.type === "metered" && feature.meterType === "consumable") {
+          // No plan grants it, but purchased or bonus credits of one of its credit systems may.
+          for (const system of snapshot.creditSystemsByFeature.get(feature.slug) ?? []) {
+            const balance = yield* repo.readBalance(org, customer.id, system.id)
+            if (Option.isSome(balance) && balance.value.bonus + balance.value.addon > 0n) {
+              grant = creditsOnlyGrant(feature, system, now)
+              break
+            }
+          }
+        }
+        if (grant === undefined) {
+          const code = resolution._tag === "Denied" ? resolution.code : "feature_not_in_plan"
+          return denial(
+            code,
+            code === "no_active_subscription" ? "The customer has no active subscription" : `No plan of the customer includes '${feature.slug}'`
+          )
+        }
+        if (feature.type === "boolean" || feature.meterType === "non_consumable") {
+          return yield* counted(org, mode, customer, feature, grant, entityId, input, now)
+        }
+        return yield* metered(org, mode, customer, feature, grant, entityId, input, now)
+      })
+
+    const evaluate = (org: string, mode: Mode, input: EntitlementInput, idempotencyKey?: string) =>
+      Effect.gen(function*() {
+        if (!fitsMicro(input.value)) {
+          return yield* new InvalidInput({
+            message: "The request is invalid: value: must have at most 6 decimal places and be at most 9,000,000,000",
+            issues: [{ path: "value", message: "must have at most 6 decimal places and be at most 9,000,000,000" }]
+          })
+        }
+        if (idempotencyKey === undefined || mode === "check") return yield* run(org, mode, input)
+        const requestHash = sha256Hex(JSON.stringify(canonical({ mode, input })))
+        // The claim, the effects and the stored answer commit together: a retry sees all of them or none.
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const claim = yield* repo.claimIdempotencyKey(org, idempotencyKey, requestHash, now, now - DAY_MS)
+          if (claim._tag === "Existing") {
+            if (claim.requestHash !== requestHash) {
+              return yield* new Conflict({
+                code: "idempotency_conflict",
+                message: "This Idempotency-Key was used with a different request"
+              })
+            }
+            if (claim.response !== null) return JSON.parse(claim.response) as EntitlementState
+          }
+          const state = yield* run(org, mode, input)
+          yield* repo.saveIdempotentResponse(org, idempotencyKey, JSON.stringify(state))
+          return state
+        })).pipe(Effect.catchTag("SqlError", Effect.die))
+      })
+
+    return { evaluate }
+  })
+)

@@ -1,0 +1,210 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option } from "effect"
+import { microParam } from "../domain/quantity.ts"
+
+/** One customer's balance of one feature or credit system, in micro-units. */
+export interface BalanceRow {
+  readonly windowStart: number
+  readonly windowEnd: number | null
+  readonly used: bigint
+  readonly overage: bigint
+  readonly bonus: bigint
+  readonly addon: bigint
+}
+
+export interface UsageEventRow {
+  readonly organizationId: string
+  readonly id: string
+  readonly customerId: string
+  readonly featureId: string
+  readonly subjectId: string
+  readonly entityId: string | null
+  readonly value: bigint
+  readonly cost: bigint
+  readonly fromPlan: bigint
+  readonly fromBonus: bigint
+  readonly fromAddon: bigint
+  readonly overage: bigint
+  readonly billable: bigint
+  readonly metadata: Record<string, unknown>
+  readonly createdAt: number
+}
+
+export interface FeatureConfigRow {
+  readonly overage: "block" | "charge"
+  readonly maxOverageUnits: bigint | null
+}
+
+export type IdempotencyClaim =
+  | { readonly _tag: "Claimed" }
+  | { readonly _tag: "Existing"; readonly requestHash: string; readonly response: string | null }
+
+/**
+ * Storage of the entitlement engine. Writes that must be atomic (balance, event, spend, idempotency record)
+ * are separate statements here and are composed inside one transaction by the engine.
+ */
+export interface EntitlementsRepoShape {
+  readonly readBalance: (org: string, customerId: string, subjectId: string) => Effect.Effect<Option.Option<BalanceRow>>
+  /** Creates the row if missing, then locks it for the rest of the transaction (PostgreSQL `FOR UPDATE`). */
+  readonly lockBalance: (
+    org: string,
+    customerId: string,
+    subjectId: string,
+    init: { readonly windowStart: number; readonly windowEnd: number | null },
+    now: number
+  ) => Effect.Effect<BalanceRow>
+  readonly writeBalance: (org: string, customerId: string, subjectId: string, row: BalanceRow, now: number) => Effect.Effect<void>
+  readonly insertEvent: (event: UsageEventRow) => Effect.Effect<void>
+  readonly featureConfig: (org: string, customerId: string, featureId: string) => Effect.Effect<Option.Option<FeatureConfigRow>>
+  /** The customer's live entity of that name (any feature): active, or pending removal not yet due. */
+  readonly findEntity: (org: string, customerId: string, entity: string, now: number) => Effect.Effect<Option.Option<string>>
+  readonly countEntities: (org: string, customerId: string, featureId: string, now: number) => Effect.Effect<number>
+  /** Locks the customer's overage spend of the period starting `periodStart` (a new period starts at zero). */
+  readonly lockSpend: (org: string, customerId: string, periodStart: number, now: number) => Effect.Effect<string>
+  readonly writeSpend: (org: string, customerId: string, periodStart: number, spent: string, now: number) => Effect.Effect<void>
+  readonly insertNotification: (
+    org: string,
+    id: string,
+    customerId: string,
+    kind: string,
+    payload: Record<string, unknown>,
+    now: number
+  ) => Effect.Effect<void>
+  /** Claims a key (a claim older than `expiredBefore` is replaced); else returns what the first request stored. */
+  readonly claimIdempotencyKey: (
+    org: string,
+    key: string,
+    requestHash: string,
+    now: number,
+    expiredBefore: number
+  ) => Effect.Effect<IdempotencyClaim>
+  readonly saveIdempotentResponse: (org: string, key: string, response: string) => Effect.Effect<void>
+}
+
+export class EntitlementsRepo extends Context.Tag("EntitlementsRepo")<EntitlementsRepo, EntitlementsRepoShape>() {}
+
+const big = (v: unknown): bigint => BigInt(v as number | bigint | string)
+
+const toBalance = (row: any): BalanceRow => ({
+  windowStart: Number(row.windowStart),
+  windowEnd: row.windowEnd === null ? null : Number(row.windowEnd),
+  used: big(row.used),
+  overage: big(row.overage),
+  bonus: big(row.bonus),
+  addon: big(row.addon)
+})
+
+export const EntitlementsRepoSql = Layer.effect(
+  EntitlementsRepo,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
+
+    const selectBalance = (org: string, customerId: string, subjectId: string, lock: boolean) =>
+      sql`SELECT window_start, window_end, used, overage, bonus, addon FROM balances
+          WHERE organization_id = ${org} AND customer_id = ${customerId} AND subject_id = ${subjectId}
+          ${lock ? forUpdate : sql.literal("")}`
+
+    return {
+      readBalance: (org, customerId, subjectId) =>
+        selectBalance(org, customerId, subjectId, false).pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toBalance))),
+          Effect.orDie
+        ),
+      lockBalance: (org, customerId, subjectId, init, now) =>
+        Effect.gen(function*() {
+          yield* sql`INSERT INTO balances (organization_id, customer_id, subject_id, window_start, window_end, used,
+                       overage, bonus, addon, updated_at)
+                     VALUES (${org}, ${customerId}, ${subjectId}, ${init.windowStart}, ${init.windowEnd}, 0, 0, 0, 0, ${now})
+                     ON CONFLICT DO NOTHING`
+          const rows = yield* selectBalance(org, customerId, subjectId, true)
+          return toBalance(rows[0])
+        }).pipe(Effect.orDie),
+      writeBalance: (org, customerId, subjectId, row, now) =>
+        sql`UPDATE balances SET window_start = ${row.windowStart}, window_end = ${row.windowEnd},
+              used = ${microParam(row.used)}, overage = ${microParam(row.overage)}, bonus = ${microParam(row.bonus)},
+              addon = ${microParam(row.addon)}, updated_at = ${now}
+            WHERE organization_id = ${org} AND customer_id = ${customerId} AND subject_id = ${subjectId}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
+      insertEvent: (e) =>
+        sql`INSERT INTO usage_events ${
+          sql.insert({
+            organizationId: e.organizationId,
+            id: e.id,
+            customerId: e.customerId,
+            featureId: e.featureId,
+            subjectId: e.subjectId,
+            entityId: e.entityId,
+            value: microParam(e.value),
+            cost: microParam(e.cost),
+            fromPlan: microParam(e.fromPlan),
+            fromBonus: microParam(e.fromBonus),
+            fromAddon: microParam(e.fromAddon),
+            overage: microParam(e.overage),
+            billable: microParam(e.billable),
+            metadata: JSON.stringify(e.metadata),
+            createdAt: e.createdAt
+          })
+        }`.pipe(Effect.asVoid, Effect.orDie),
+      featureConfig: (org, customerId, featureId) =>
+        sql`SELECT overage, max_overage_units FROM customer_feature_configs
+            WHERE organization_id = ${org} AND customer_id = ${customerId} AND feature_id = ${featureId}`.pipe(
+          Effect.map((rows) =>
+            Option.fromNullable(rows[0]).pipe(Option.map((r: any): FeatureConfigRow => ({
+              overage: r.overage,
+              maxOverageUnits: r.maxOverageUnits === null ? null : big(r.maxOverageUnits)
+            })))
+          ),
+          Effect.orDie
+        ),
+      findEntity: (org, customerId, entity, now) =>
+        sql<{ id: string }>`SELECT id FROM entities WHERE organization_id = ${org} AND customer_id = ${customerId}
+            AND entity = ${entity} AND (status = 'active' OR (status = 'pending_removal' AND remove_at > ${now}))
+            ORDER BY created_at LIMIT 1`.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0]?.id)),
+          Effect.orDie
+        ),
+      countEntities: (org, customerId, featureId, now) =>
+        sql<{ n: number }>`SELECT COUNT(*) AS n FROM entities WHERE organization_id = ${org}
+            AND customer_id = ${customerId} AND feature_id = ${featureId}
+            AND (status = 'active' OR (status = 'pending_removal' AND remove_at > ${now}))`.pipe(
+          Effect.map((rows) => Number(rows[0]?.n ?? 0)),
+          Effect.orDie
+        ),
+      lockSpend: (org, customerId, periodStart, now) =>
+        Effect.gen(function*() {
+          yield* sql`INSERT INTO customer_spend (organization_id, customer_id, period_start, spent, updated_at)
+                     VALUES (${org}, ${customerId}, ${periodStart}, '0', ${now}) ON CONFLICT DO NOTHING`
+          const rows = yield* sql<{ periodStart: number; spent: string }>`SELECT period_start, spent FROM customer_spend
+              WHERE organization_id = ${org} AND customer_id = ${customerId} ${forUpdate}`
+          const row = rows[0]!
+          return Number(row.periodStart) === periodStart ? row.spent : "0"
+        }).pipe(Effect.orDie),
+      writeSpend: (org, customerId, periodStart, spent, now) =>
+        sql`UPDATE customer_spend SET period_start = ${periodStart}, spent = ${spent}, updated_at = ${now}
+            WHERE organization_id = ${org} AND customer_id = ${customerId}`.pipe(Effect.asVoid, Effect.orDie),
+      insertNotification: (org, id, customerId, kind, payload, now) =>
+        sql`INSERT INTO notifications ${
+          sql.insert({ organizationId: org, id, customerId, kind, payload: JSON.stringify(payload), createdAt: now })
+        }`.pipe(Effect.asVoid, Effect.orDie),
+      claimIdempotencyKey: (org, key, requestHash, now, expiredBefore) =>
+        Effect.gen(function*() {
+          yield* sql`DELETE FROM idempotency_keys WHERE organization_id = ${org} AND key = ${key}
+                     AND created_at < ${expiredBefore}`
+          const claimed = yield* sql`INSERT INTO idempotency_keys (organization_id, key, request_hash, response, created_at)
+              VALUES (${org}, ${key}, ${requestHash}, NULL, ${now}) ON CONFLICT DO NOTHING RETURNING key`
+          if (claimed.length === 1) return { _tag: "Claimed" } as const
+          const rows = yield* sql<{ requestHash: string; response: string | null }>`SELECT request_hash, response
+              FROM idempotency_keys WHERE organization_id = ${org} AND key = ${key}`
+          return { _tag: "Existing", requestHash: rows[0]!.requestHash, response: rows[0]!.response } as const
+        }).pipe(Effect.orDie),
+      saveIdempotentResponse: (org, key, response) =>
+        sql`UPDATE idempotency_keys SET response = ${response} WHERE organization_id = ${org} AND key = ${key}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        )
+    }
+  })
+)

@@ -1,0 +1,144 @@
+/**
+ * The entitlement answer of spec §2.2, built from what the engine decided: pure.
+ */
+import { BigDecimal } from "effect"
+import type { EntitlementCode, EntitlementState } from "../api/entitlements.ts"
+import type { PlanFeature } from "../catalog/model.ts"
+import { type Decimal, max, toDecimal, toNumber, ZERO } from "../domain/money.ts"
+import type { Window } from "../domain/periods.ts"
+import { fromMicro } from "../domain/quantity.ts"
+import { type Pricing, rate } from "../domain/rating.ts"
+import type { Grant } from "./grants.ts"
+import type { BalanceRow } from "./EntitlementsRepo.ts"
+
+const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString())
+
+export const denial = (code: EntitlementCode, message: string): EntitlementState => ({
+  allowed: false,
+  code,
+  usage: 0,
+  limit: null,
+  balance: null,
+  resetsAt: null,
+  resetInterval: null,
+  credits: null,
+  details: { message, pricing: null, tierBreakdown: [] }
+})
+
+/** How billable units of a plan feature are priced: overage at `overagePrice` when set, else the feature's pricing. */
+export const pricingOf = (terms: PlanFeature): Pricing => ({
+  ratingModel: terms.overagePrice !== null && terms.usageModel === "included" ? "package" : terms.ratingModel,
+  pricePerUnit: terms.overagePrice ?? terms.pricePerUnit ?? "0",
+  billingUnits: terms.billingUnits,
+  tiers: terms.usageModel === "included" && terms.overagePrice !== null
+    ? undefined
+    : terms.tiers?.map((t) => ({ upTo: t.upTo, unitPrice: t.unitPrice, flatFee: t.flatFee }))
+})
+
+/** Billable units of the window: all usage for usage-based pricing, the overage otherwise. */
+export const billableInWindow = (terms: PlanFeature | null, row: BalanceRow): Decimal =>
+  terms?.usageModel === "usage_based" ? fromMicro(row.used) : fromMicro(row.overage)
+
+const pricingDetails = (terms: PlanFeature | null, billable: Decimal) => {
+  if (terms === null) return { pricing: null, tierBreakdown: [] }
+  const pricing = pricingOf(terms)
+  const rating = rate(billable, pricing)
+  return {
+    pricing: {
+      usageModel: terms.usageModel,
+      ratingModel: pricing.ratingModel ?? "package",
+      pricePerUnit: toNumber(toDecimal(pricing.pricePerUnit ?? 0)),
+      billingUnits: terms.billingUnits,
+      currentTier: rating.currentTier === null ? null : {
+        index: rating.currentTier.index,
+        startsAt: rating.currentTier.startsAt,
+        endsAt: rating.currentTier.endsAt,
+        unitPrice: toNumber(rating.currentTier.unitPrice),
+        flatFee: toNumber(rating.currentTier.flatFee)
+      }
+    },
+    tierBreakdown: rating.tierBreakdown.map((line) => ({
+      tier: line.tier,
+      units: line.units,
+      unitPrice: toNumber(line.unitPrice),
+      flatFee: toNumber(line.flatFee),
+      amount: toNumber(line.amount)
+    }))
+  }
+}
+
+export interface MeteredAnswer {
+  readonly allowed: boolean
+  readonly code: EntitlementCode
+  readonly message: string
+  readonly grant: Grant
+  readonly row: BalanceRow
+  readonly window: Window | null
+}
+
+/** A consumable feature or credit system: usage and balance of the current window, credits when credit-backed. */
+export const meteredState = (a: MeteredAnswer): EntitlementState => {
+  const used = fromMicro(a.row.used)
+  const usage = BigDecimal.sum(used, fromMicro(a.row.overage))
+  const limit = a.grant.limit
+  const planBalance = limit === null ? null : BigDecimal.subtract(toDecimal(limit), usage)
+  const resetsAt = iso(a.window?.end)
+  const subject = a.grant.subject
+  const credits = subject.kind === "credit_system"
+    ? {
+      source: "credit_system",
+      systemSlug: subject.system.slug,
+      costPerUnit: subject.costPerUnit,
+      bonusBalance: toNumber(fromMicro(a.row.bonus)),
+      addonBalance: toNumber(fromMicro(a.row.addon)),
+      totalBalance: toNumber(
+        BigDecimal.sum(
+          BigDecimal.sum(planBalance === null ? ZERO : max(ZERO, planBalance), fromMicro(a.row.bonus)),
+          fromMicro(a.row.addon)
+        )
+      ),
+      plan: {
+        used: toNumber(usage),
+        limit,
+        balance: planBalance === null ? null : toNumber(planBalance),
+        resetsAt
+      }
+    }
+    : null
+  return {
+    allowed: a.allowed,
+    code: a.code,
+    usage: toNumber(usage),
+    limit,
+    balance: planBalance === null ? null : toNumber(planBalance),
+    resetsAt,
+    resetInterval: a.grant.reset === "none" ? null : a.grant.reset,
+    credits,
+    details: { message: a.message, ...pricingDetails(a.grant.terms, billableInWindow(a.grant.terms, a.row)) }
+  }
+}
+
+/** A boolean feature, or a non-consumable one whose usage is a live count. */
+export const countedState = (a: {
+  readonly allowed: boolean
+  readonly code: EntitlementCode
+  readonly message: string
+  readonly grant: Grant
+  readonly count: number
+}): EntitlementState => {
+  const limit = a.grant.subject.feature.type === "boolean" ? null : a.grant.limit
+  return {
+    allowed: a.allowed,
+    code: a.code,
+    usage: a.count,
+    limit,
+    balance: limit === null ? null : limit - a.count,
+    resetsAt: null,
+    resetInterval: null,
+    credits: null,
+    details: {
+      message: a.message,
+      ...(a.grant.subject.feature.type === "boolean" ? { pricing: null, tierBreakdown: [] } : pricingDetails(a.grant.terms, ZERO))
+    }
+  }
+}

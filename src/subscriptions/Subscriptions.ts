@@ -1,0 +1,243 @@
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import type { Subscription } from "../api/subscriptions.ts"
+import { Catalog } from "../catalog/Catalog.ts"
+import { isFree, type Plan } from "../catalog/model.ts"
+import { type CustomerInput, Customers } from "../customers/Customers.ts"
+import type { CustomerRecord } from "../customers/CustomersRepo.ts"
+import { Conflict, NotFound, ProviderNotConfigured } from "../domain/errors.ts"
+import { addInterval } from "../domain/periods.ts"
+import { Ids } from "../platform/ids.ts"
+import { effectiveStatus, isGranting, rollFreePeriod, type SubscriptionRecord } from "./model.ts"
+import { SubscriptionsRepo } from "./SubscriptionsRepo.ts"
+
+export interface AttachInput {
+  readonly customer: string
+  readonly product: string
+  readonly customerData?: Omit<CustomerInput, "externalId"> | undefined
+}
+
+export interface Attached {
+  readonly subscription: SubscriptionRecord
+  readonly plan: Plan
+  readonly checkoutUrl: string | null
+  readonly message: string
+}
+
+export interface SubscriptionsShape {
+  readonly attach: (organizationId: string, input: AttachInput) => Effect.Effect<Attached, NotFound | Conflict | ProviderNotConfigured>
+  readonly list: (
+    organizationId: string,
+    customer?: string
+  ) => Effect.Effect<ReadonlyArray<{ subscription: SubscriptionRecord; plan: Plan | undefined }>, NotFound | Conflict>
+  readonly cancel: (organizationId: string, id: string) => Effect.Effect<{ subscription: SubscriptionRecord; plan: Plan | undefined }, NotFound>
+  readonly checkout: (organizationId: string, id: string) => Effect.Effect<Attached, NotFound | Conflict | ProviderNotConfigured>
+  /** The customer's subscriptions granting at `now`, oldest first, with their plans. */
+  readonly granting: (
+    organizationId: string,
+    customerId: string,
+    now: number
+  ) => Effect.Effect<ReadonlyArray<{ subscription: SubscriptionRecord; plan: Plan }>>
+  /** Attach every free `autoEnable` plan to a customer (new customers). */
+  readonly attachAutoEnabled: (organizationId: string, customer: CustomerRecord) => Effect.Effect<void>
+  /** Attach newly `autoEnable` free plans to every existing customer (after a sync). */
+  readonly attachPlansToAll: (organizationId: string, planIds: ReadonlyArray<string>) => Effect.Effect<void>
+}
+
+export class Subscriptions extends Context.Tag("Subscriptions")<Subscriptions, SubscriptionsShape>() {}
+
+const planNotFound = (ref: string) => new NotFound({ code: "plan_not_found", message: `No plan '${ref}'` })
+const subscriptionNotFound = (id: string) =>
+  new NotFound({ code: "subscription_not_found", message: `No subscription '${id}'` })
+
+/** Plans in the same group replace each other; add-ons stack. Plans without a group share the default one. */
+const replaces = (incoming: Plan, existing: Plan | undefined) =>
+  existing !== undefined && !incoming.isAddon && !existing.isAddon && incoming.planGroup === existing.planGroup
+
+export const SubscriptionsLive = Layer.effect(
+  Subscriptions,
+  Effect.gen(function*() {
+    const repo = yield* SubscriptionsRepo
+    const catalog = yield* Catalog
+    const customers = yield* Customers
+    const ids = yield* Ids
+
+    const planOf = (organizationId: string, planId: string) =>
+      Effect.map(catalog.snapshot(organizationId), (snap) => snap.plansById.get(planId))
+
+    /** Create a live subscription of a free plan; replaced plans end now. */
+    const start = (organizationId: string, customerId: string, plan: Plan, now: number) =>
+      Effect.gen(function*() {
+        const existing = yield* repo.listLive(organizationId, customerId)
+        const snap = yield* catalog.snapshot(organizationId)
+        const same = existing.find((s) => s.planId === plan.id && isGranting(s, now))
+        if (same !== undefined) return { subscription: same, created: false }
+        for (const old of existing) {
+          if (replaces(plan, snap.plansById.get(old.planId))) {
+            yield* repo.update({ ...old, status: "canceled", canceledAt: now, updatedAt: now })
+          }
+        }
+        const trialDays = plan.trialDays ?? 0
+        const periodEnd = plan.billingType === "recurring" && plan.interval !== null
+          ? addInterval(now, plan.interval, 1)
+          : null
+        const subscription: SubscriptionRecord = {
+          organizationId,
+          id: yield* ids.next("sub"),
+          customerId,
+          planId: plan.id,
+          status: trialDays > 0 ? "trialing" : "active",
+          startedAt: now,
+          currentPeriodStart: now,
+          currentPeriodEnd: periodEnd,
+          trialEndsAt: trialDays > 0 ? now + trialDays * 86_400_000 : null,
+          cancelAtPeriodEnd: false,
+          canceledAt: null,
+          graceEndsAt: null,
+          createdAt: now,
+          updatedAt: now
+        }
+        yield* repo.insert(subscription)
+        return { subscription, created: true }
+      })
+
+    const resolveCustomer = (organizationId: string, input: AttachInput): Effect.Effect<CustomerRecord, NotFound | Conflict> =>
+      customers.resolve(organizationId, input.customer).pipe(
+        Effect.catchTag("NotFound", (notFound): Effect.Effect<CustomerRecord, NotFound | Conflict> =>
+          input.customerData === undefined
+            ? Effect.fail(notFound)
+            : customers.findOrCreate(organizationId, { ...input.customerData, externalId: input.customer }))
+      )
+
+    const attach = (organizationId: string, input: AttachInput): Effect.Effect<Attached, NotFound | Conflict | ProviderNotConfigured> =>
+      Effect.gen(function*() {
+        const customer = yield* resolveCustomer(organizationId, input)
+        const snap = yield* catalog.snapshot(organizationId)
+        const plan = snap.plans.get(input.product) ?? snap.plansById.get(input.product)
+        if (plan === undefined) return yield* planNotFound(input.product)
+        if (!isFree(plan)) {
+          return yield* new ProviderNotConfigured({
+            message: `The plan '${plan.slug}' is paid, and no payment provider is configured for this organization`
+          })
+        }
+        const now = yield* Clock.currentTimeMillis
+        const { created, subscription } = yield* start(organizationId, customer.id, plan, now)
+        return {
+          subscription,
+          plan,
+          checkoutUrl: null,
+          message: created ? `Attached ${plan.slug}` : `${plan.slug} was already attached`
+        }
+      })
+
+    const withPlans = (organizationId: string, subs: ReadonlyArray<SubscriptionRecord>, now: number) =>
+      Effect.map(catalog.snapshot(organizationId), (snap) =>
+        subs.map((s) => {
+          const plan = snap.plansById.get(s.planId)
+          const rolled = rollFreePeriod(s, plan !== undefined && isFree(plan) ? plan.interval : null, now)
+          return { subscription: { ...rolled, status: effectiveStatus(rolled, now) }, plan }
+        }))
+
+    const get = (organizationId: string, id: string) =>
+      Effect.flatMap(
+        repo.get(organizationId, id),
+        Option.match({ onNone: () => Effect.fail(subscriptionNotFound(id)), onSome: Effect.succeed })
+      )
+
+    return {
+      attach,
+      list: (organizationId, customer) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const subs = customer === undefined
+            ? yield* repo.listByOrganization(organizationId)
+            : yield* Effect.flatMap(customers.resolve(organizationId, customer), (c) =>
+              repo.listByCustomer(organizationId, c.id))
+          return yield* withPlans(organizationId, subs, now)
+        }),
+      cancel: (organizationId, id) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const current = yield* get(organizationId, id)
+          const status = effectiveStatus(current, now)
+          if (status === "canceled" || status === "expired") {
+            return (yield* withPlans(organizationId, [current], now))[0]!
+          }
+          // A period that ends is kept to its end; one that never ends (or never started) stops now.
+          const next: SubscriptionRecord = current.currentPeriodEnd !== null && status !== "pending"
+            ? { ...current, cancelAtPeriodEnd: true, updatedAt: now }
+            : { ...current, status: "canceled", canceledAt: now, updatedAt: now }
+          yield* repo.update(next)
+          return (yield* withPlans(organizationId, [next], now))[0]!
+        }),
+      checkout: (organizationId, id) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const current = yield* get(organizationId, id)
+          if (current.status !== "pending") {
+            return yield* new Conflict({
+              code: "subscription_not_pending",
+              message: `The subscription is ${effectiveStatus(current, now)}, not pending`
+            })
+          }
+          const plan = yield* planOf(organizationId, current.planId)
+          if (plan === undefined) return yield* planNotFound(current.planId)
+          if (!isFree(plan)) {
+            return yield* new ProviderNotConfigured({
+              message: "No payment provider is configured for this organization"
+            })
+          }
+          const activated: SubscriptionRecord = { ...current, status: "active", startedAt: now, currentPeriodStart: now, updatedAt: now }
+          yield* repo.update(activated)
+          return { subscription: activated, plan, checkoutUrl: null, message: "Activated without payment: the plan is free" }
+        }),
+      granting: (organizationId, customerId, now) =>
+        Effect.gen(function*() {
+          const live = yield* repo.listLive(organizationId, customerId)
+          if (live.length === 0) return []
+          const snap = yield* catalog.snapshot(organizationId)
+          const out: Array<{ subscription: SubscriptionRecord; plan: Plan }> = []
+          for (const s of live) {
+            const plan = snap.plansById.get(s.planId)
+            if (plan !== undefined && isGranting(s, now)) out.push({ subscription: s, plan })
+          }
+          return out
+        }),
+      attachAutoEnabled: (organizationId, customer) =>
+        Effect.gen(function*() {
+          const snap = yield* catalog.snapshot(organizationId)
+          const now = yield* Clock.currentTimeMillis
+          for (const plan of snap.plans.values()) {
+            if (plan.autoEnable && isFree(plan)) yield* start(organizationId, customer.id, plan, now)
+          }
+        }),
+      attachPlansToAll: (organizationId, planIds) =>
+        Effect.gen(function*() {
+          const snap = yield* catalog.snapshot(organizationId)
+          const plans = planIds.map((id) => snap.plansById.get(id)).filter((p): p is Plan => p !== undefined && isFree(p))
+          if (plans.length === 0) return
+          const now = yield* Clock.currentTimeMillis
+          const all = yield* customers.listAllIds(organizationId)
+          for (const customerId of all) {
+            for (const plan of plans) yield* start(organizationId, customerId, plan, now)
+          }
+        })
+    }
+  })
+)
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
+
+export const toWireSubscription = (s: SubscriptionRecord, plan: Plan | undefined): Subscription => ({
+  id: s.id,
+  customerId: s.customerId,
+  planId: s.planId,
+  plan: plan?.slug ?? s.planId,
+  status: s.status,
+  currentPeriodStart: s.status === "pending" ? null : iso(s.currentPeriodStart),
+  currentPeriodEnd: s.status === "pending" ? null : iso(s.currentPeriodEnd),
+  trialEndsAt: iso(s.trialEndsAt),
+  cancelAtPeriodEnd: s.cancelAtPeriodEnd,
+  canceledAt: iso(s.canceledAt),
+  createdAt: s.createdAt,
+  updatedAt: s.updatedAt
+})

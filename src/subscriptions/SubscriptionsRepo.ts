@@ -1,0 +1,65 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option } from "effect"
+import type { SubscriptionRecord } from "./model.ts"
+
+export interface SubscriptionsRepoShape {
+  readonly insert: (s: SubscriptionRecord) => Effect.Effect<void>
+  readonly update: (s: SubscriptionRecord) => Effect.Effect<void>
+  readonly get: (organizationId: string, id: string) => Effect.Effect<Option.Option<SubscriptionRecord>>
+  /** Newest first. */
+  readonly listByCustomer: (organizationId: string, customerId: string) => Effect.Effect<ReadonlyArray<SubscriptionRecord>>
+  readonly listByOrganization: (organizationId: string) => Effect.Effect<ReadonlyArray<SubscriptionRecord>>
+  /** Subscriptions that may grant something: the hot path reads only these. */
+  readonly listLive: (organizationId: string, customerId: string) => Effect.Effect<ReadonlyArray<SubscriptionRecord>>
+}
+
+export class SubscriptionsRepo extends Context.Tag("SubscriptionsRepo")<SubscriptionsRepo, SubscriptionsRepoShape>() {}
+
+const nullableNumber = (v: unknown) => (v === null || v === undefined ? null : Number(v))
+
+const toRecord = (row: any): SubscriptionRecord => ({
+  organizationId: row.organizationId,
+  id: row.id,
+  customerId: row.customerId,
+  planId: row.planId,
+  status: row.status,
+  startedAt: Number(row.startedAt),
+  currentPeriodStart: Number(row.currentPeriodStart),
+  currentPeriodEnd: nullableNumber(row.currentPeriodEnd),
+  trialEndsAt: nullableNumber(row.trialEndsAt),
+  cancelAtPeriodEnd: Number(row.cancelAtPeriodEnd) === 1,
+  canceledAt: nullableNumber(row.canceledAt),
+  graceEndsAt: nullableNumber(row.graceEndsAt),
+  createdAt: Number(row.createdAt),
+  updatedAt: Number(row.updatedAt)
+})
+
+const toRow = (s: SubscriptionRecord) => ({ ...s, cancelAtPeriodEnd: s.cancelAtPeriodEnd ? 1 : 0 })
+
+export const SubscriptionsRepoSql = Layer.effect(
+  SubscriptionsRepo,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = (effect: Effect.Effect<ReadonlyArray<any>, unknown>) =>
+      effect.pipe(Effect.map((r) => r.map(toRecord)), Effect.orDie)
+
+    return {
+      insert: (s) => sql`INSERT INTO subscriptions ${sql.insert(toRow(s))}`.pipe(Effect.asVoid, Effect.orDie),
+      update: (s) =>
+        sql`UPDATE subscriptions SET ${sql.update(toRow(s), ["organizationId", "id"])}
+            WHERE organization_id = ${s.organizationId} AND id = ${s.id}`.pipe(Effect.asVoid, Effect.orDie),
+      get: (organizationId, id) =>
+        rows(sql`SELECT * FROM subscriptions WHERE organization_id = ${organizationId} AND id = ${id}`).pipe(
+          Effect.map((r) => Option.fromNullable(r[0]))
+        ),
+      listByCustomer: (organizationId, customerId) =>
+        rows(sql`SELECT * FROM subscriptions WHERE organization_id = ${organizationId} AND customer_id = ${customerId}
+                 ORDER BY created_at DESC, id DESC`),
+      listByOrganization: (organizationId) =>
+        rows(sql`SELECT * FROM subscriptions WHERE organization_id = ${organizationId} ORDER BY created_at DESC, id DESC`),
+      listLive: (organizationId, customerId) =>
+        rows(sql`SELECT * FROM subscriptions WHERE organization_id = ${organizationId} AND customer_id = ${customerId}
+                 AND status IN ('active', 'trialing', 'past_due') ORDER BY started_at, id`)
+    }
+  })
+)

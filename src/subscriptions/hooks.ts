@@ -1,0 +1,16 @@
+import { Effect, Layer } from "effect"
+import { PlansAutoEnabledHook } from "../catalog/Catalog.ts"
+import { CustomerCreatedHook } from "../customers/Customers.ts"
+import { Subscriptions } from "./Subscriptions.ts"
+
+/** New customers and newly auto-enabled plans meet here: both attach free `autoEnable` plans. */
+export const SubscriptionHooksLive = Layer.mergeAll(
+  Layer.effect(
+    CustomerCreatedHook,
+    Effect.map(Subscriptions, (s) => (organizationId, customer) => s.attachAutoEnabled(organizationId, customer))
+  ),
+  Layer.effect(
+    PlansAutoEnabledHook,
+    Effect.map(Subscriptions, (s) => (organizationId, planIds) => s.attachPlansToAll(organizationId, planIds))
+  )
+)

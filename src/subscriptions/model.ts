@@ -1,0 +1,64 @@
+import { addInterval, type BillingInterval } from "../domain/periods.ts"
+
+export type SubscriptionStatus = "pending" | "trialing" | "active" | "past_due" | "canceled" | "expired"
+
+export interface SubscriptionRecord {
+  readonly organizationId: string
+  readonly id: string
+  readonly customerId: string
+  readonly planId: string
+  readonly status: SubscriptionStatus
+  /** Anchor of the billing period and of every reset window the plan grants. */
+  readonly startedAt: number
+  readonly currentPeriodStart: number
+  /** `null` for a plan that never renews (one-time, or free without an interval). */
+  readonly currentPeriodEnd: number | null
+  readonly trialEndsAt: number | null
+  readonly cancelAtPeriodEnd: boolean
+  readonly canceledAt: number | null
+  readonly graceEndsAt: number | null
+  readonly createdAt: number
+  readonly updatedAt: number
+}
+
+/** Whether a subscription grants its plan's features at `now` (decisions.md §5). */
+export const isGranting = (s: SubscriptionRecord, now: number): boolean => {
+  switch (s.status) {
+    case "active":
+      return !(s.cancelAtPeriodEnd && s.currentPeriodEnd !== null && now >= s.currentPeriodEnd)
+    case "trialing":
+      return s.trialEndsAt === null || now < s.trialEndsAt
+    case "past_due":
+      return s.graceEndsAt !== null && now < s.graceEndsAt
+    default:
+      return false
+  }
+}
+
+/**
+ * A free subscription's period rolls forward lazily: the period containing `now`, anchored at its start.
+ * (Paid renewals are charged by the billing worker, which moves the period itself.)
+ */
+export const rollFreePeriod = (
+  s: SubscriptionRecord,
+  interval: BillingInterval | null,
+  now: number
+): SubscriptionRecord => {
+  if (interval === null || s.currentPeriodEnd === null || now < s.currentPeriodEnd || s.cancelAtPeriodEnd) return s
+  let k = 1
+  while (addInterval(s.startedAt, interval, k) <= now) k++
+  return {
+    ...s,
+    currentPeriodStart: addInterval(s.startedAt, interval, k - 1),
+    currentPeriodEnd: addInterval(s.startedAt, interval, k)
+  }
+}
+
+/** The status a reader should see: a subscription past its canceling period end is canceled. */
+export const effectiveStatus = (s: SubscriptionRecord, now: number): SubscriptionStatus => {
+  if (s.status === "active" && s.cancelAtPeriodEnd && s.currentPeriodEnd !== null && now >= s.currentPeriodEnd) {
+    return "canceled"
+  }
+  if (s.status === "past_due" && s.graceEndsAt !== null && now >= s.graceEndsAt) return "canceled"
+  return s.status
+}
