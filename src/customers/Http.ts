@@ -2,12 +2,17 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { CurrentOrganization } from "../api/security.ts"
-import { mapDomainErrors, notImplemented } from "../http/toApiError.ts"
+import { mapDomainErrors } from "../http/toApiError.ts"
 import { Customers, toCustomer, toListItem } from "./Customers.ts"
+import type { CustomerRecord } from "./CustomersRepo.ts"
+import { FeatureConfigs } from "./FeatureConfigs.ts"
 
 export const CustomersHttp = HttpApiBuilder.group(BillingApi, "customers", (handlers) =>
   Effect.gen(function*() {
     const customers = yield* Customers
+    const featureConfigs = yield* FeatureConfigs
+    /** The full customer object: every response of it carries the per-feature configs. */
+    const full = (c: CustomerRecord) => Effect.map(featureConfigs.list(c.organizationId, c.id), (configs) => toCustomer(c, configs))
     return handlers
       .handle("createCustomer", ({ payload }) =>
         Effect.flatMap(CurrentOrganization, (org) =>
@@ -16,7 +21,7 @@ export const CustomersHttp = HttpApiBuilder.group(BillingApi, "customers", (hand
             email: payload.email,
             name: payload.name,
             metadata: payload.metadata
-          })).pipe(Effect.map((c) => toCustomer(c)), mapDomainErrors))
+          })).pipe(Effect.flatMap(full), mapDomainErrors))
       .handle("listCustomers", ({ urlParams }) => {
         const filter = { ...urlParams, limit: urlParams.limit ?? 50, offset: urlParams.offset ?? 0 }
         return Effect.flatMap(CurrentOrganization, (org) => customers.list(org.id, filter)).pipe(
@@ -31,13 +36,17 @@ export const CustomersHttp = HttpApiBuilder.group(BillingApi, "customers", (hand
       })
       .handle("getCustomer", ({ path }) =>
         Effect.flatMap(CurrentOrganization, (org) => customers.resolve(org.id, path.id)).pipe(
-          Effect.map((c) => toCustomer(c)),
+          Effect.flatMap(full),
           mapDomainErrors
         ))
       .handle("setOverageLimit", ({ payload }) =>
         Effect.flatMap(CurrentOrganization, (org) => customers.setOverageLimit(org.id, payload)).pipe(
-          Effect.map((c) => toCustomer(c)),
+          Effect.flatMap(full),
           mapDomainErrors
         ))
-      .handle("setFeatureConfig", () => notImplemented("Per-feature customer configuration"))
+      .handle("setFeatureConfig", ({ payload }) =>
+        Effect.flatMap(CurrentOrganization, (org) => featureConfigs.set(org.id, payload)).pipe(
+          Effect.flatMap(full),
+          mapDomainErrors
+        ))
   }))

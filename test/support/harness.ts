@@ -1,5 +1,5 @@
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { Effect, Either, LogLevel, Option, Redacted } from "effect"
+import { type Clock, Effect, Either, LogLevel, Option, Redacted } from "effect"
 import { makeClient } from "../../src/api/client.ts"
 import { type App, makeApp } from "../../src/app.ts"
 import { serve } from "../../src/http/server.ts"
@@ -40,8 +40,11 @@ export interface TestServer {
 export type Client = Effect.Effect.Success<ReturnType<typeof makeClient>>
 
 /** The service on a real port, as a vendor would reach it. */
-export const startServer = async (config: Partial<AppConfigShape> = {}): Promise<TestServer> => {
-  const app = makeApp(AppConfigTest(config))
+export const startServer = async (
+  config: Partial<AppConfigShape> = {},
+  options: { readonly clock?: Clock.Clock } = {}
+): Promise<TestServer> => {
+  const app = makeApp(AppConfigTest(config), options)
   // Build the layers (and run migrations) before the first request.
   await app.runtime.runPromise(Effect.void)
   const server = serve(app, { port: 0, hostname: "127.0.0.1", logLevel: LogLevel.None })
