@@ -162,6 +162,19 @@ for (const database of databases()) {
       expect(third).toMatchObject({ count: 3, limit: 2, remaining: 0, restored: false })
     })
 
+    test("the customer's per-feature config caps or blocks overage of entities", async () => {
+      const { add, client } = await setup(["team"])
+      await ok(client.customers.setFeatureConfig({
+        payload: { customer: "cust", feature: "seats", overage: "charge", maxOverageUnits: 1 }
+      }))
+      await ok(add("a"))
+      await ok(add("b"))
+      expect(await ok(add("c"))).toMatchObject({ count: 3, limit: 2 })
+      expect(await failure(add("d"))).toMatchObject({ code: "limit_exceeded" })
+      await ok(client.customers.setFeatureConfig({ payload: { customer: "cust", feature: "seats", overage: "block" } }))
+      expect(await failure(add("d"))).toMatchObject({ code: "limit_exceeded" })
+    })
+
     test("concurrent adds never pass the limit", async () => {
       const { add } = await setup()
       const results = await Promise.allSettled(

@@ -119,7 +119,8 @@ export const EntitlementsLive = Layer.effect(
         const code: EntitlementCode = allowed ? (mode === "track" ? "tracked" : "access_granted") : "limit_exceeded"
         if (allowed && mode !== "check") {
           const value = toMicro(input.value)
-          yield* repo.insertEvent({
+          // The event and its rollup bucket commit together.
+          yield* sql.withTransaction(repo.insertEvent({
             organizationId: org,
             id: yield* ids.next("evt"),
             customerId: customer.id,
@@ -135,7 +136,7 @@ export const EntitlementsLive = Layer.effect(
             billable: 0n,
             metadata: input.metadata ?? {},
             createdAt: now
-          })
+          })).pipe(Effect.orDie)
         }
         const message = isBoolean
           ? allowed ? "The plan includes this feature" : "Not included"

@@ -54,6 +54,7 @@ export interface EntitlementsRepoShape {
     now: number
   ) => Effect.Effect<BalanceRow>
   readonly writeBalance: (org: string, customerId: string, subjectId: string, row: BalanceRow, now: number) => Effect.Effect<void>
+  /** Records the event and adds it to its usage rollup bucket (same transaction as the caller's). */
   readonly insertEvent: (event: UsageEventRow) => Effect.Effect<void>
   readonly featureConfig: (org: string, customerId: string, featureId: string) => Effect.Effect<Option.Option<FeatureConfigRow>>
   /** The customer's live entity of that name (any feature): active, or pending removal not yet due. */
@@ -82,6 +83,9 @@ export interface EntitlementsRepoShape {
 }
 
 export class EntitlementsRepo extends Context.Tag("EntitlementsRepo")<EntitlementsRepo, EntitlementsRepoShape>() {}
+
+/** Usage rollup resolution: 15 minutes, the finest step of any time zone's offset. */
+export const ROLLUP_MS = 15 * 60_000
 
 const big = (v: unknown): bigint => BigInt(v as number | bigint | string)
 
@@ -129,7 +133,13 @@ export const EntitlementsRepoSql = Layer.effect(
           Effect.orDie
         ),
       insertEvent: (e) =>
-        sql`INSERT INTO usage_events ${
+        Effect.zipRight(
+          sql`INSERT INTO usage_rollups (organization_id, customer_id, feature_id, bucket_start, value, records)
+              VALUES (${e.organizationId}, ${e.customerId}, ${e.featureId}, ${e.createdAt - (e.createdAt % ROLLUP_MS)},
+                ${microParam(e.value)}, 1)
+              ON CONFLICT (organization_id, customer_id, feature_id, bucket_start)
+              DO UPDATE SET value = usage_rollups.value + excluded.value, records = usage_rollups.records + 1`,
+          sql`INSERT INTO usage_events ${
           sql.insert({
             organizationId: e.organizationId,
             id: e.id,
@@ -147,7 +157,8 @@ export const EntitlementsRepoSql = Layer.effect(
             metadata: JSON.stringify(e.metadata),
             createdAt: e.createdAt
           })
-        }`.pipe(Effect.asVoid, Effect.orDie),
+        }`
+        ).pipe(Effect.asVoid, Effect.orDie),
       featureConfig: (org, customerId, featureId) =>
         sql`SELECT overage, max_overage_units FROM customer_feature_configs
             WHERE organization_id = ${org} AND customer_id = ${customerId} AND feature_id = ${featureId}`.pipe(

@@ -222,5 +222,18 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
       created_at BIGINT NOT NULL,
       PRIMARY KEY (organization_id, id)
     )`
+  ),
+  // Usage history reads these, never raw events: the track transaction adds each event to its 15-minute bucket,
+  // fine enough for every time zone's day boundaries (all offsets are multiples of 15 minutes).
+  "0003_usage_rollups": statements(
+    `CREATE TABLE usage_rollups (
+      organization_id TEXT NOT NULL REFERENCES organizations (id),
+      customer_id TEXT NOT NULL,
+      feature_id TEXT NOT NULL,
+      bucket_start BIGINT NOT NULL,
+      value BIGINT NOT NULL,
+      records INTEGER NOT NULL,
+      PRIMARY KEY (organization_id, customer_id, feature_id, bucket_start)
+    )`
   )
 }
