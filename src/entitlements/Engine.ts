@@ -109,14 +109,40 @@ export const EntitlementsLive = Layer.effect(
         Effect.either
       )
 
+    /** The plan's overage terms, unless the customer has a per-feature override (which wins whole). */
+    const overageTerms = (org: string, customerId: string, featureId: string, grant: Grant) =>
+      Effect.map(repo.featureConfig(org, customerId, featureId), (config) => {
+        const terms = grant.terms
+        const included = (terms?.usageModel ?? "included") === "included"
+        return Option.match(config, {
+          onNone: () => ({
+            overageAllowed: included && terms?.overage === "charge",
+            maxOverageUnits: terms?.maxOverageUnits ?? null
+          }),
+          onSome: (c) => ({
+            overageAllowed: included && c.overage === "charge",
+            maxOverageUnits: c.maxOverageUnits === null ? null : fromMicro(c.maxOverageUnits)
+          })
+        })
+      })
+
     /** Boolean and non-consumable features: nothing to draw, a count to compare. */
     const counted = (org: string, mode: Mode, customer: CustomerRecord, feature: Feature, grant: Grant, entityId: string | null, input: EntitlementInput, now: number) =>
       Effect.gen(function*() {
         const isBoolean = feature.type === "boolean"
         const count = isBoolean ? 0 : yield* repo.countEntities(org, customer.id, feature.id, now)
-        const overage = grant.terms?.overage === "charge"
-        const allowed = isBoolean || grant.limit === null || overage || count + input.value <= grant.limit
-        const code: EntitlementCode = allowed ? (mode === "track" ? "tracked" : "access_granted") : "limit_exceeded"
+        const { maxOverageUnits, overageAllowed } = yield* overageTerms(org, customer.id, feature.id, grant)
+        const within = isBoolean || grant.limit === null || count + input.value <= grant.limit
+        const overBy = grant.limit === null ? 0 : count + input.value - grant.limit
+        const allowed = within ||
+          (overageAllowed && (maxOverageUnits === null || BigDecimal.lessThanOrEqualTo(toDecimal(overBy), toDecimal(maxOverageUnits))))
+        const code: EntitlementCode = !allowed
+          ? "limit_exceeded"
+          : within
+          ? mode === "track" ? "tracked" : "access_granted"
+          : mode === "track"
+          ? "tracked_overage"
+          : "overage_allowed"
         if (allowed && mode !== "check") {
           const value = toMicro(input.value)
           // The event and its rollup bucket commit together.
@@ -151,14 +177,8 @@ export const EntitlementsLive = Layer.effect(
       Effect.gen(function*() {
         const subject = grant.subject
         const terms = grant.terms
-        const config = yield* repo.featureConfig(org, customer.id, feature.id)
         const usageModel = terms?.usageModel ?? "included"
-        const overageAllowed = usageModel === "included" &&
-          Option.match(config, { onNone: () => terms?.overage === "charge", onSome: (c) => c.overage === "charge" })
-        const maxOverageUnits = Option.match(config, {
-          onNone: () => terms?.maxOverageUnits ?? null,
-          onSome: (c) => (c.maxOverageUnits === null ? null : fromMicro(c.maxOverageUnits))
-        })
+        const { maxOverageUnits, overageAllowed } = yield* overageTerms(org, customer.id, feature.id, grant)
         const costPerUnit = subject.kind === "credit_system" ? subject.costPerUnit : 1
         const cost = toMicro(BigDecimal.multiply(toDecimal(input.value), toDecimal(costPerUnit)))
         const window = currentWindow(grant.anchor, grant.reset, now)

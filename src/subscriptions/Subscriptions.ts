@@ -198,7 +198,9 @@ export const SubscriptionsLive = Layer.effect(
           const out: Array<{ subscription: SubscriptionRecord; plan: Plan }> = []
           for (const s of live) {
             const plan = snap.plansById.get(s.planId)
-            if (plan !== undefined && isGranting(s, now)) out.push({ subscription: s, plan })
+            // Free periods roll lazily; readers of currentPeriodEnd (entity removal) need the current one.
+            const current = plan !== undefined && isFree(plan) ? rollFreePeriod(s, plan.interval, now) : s
+            if (plan !== undefined && isGranting(current, now)) out.push({ subscription: current, plan })
           }
           return out
         }),
