@@ -160,6 +160,7 @@ export const EntitlementsLive = Layer.effect(
             fromAddon: 0n,
             overage: 0n,
             billable: 0n,
+            planId: null,
             metadata: input.metadata ?? {},
             createdAt: now
           })).pipe(Effect.orDie)
@@ -260,6 +261,7 @@ export const EntitlementsLive = Layer.effect(
             fromAddon: toMicro(d.fromAddon),
             overage,
             billable: usageModel === "usage_based" ? cost : overage,
+            planId: grant.sources[0]?.plan.id ?? null,
             metadata: input.metadata ?? {},
             createdAt: now
           })

@@ -26,6 +26,8 @@ export interface UsageEventRow {
   readonly fromAddon: bigint
   readonly overage: bigint
   readonly billable: bigint
+  /** The plan whose terms apply to the billable part; null when nothing is billable. */
+  readonly planId: string | null
   readonly metadata: Record<string, unknown>
   readonly createdAt: number
 }
@@ -154,6 +156,7 @@ export const EntitlementsRepoSql = Layer.effect(
             fromAddon: microParam(e.fromAddon),
             overage: microParam(e.overage),
             billable: microParam(e.billable),
+            planId: e.planId,
             metadata: JSON.stringify(e.metadata),
             createdAt: e.createdAt
           })

@@ -88,7 +88,6 @@ const formatterOf = (timeZone: string): Intl.DateTimeFormat => {
     f = new Intl.DateTimeFormat("en-US", {
       timeZone,
       hourCycle: "h23",
-      era: "short",
       year: "numeric",
       month: "numeric",
       day: "numeric",
@@ -101,38 +100,23 @@ const formatterOf = (timeZone: string): Intl.DateTimeFormat => {
   return f
 }
 
-/** The local wall-clock time of an instant, as epoch milliseconds of that wall time read as UTC (whole seconds). */
+/** en-US numeric: "3/29/2026, 01:00:00" (month, day, year, hour, minute, second). */
+const WALL = /^(\d+)\D+(\d+)\D+(\d+)\D+(\d+)\D+(\d+)\D+(\d+)$/
+
+/**
+ * The local wall-clock time of an instant, as epoch milliseconds of that wall time read as UTC (whole seconds).
+ * Instants from 1970 on (local years 1969 to 10000): no era to read.
+ */
 export const wallClock = (timeZone: string, instant: number): number => {
-  let year = 0, month = 1, day = 1, hour = 0, minute = 0, second = 0, bc = false
-  for (const part of formatterOf(timeZone).formatToParts(instant)) {
-    switch (part.type) {
-      case "year":
-        year = Number(part.value)
-        break
-      case "month":
-        month = Number(part.value)
-        break
-      case "day":
-        day = Number(part.value)
-        break
-      case "hour":
-        hour = Number(part.value)
-        break
-      case "minute":
-        minute = Number(part.value)
-        break
-      case "second":
-        second = Number(part.value)
-        break
-      case "era":
-        bc = /^B/i.test(part.value)
-        break
-    }
+  const f = formatterOf(timeZone)
+  const m = WALL.exec(f.format(instant))
+  if (m !== null) {
+    return Date.UTC(Number(m[3]), Number(m[1]) - 1, Number(m[2]), Number(m[4]), Number(m[5]), Number(m[6]))
   }
-  const d = new Date(0)
-  d.setUTCFullYear(bc ? 1 - year : year, month - 1, day)
-  d.setUTCHours(hour, minute, second, 0)
-  return d.getTime()
+  // Whatever the engine's layout, the parts are authoritative (slower).
+  const p: Record<string, number> = {}
+  for (const part of f.formatToParts(instant)) p[part.type] = Number(part.value)
+  return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!)
 }
 
 /** The zone's offset from UTC at an instant, in milliseconds (Kathmandu: +20,700,000). */
@@ -148,11 +132,20 @@ export const localDayOf = (timeZone: string, instant: number): number =>
  * in force a day before and a day after give the candidates, a candidate is kept only if it reads as 00:00:00 locally,
  * and the earliest such wins (a repeated midnight); with none (a gap), the transition is found by bisection.
  */
-export const startOfLocalDay = (timeZone: string, day: number): number => {
+export const startOfLocalDay = (timeZone: string, day: number, offsets?: Map<number, number>): number => {
   const wall = day * DAY_MS
-  const before = wall - offsetAt(timeZone, wall - DAY_MS)
-  const after = wall - offsetAt(timeZone, wall + DAY_MS)
-  const valid = [before, after].filter((t) => wallClock(timeZone, t) === wall)
+  // Consecutive days share their probes (day d's "after" is day d+2's "before"): an optional cache.
+  const offset = (t: number) => {
+    let o = offsets?.get(t)
+    if (o === undefined) {
+      o = offsetAt(timeZone, t)
+      offsets?.set(t, o)
+    }
+    return o
+  }
+  const before = wall - offset(wall - DAY_MS)
+  const after = wall - offset(wall + DAY_MS)
+  const valid = (before === after ? [before] : [before, after]).filter((t) => wallClock(timeZone, t) === wall)
   if (valid.length > 0) return Math.min(...valid)
   // A gap: the day begins at the first instant whose wall clock is at or past its midnight.
   let lo = Math.min(before, after) // wall clock before midnight
@@ -246,7 +239,8 @@ export const planBuckets = (query: BucketQuery): PlanResult => {
   while (days[days.length - 1]! <= to) {
     days.push(Math.min(nextBoundary(query.granularity, days[days.length - 1]!), to + 1))
   }
-  const instants = days.map((day) => startOfLocalDay(timezone, day))
+  const offsets = new Map<number, number>()
+  const instants = days.map((day) => startOfLocalDay(timezone, day, offsets))
   const buckets: Array<Bucket> = []
   for (let i = 0; i < days.length - 1; i++) {
     buckets.push({ label: formatDate(days[i]!), startMs: instants[i]!, endMs: instants[i + 1]! })

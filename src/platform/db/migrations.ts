@@ -337,6 +337,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
       PRIMARY KEY (organization_id)
     )`,
     `CREATE INDEX usage_events_unbilled ON usage_events (organization_id, customer_id, invoice_id)`,
+    // The plan whose terms priced the event: invoices rate usage by the terms it was recorded under.
+    `ALTER TABLE usage_events ADD COLUMN plan_id TEXT`,
     `CREATE TABLE webhook_events (
       organization_id TEXT NOT NULL REFERENCES organizations (id),
       provider TEXT NOT NULL,
