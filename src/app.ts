@@ -1,5 +1,7 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { FetchHttpClient, HttpApiBuilder } from "@effect/platform"
 import { type Clock, Effect, Layer, ManagedRuntime } from "effect"
+import { InvoicesLive } from "./billing/Invoices.ts"
+import { InvoicesRepoSql } from "./billing/InvoicesRepo.ts"
 import { CatalogLive } from "./catalog/CatalogLive.ts"
 import { CatalogRepoSql } from "./catalog/CatalogRepo.ts"
 import { CustomersLive } from "./customers/Customers.ts"
@@ -15,12 +17,24 @@ import { OrganizationsLive } from "./organizations/Organizations.ts"
 import { OrganizationsRepoSql } from "./organizations/OrganizationsRepo.ts"
 import type { AppConfig } from "./platform/config.ts"
 import { DatabaseLive } from "./platform/db/Database.ts"
+import { AddonsLive } from "./payments/Addons.ts"
+import { makeAdaptersLayer } from "./payments/Adapters.ts"
+import { PaymentEffectsLive } from "./payments/effects.ts"
+import { PaymentsLive } from "./payments/Payments.ts"
+import { PaymentsRepoSql } from "./payments/PaymentsRepo.ts"
+import { PaystackAdapter } from "./payments/paystack/PaystackAdapter.ts"
+import { ProviderAccountsLive } from "./payments/ProviderAccounts.ts"
+import { makeStripeAdapter } from "./payments/stripe/StripeAdapter.ts"
+import { EncryptionLive } from "./platform/encryption.ts"
 import { IdsLive } from "./platform/ids.ts"
 import { LoggingLive } from "./platform/logging.ts"
 import { TracingLive } from "./platform/tracing.ts"
 import { SubscriptionHooksLive } from "./subscriptions/hooks.ts"
 import { SubscriptionsLive } from "./subscriptions/Subscriptions.ts"
 import { SubscriptionsRepoSql } from "./subscriptions/SubscriptionsRepo.ts"
+import { UsageHistoryLive } from "./usage/UsageHistory.ts"
+import { UsageRepoSql } from "./usage/UsageRepo.ts"
+import { WebhooksLive } from "./webhooks/Webhooks.ts"
 
 /** Repositories over whichever SqlClient the database layer chose. */
 const ReposLive = Layer.mergeAll(
@@ -30,12 +44,33 @@ const ReposLive = Layer.mergeAll(
   SubscriptionsRepoSql,
   EntitlementsRepoSql,
   EntitiesRepoSql,
-  FeatureConfigsRepoSql
+  FeatureConfigsRepoSql,
+  UsageRepoSql,
+  InvoicesRepoSql,
+  PaymentsRepoSql
 )
 
-/** Domain services with everything beneath them (repositories, ids, the migrated database). */
-export const ServicesLive = Layer.mergeAll(EntitlementsLive, CreditsLive, SubscriptionHooksLive, EntitiesLive, FeatureConfigsLive).pipe(
-  Layer.provideMerge(SubscriptionsLive),
+/** Payment adapters: Paystack over Effect's HttpClient, Stripe's SDK, and the sandbox's simulated provider. */
+const AdaptersLive = makeAdaptersLayer([
+  PaystackAdapter.pipe(Effect.provide(FetchHttpClient.layer)),
+  Effect.sync(() => makeStripeAdapter())
+])
+
+/** Domain services with everything beneath them (repositories, ids, the migrated database), in dependency order. */
+export const ServicesLive = Layer.mergeAll(
+  EntitlementsLive,
+  SubscriptionHooksLive,
+  EntitiesLive,
+  FeatureConfigsLive,
+  UsageHistoryLive,
+  InvoicesLive,
+  PaymentEffectsLive,
+  WebhooksLive
+).pipe(
+  Layer.provideMerge(Layer.mergeAll(SubscriptionsLive, AddonsLive)),
+  Layer.provideMerge(Layer.mergeAll(PaymentsLive, CreditsLive)),
+  Layer.provideMerge(Layer.mergeAll(ProviderAccountsLive, AdaptersLive)),
+  Layer.provideMerge(EncryptionLive),
   Layer.provideMerge(Layer.mergeAll(OrganizationsLive, CustomersLive, CatalogLive)),
   Layer.provideMerge(ReposLive),
   Layer.provideMerge(IdsLive),

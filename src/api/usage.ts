@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { NonEmptyString, oneOf, withDefault } from "./common.ts"
+import { NonEmptyString, oneOf, optionalWithServerDefault } from "./common.ts"
 import { BadRequestError, ConflictError, NotFoundError } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
@@ -12,25 +12,46 @@ const CalendarDate = Schema.String.pipe(
   Schema.pattern(/^\d{4}-\d{2}-\d{2}$/, { message: () => "must be a date YYYY-MM-DD" })
 ).annotations({ format: "date" })
 
-/** Spec 4.12, decisions.md §9. Calendar checks (custom bounds, from ≤ to, 366 days, timezone) are the service's. */
+/**
+ * Spec 4.12, decisions.md §9. Defaults are applied by the service (documented here), so the typed client need not
+ * send them. Calendar checks (custom bounds, from ≤ to, 366 days, the time zone) are the service's: every problem is
+ * a 400 `invalid_request` with `details`.
+ */
 export const UsageHistoryQuery = Schema.Struct({
-  range: withDefault(UsageRange, "30d"),
-  granularity: withDefault(UsageGranularity, "day"),
-  feature: Schema.optionalWith(NonEmptyString, { exact: true }),
-  groupBy: withDefault(UsageGroupBy, "total"),
-  timezone: withDefault(NonEmptyString.pipe(Schema.maxLength(64)), "UTC", "IANA time zone, e.g. Africa/Lagos"),
-  from: Schema.optionalWith(CalendarDate, { exact: true }),
-  to: Schema.optionalWith(CalendarDate, { exact: true })
+  range: optionalWithServerDefault(
+    UsageRange,
+    "30d",
+    "The last 7/30/90 calendar days in `timezone`, today included, or `custom` (`from` and `to`). Omitted with " +
+      "`from`/`to` given: custom."
+  ),
+  granularity: optionalWithServerDefault(UsageGranularity, "day", "Buckets: days, weeks starting Monday, or months"),
+  feature: Schema.optionalWith(NonEmptyString, { exact: true }).annotations({
+    description: "Only this feature (slug or id)"
+  }),
+  groupBy: optionalWithServerDefault(UsageGroupBy, "total", "`feature` fills `breakdown` with one entry per feature"),
+  timezone: optionalWithServerDefault(
+    NonEmptyString.pipe(Schema.maxLength(64)),
+    "UTC",
+    "IANA time zone of the buckets' day boundaries, e.g. Africa/Lagos"
+  ),
+  from: Schema.optionalWith(CalendarDate, { exact: true }).annotations({
+    description: "First day of a custom range, inclusive"
+  }),
+  to: Schema.optionalWith(CalendarDate, { exact: true }).annotations({
+    description: "Last day of a custom range, inclusive (at most 366 days after from, counting both)"
+  })
 }).annotations({ parseOptions: { errors: "all" } })
 export type UsageHistoryQuery = typeof UsageHistoryQuery.Type
 
 export const UsageTotals = Schema.Struct({
-  usage: Schema.Number,
+  usage: Schema.Number.annotations({ description: "Sum of the series" }),
   records: Schema.Number.annotations({ description: "Number of usage events" })
 }).annotations({ identifier: "UsageTotals" })
 
 export const UsageBucket = Schema.Struct({
-  bucket: Schema.String.annotations({ description: "First day of the bucket, YYYY-MM-DD" }),
+  bucket: Schema.String.annotations({
+    description: "First day of the bucket within the range, YYYY-MM-DD (the first week or month may start at `from`)"
+  }),
   value: Schema.Number
 }).annotations({ identifier: "UsageBucket" })
 
@@ -52,9 +73,11 @@ export const UsageHistory = Schema.Struct({
       description: "The resolved inclusive dates, YYYY-MM-DD"
     }),
     granularity: UsageGranularity,
-    feature: Schema.optional(Schema.String).annotations({ description: "Present when filtered by feature" }),
+    feature: Schema.optionalWith(Schema.String, { exact: true }).annotations({
+      description: "The filtered feature's slug; absent when not filtered"
+    }),
     groupBy: UsageGroupBy,
-    timezone: Schema.String
+    timezone: Schema.String.annotations({ description: "The zone's canonical name" })
   }),
   totals: UsageTotals,
   series: Schema.Array(UsageBucket),

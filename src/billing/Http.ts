@@ -1,10 +1,32 @@
 import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
-import { notImplemented } from "../http/toApiError.ts"
+import { CurrentOrganization } from "../api/security.ts"
+import { mapDomainErrors, notImplemented } from "../http/toApiError.ts"
+import { Invoices, toWireInvoice } from "./Invoices.ts"
 
 export const BillingHttp = HttpApiBuilder.group(BillingApi, "billing", (handlers) =>
-  handlers
-    .handle("generateInvoice", () => notImplemented("Invoicing"))
-    .handle("listInvoices", () => notImplemented("Invoices"))
-    .handle("getUnbilledUsage", () => notImplemented("Unbilled usage"))
-    .handle("payInvoice", () => notImplemented("Invoice payment")))
+  Effect.gen(function*() {
+    const invoices = yield* Invoices
+    return handlers
+      .handle("generateInvoice", ({ payload }) =>
+        Effect.flatMap(CurrentOrganization, (org) => invoices.generate(org.id, payload.customer)).pipe(
+          Effect.map((created) => {
+            const wire = created.map(toWireInvoice)
+            return { success: true, invoice: wire[0]!, invoices: wire }
+          }),
+          mapDomainErrors
+        ))
+      .handle("listInvoices", ({ urlParams }) =>
+        Effect.flatMap(CurrentOrganization, (org) => invoices.list(org.id, urlParams.customer)).pipe(
+          Effect.map((list) => ({ success: true, invoices: list.map(toWireInvoice) })),
+          mapDomainErrors
+        ))
+      .handle("getUnbilledUsage", ({ urlParams }) =>
+        Effect.flatMap(CurrentOrganization, (org) => invoices.unbilled(org.id, urlParams.customer)).pipe(
+          Effect.map((customers) => ({ success: true, customers })),
+          mapDomainErrors
+        ))
+      // Payment collection is built separately (it uses `Invoices.get` / `markPaid`).
+      .handle("payInvoice", () => notImplemented("Invoice payment"))
+  }))

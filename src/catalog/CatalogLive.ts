@@ -107,6 +107,17 @@ export const validateSync = (
   request.plans.forEach((plan, i) => {
     const at = `plans[${i}]`
     if (plan.price > 0 && plan.currency === undefined) problem(`${at}.currency`, "is required for a plan with a price")
+    // Usage priced by a plan is invoiced in the plan's currency, so a free plan that prices usage needs one too.
+    // A warning for now (invoices fall back to NGN): existing catalogs and test fixtures rely on it; to reject such
+    // catalogs, make this a `problem(`${at}.currency`, …)`.
+    const pricesUsage = plan.features.some((pf) =>
+      (pf.pricePerUnit ?? 0) > 0 || (pf.overagePrice ?? 0) > 0 || (pf.tiers ?? []).some((t) => t.unitPrice > 0 || t.flatFee > 0)
+    )
+    if (!(plan.price > 0) && plan.currency === undefined && pricesUsage) {
+      warnings.push(
+        `plan '${plan.slug}' prices usage but names no currency (${at}.currency); its usage will be invoiced in NGN`
+      )
+    }
     if (plan.price > 0 && plan.billingType === "recurring" && plan.interval === undefined) {
       problem(`${at}.interval`, "is required for a recurring plan with a price")
     }

@@ -41,7 +41,19 @@ export class ProviderFailure extends Schema.TaggedError<ProviderFailure>()("Prov
   message: Schema.String
 }) {}
 
-export type DomainError = NotFound | Conflict | InvalidInput | PaymentFailed | ProviderNotConfigured | ProviderFailure
+/** A webhook whose signature does not verify: nothing in it is trusted. */
+export class InvalidSignature extends Schema.TaggedError<InvalidSignature>()("InvalidSignature", {
+  message: Schema.String
+}) {}
+
+export type DomainError =
+  | NotFound
+  | Conflict
+  | InvalidInput
+  | PaymentFailed
+  | ProviderNotConfigured
+  | ProviderFailure
+  | InvalidSignature
 
 export const customerNotFound = (ref: string) =>
   new NotFound({ code: "customer_not_found", message: `No customer matches '${ref}'` })

@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { Catalog } from "../catalog/Catalog.ts"
 import { Customers } from "../customers/Customers.ts"
 import { type Conflict, InvalidInput, NotFound } from "../domain/errors.ts"
@@ -27,6 +27,11 @@ export interface CreditsShape {
     amount: number,
     kind: CreditKind
   ) => Effect.Effect<CreditBalances, NotFound | Conflict | InvalidInput>
+  readonly balances: (
+    organizationId: string,
+    customerId: string,
+    systemId: string
+  ) => Effect.Effect<{ readonly bonus: bigint; readonly addon: bigint }>
   /** For a known customer and system id, inside the caller's transaction when there is one. */
   readonly grantById: (
     organizationId: string,
@@ -60,6 +65,12 @@ export const CreditsLive = Layer.effect(
 
     return {
       grantById,
+      balances: (org, customerId, systemId) =>
+        Effect.map(repo.readBalance(org, customerId, systemId), (row) =>
+          Option.match(row, {
+            onNone: () => ({ bonus: 0n, addon: 0n }),
+            onSome: (r) => ({ bonus: r.bonus, addon: r.addon })
+          })),
       grant: (org, customerRef, systemRef, amount, kind) =>
         Effect.gen(function*() {
           if (!(amount > 0) || !fitsMicro(amount)) {

@@ -6,6 +6,7 @@ import { CatalogHttp } from "../catalog/Http.ts"
 import { CustomersHttp } from "../customers/Http.ts"
 import { EntitiesHttp } from "../entities/Http.ts"
 import { EntitlementsHttp } from "../entitlements/Http.ts"
+import { HostedHttp } from "../payments/Hosted.ts"
 import { PaymentsHttp } from "../payments/Http.ts"
 import { SubscriptionsHttp } from "../subscriptions/Http.ts"
 import { UsageHttp } from "../usage/Http.ts"
@@ -26,7 +27,8 @@ export const ApiLive = HttpApiBuilder.api(BillingApi).pipe(
     BillingHttp,
     PaymentsHttp,
     UsageHttp,
-    WebhooksHttp
+    WebhooksHttp,
+    HostedHttp
   ]),
   // The security middleware must be provided after the groups that use it.
   Layer.provide(AuthenticationLive)

@@ -17,6 +17,8 @@ export const toApiError = (error: DomainError) => {
       return new Api.Unprocessable({ code: "provider_not_configured", message: error.message })
     case "ProviderFailure":
       return new Api.BadGateway({ code: "provider_error", message: error.message })
+    case "InvalidSignature":
+      return new Api.Unauthorized({ code: "invalid_signature", message: error.message })
   }
 }
 
@@ -26,6 +28,7 @@ type WireOf<E> = E extends { readonly _tag: "NotFound" } ? Api.NotFound
   : E extends { readonly _tag: "PaymentFailed" } ? Api.PaymentRequired
   : E extends { readonly _tag: "ProviderNotConfigured" } ? Api.Unprocessable
   : E extends { readonly _tag: "ProviderFailure" } ? Api.BadGateway
+  : E extends { readonly _tag: "InvalidSignature" } ? Api.Unauthorized
   : never
 
 /** Maps an effect's domain failures onto their wire errors, keeping the precise union in the type. */

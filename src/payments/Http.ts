@@ -1,10 +1,57 @@
 import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
-import { notImplemented } from "../http/toApiError.ts"
+import { CurrentOrganization } from "../api/security.ts"
+import { Customers } from "../customers/Customers.ts"
+import { mapDomainErrors } from "../http/toApiError.ts"
+import { Addons } from "./Addons.ts"
+import { Payments } from "./Payments.ts"
 
 export const PaymentsHttp = HttpApiBuilder.group(BillingApi, "payments", (handlers) =>
-  handlers
-    .handle("purchaseAddon", () => notImplemented("Credit pack purchases"))
-    .handle("createWalletSetup", () => notImplemented("Payment-method setup"))
-    .handle("removePaymentMethod", () => notImplemented("Payment-method removal"))
-    .handle("listPaymentMethods", () => notImplemented("Saved payment methods")))
+  Effect.gen(function*() {
+    const addons = yield* Addons
+    const payments = yield* Payments
+    const customers = yield* Customers
+    return handlers
+      .handle("purchaseAddon", ({ payload }) =>
+        Effect.flatMap(CurrentOrganization, (org) => addons.purchase(org.id, payload)).pipe(
+          Effect.map((r) => ({ success: true, ...r })),
+          mapDomainErrors
+        ))
+      .handle("createWalletSetup", ({ payload }) =>
+        Effect.gen(function*() {
+          const org = yield* CurrentOrganization
+          const customer = yield* customers.resolve(org.id, payload.customer)
+          return yield* payments.setup(org.id, customer, {
+            callbackUrl: payload.callbackUrl ?? null,
+            provider: payload.provider ?? null
+          })
+        }).pipe(mapDomainErrors))
+      .handle("removePaymentMethod", ({ payload }) =>
+        Effect.gen(function*() {
+          const org = yield* CurrentOrganization
+          const customer = yield* customers.resolve(org.id, payload.customer)
+          yield* payments.removeMethod(org.id, customer.id, payload.id)
+          return { success: true }
+        }).pipe(mapDomainErrors))
+      .handle("listPaymentMethods", ({ urlParams }) =>
+        Effect.gen(function*() {
+          const org = yield* CurrentOrganization
+          const customer = yield* customers.resolve(org.id, urlParams.customer)
+          const methods = yield* payments.methods(org.id, customer.id)
+          return {
+            success: true,
+            paymentMethods: methods.map((m) => ({
+              id: m.id,
+              provider: m.provider,
+              type: m.type,
+              brand: m.brand,
+              last4: m.last4,
+              expMonth: m.expMonth,
+              expYear: m.expYear,
+              isDefault: m.isDefault,
+              createdAt: m.createdAt
+            }))
+          }
+        }).pipe(mapDomainErrors))
+  }))

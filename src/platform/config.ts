@@ -14,6 +14,17 @@ export interface AppConfigShape {
   readonly otlpEndpoint: Option.Option<string>
   /** Public address of this service, used in hosted-page links. */
   readonly publicUrl: string
+  /** The service's own test accounts, used on sandbox by organizations without an account of their own. */
+  readonly sandboxAccounts: {
+    readonly paystack: Option.Option<Redacted.Redacted>
+    readonly stripe: Option.Option<Redacted.Redacted>
+    readonly stripeWebhookSecret: Option.Option<Redacted.Redacted>
+  }
+  /** Provider API addresses (a proxy, or a fake in tests); unset = the provider's own. */
+  readonly providerBaseUrls: {
+    readonly paystack: Option.Option<string>
+    readonly stripe: Option.Option<string>
+  }
 }
 
 export class AppConfig extends Context.Tag("AppConfig")<AppConfig, AppConfigShape>() {}
@@ -27,7 +38,16 @@ const appConfig = Config.all({
   encryptionKey: Config.option(Config.redacted("ENCRYPTION_KEY")),
   rateLimitRps: Config.integer("RATE_LIMIT_RPS").pipe(Config.withDefault(0)),
   otlpEndpoint: Config.option(Config.nonEmptyString("OTEL_EXPORTER_OTLP_ENDPOINT")),
-  publicUrl: Config.option(Config.string("PUBLIC_URL"))
+  publicUrl: Config.option(Config.string("PUBLIC_URL")),
+  sandboxAccounts: Config.all({
+    paystack: Config.option(Config.redacted("PAYSTACK_SANDBOX_SECRET_KEY")),
+    stripe: Config.option(Config.redacted("STRIPE_SANDBOX_SECRET_KEY")),
+    stripeWebhookSecret: Config.option(Config.redacted("STRIPE_SANDBOX_WEBHOOK_SECRET"))
+  }),
+  providerBaseUrls: Config.all({
+    paystack: Config.option(Config.nonEmptyString("PAYSTACK_BASE_URL")),
+    stripe: Config.option(Config.nonEmptyString("STRIPE_BASE_URL"))
+  })
 }).pipe(
   Config.map((c): AppConfigShape => ({
     ...c,
@@ -49,6 +69,8 @@ export const makeTestConfig = (overrides: Partial<AppConfigShape> = {}): AppConf
   rateLimitRps: 0,
   otlpEndpoint: Option.none(),
   publicUrl: "http://localhost",
+  sandboxAccounts: { paystack: Option.none(), stripe: Option.none(), stripeWebhookSecret: Option.none() },
+  providerBaseUrls: { paystack: Option.none(), stripe: Option.none() },
   ...overrides
 })
 

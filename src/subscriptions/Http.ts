@@ -27,13 +27,13 @@ export const SubscriptionsHttp = HttpApiBuilder.group(BillingApi, "subscriptions
           })),
           mapDomainErrors
         ))
-      .handle("checkoutSubscription", ({ path }) =>
-        Effect.flatMap(CurrentOrganization, (org) => subscriptions.checkout(org.id, path.id)).pipe(
+      .handle("checkoutSubscription", ({ path, payload }) =>
+        Effect.flatMap(CurrentOrganization, (org) => subscriptions.checkout(org.id, path.id, payload.callbackUrl ?? null)).pipe(
           Effect.map((a) => ({
             success: true,
             checkoutUrl: a.checkoutUrl,
-            reference: null,
-            accessCode: null,
+            reference: a.reference,
+            accessCode: a.accessCode,
             activatedDirectly: a.subscription.status === "active",
             message: a.message
           })),

@@ -4,7 +4,9 @@ import { Catalog } from "../catalog/Catalog.ts"
 import { isFree, type Plan } from "../catalog/model.ts"
 import { type CustomerInput, Customers } from "../customers/Customers.ts"
 import type { CustomerRecord } from "../customers/CustomersRepo.ts"
-import { Conflict, NotFound, ProviderNotConfigured } from "../domain/errors.ts"
+import { Conflict, NotFound, type ProviderFailure, type ProviderNotConfigured } from "../domain/errors.ts"
+import { roundHalfUp, toDecimal, toNumber } from "../domain/money.ts"
+import { Payments } from "../payments/Payments.ts"
 import { addInterval } from "../domain/periods.ts"
 import { Ids } from "../platform/ids.ts"
 import { effectiveStatus, isGranting, rollFreePeriod, type SubscriptionRecord } from "./model.ts"
@@ -14,23 +16,30 @@ export interface AttachInput {
   readonly customer: string
   readonly product: string
   readonly customerData?: Omit<CustomerInput, "externalId"> | undefined
+  readonly callbackUrl?: string | undefined
 }
 
 export interface Attached {
   readonly subscription: SubscriptionRecord
   readonly plan: Plan
   readonly checkoutUrl: string | null
+  readonly reference: string | null
+  readonly accessCode: string | null
   readonly message: string
 }
 
+type AttachError = NotFound | Conflict | ProviderNotConfigured | ProviderFailure
+
 export interface SubscriptionsShape {
-  readonly attach: (organizationId: string, input: AttachInput) => Effect.Effect<Attached, NotFound | Conflict | ProviderNotConfigured>
+  readonly attach: (organizationId: string, input: AttachInput) => Effect.Effect<Attached, AttachError>
   readonly list: (
     organizationId: string,
     customer?: string
   ) => Effect.Effect<ReadonlyArray<{ subscription: SubscriptionRecord; plan: Plan | undefined }>, NotFound | Conflict>
   readonly cancel: (organizationId: string, id: string) => Effect.Effect<{ subscription: SubscriptionRecord; plan: Plan | undefined }, NotFound>
-  readonly checkout: (organizationId: string, id: string) => Effect.Effect<Attached, NotFound | Conflict | ProviderNotConfigured>
+  readonly checkout: (organizationId: string, id: string, callbackUrl: string | null) => Effect.Effect<Attached, AttachError>
+  /** A confirmed first payment: pending → active from now (a payment effect, inside its transaction). */
+  readonly activate: (organizationId: string, id: string) => Effect.Effect<void>
   /** The customer's subscriptions granting at `now`, oldest first, with their plans. */
   readonly granting: (
     organizationId: string,
@@ -60,22 +69,19 @@ export const SubscriptionsLive = Layer.effect(
     const catalog = yield* Catalog
     const customers = yield* Customers
     const ids = yield* Ids
+    const payments = yield* Payments
 
     const planOf = (organizationId: string, planId: string) =>
       Effect.map(catalog.snapshot(organizationId), (snap) => snap.plansById.get(planId))
 
     /** Create a live subscription of a free plan; replaced plans end now. */
-    const start = (organizationId: string, customerId: string, plan: Plan, now: number) =>
+    const start = (organizationId: string, customerId: string, plan: Plan, now: number, pending = false) =>
       Effect.gen(function*() {
         const existing = yield* repo.listLive(organizationId, customerId)
-        const snap = yield* catalog.snapshot(organizationId)
         const same = existing.find((s) => s.planId === plan.id && isGranting(s, now))
         if (same !== undefined) return { subscription: same, created: false }
-        for (const old of existing) {
-          if (replaces(plan, snap.plansById.get(old.planId))) {
-            yield* repo.update({ ...old, status: "canceled", canceledAt: now, updatedAt: now })
-          }
-        }
+        // A pending subscription replaces nothing until it is paid for (see activate).
+        if (!pending) yield* replaceGroup(organizationId, customerId, plan, now, null)
         const trialDays = plan.trialDays ?? 0
         const periodEnd = plan.billingType === "recurring" && plan.interval !== null
           ? addInterval(now, plan.interval, 1)
@@ -85,7 +91,7 @@ export const SubscriptionsLive = Layer.effect(
           id: yield* ids.next("sub"),
           customerId,
           planId: plan.id,
-          status: trialDays > 0 ? "trialing" : "active",
+          status: pending ? "pending" : trialDays > 0 ? "trialing" : "active",
           startedAt: now,
           currentPeriodStart: now,
           currentPeriodEnd: periodEnd,
@@ -100,6 +106,43 @@ export const SubscriptionsLive = Layer.effect(
         return { subscription, created: true }
       })
 
+    const replaceGroup = (organizationId: string, customerId: string, plan: Plan, now: number, keepId: string | null) =>
+      Effect.gen(function*() {
+        const snap = yield* catalog.snapshot(organizationId)
+        for (const old of yield* repo.listLive(organizationId, customerId)) {
+          if (old.id !== keepId && replaces(plan, snap.plansById.get(old.planId))) {
+            yield* repo.update({ ...old, status: "canceled", canceledAt: now, updatedAt: now })
+          }
+        }
+      })
+
+    /** The first payment of a paid plan: charge a saved method, else a hosted checkout. */
+    const collectFirstPayment = (organizationId: string, customer: CustomerRecord, subscription: SubscriptionRecord, plan: Plan, callbackUrl: string | null) =>
+      Effect.gen(function*() {
+        const result = yield* payments.collect(organizationId, customer, {
+          purpose: "subscription",
+          targetId: subscription.id,
+          amount: toNumber(roundHalfUp(toDecimal(plan.price))),
+          currency: plan.currency ?? "NGN",
+          description: `${plan.name} subscription`,
+          callbackUrl,
+          provider: plan.provider
+        })
+        const current = Option.getOrElse(yield* repo.get(organizationId, subscription.id), () => subscription)
+        return result._tag === "Checkout"
+          ? {
+            subscription: current,
+            plan,
+            checkoutUrl: result.checkoutUrl,
+            reference: result.reference,
+            accessCode: result.accessCode,
+            message: result.chargeFailure === null
+              ? "Payment is needed: send the customer to the checkout"
+              : `The saved method could not be charged (${result.chargeFailure}): send the customer to the checkout`
+          }
+          : { subscription: current, plan, checkoutUrl: null, reference: null, accessCode: null, message: `Attached ${plan.slug}: paid with the saved method` }
+      })
+
     const resolveCustomer = (organizationId: string, input: AttachInput): Effect.Effect<CustomerRecord, NotFound | Conflict> =>
       customers.resolve(organizationId, input.customer).pipe(
         Effect.catchTag("NotFound", (notFound): Effect.Effect<CustomerRecord, NotFound | Conflict> =>
@@ -108,25 +151,46 @@ export const SubscriptionsLive = Layer.effect(
             : customers.findOrCreate(organizationId, { ...input.customerData, externalId: input.customer }))
       )
 
-    const attach = (organizationId: string, input: AttachInput): Effect.Effect<Attached, NotFound | Conflict | ProviderNotConfigured> =>
+    const attach = (organizationId: string, input: AttachInput): Effect.Effect<Attached, AttachError> =>
       Effect.gen(function*() {
         const customer = yield* resolveCustomer(organizationId, input)
         const snap = yield* catalog.snapshot(organizationId)
         const plan = snap.plans.get(input.product) ?? snap.plansById.get(input.product)
         if (plan === undefined) return yield* planNotFound(input.product)
-        if (!isFree(plan)) {
-          return yield* new ProviderNotConfigured({
-            message: `The plan '${plan.slug}' is paid, and no payment provider is configured for this organization`
-          })
-        }
         const now = yield* Clock.currentTimeMillis
-        const { created, subscription } = yield* start(organizationId, customer.id, plan, now)
-        return {
-          subscription,
-          plan,
-          checkoutUrl: null,
-          message: created ? `Attached ${plan.slug}` : `${plan.slug} was already attached`
+        const paid = !isFree(plan) && (plan.trialDays ?? 0) === 0
+        const { created, subscription } = yield* start(organizationId, customer.id, plan, now, paid)
+        if (!paid || !created) {
+          return {
+            subscription,
+            plan,
+            checkoutUrl: null,
+            reference: null,
+            accessCode: null,
+            message: created ? `Attached ${plan.slug}` : `${plan.slug} was already attached`
+          }
         }
+        return yield* collectFirstPayment(organizationId, customer, subscription, plan, input.callbackUrl ?? null)
+      })
+
+    const activate = (organizationId: string, id: string) =>
+      Effect.gen(function*() {
+        const current = yield* repo.get(organizationId, id)
+        if (Option.isNone(current) || current.value.status !== "pending") return
+        const now = yield* Clock.currentTimeMillis
+        const plan = yield* planOf(organizationId, current.value.planId)
+        if (plan !== undefined) yield* replaceGroup(organizationId, current.value.customerId, plan, now, id)
+        const periodEnd = plan !== undefined && plan.billingType === "recurring" && plan.interval !== null
+          ? addInterval(now, plan.interval, 1)
+          : null
+        yield* repo.update({
+          ...current.value,
+          status: "active",
+          startedAt: now,
+          currentPeriodStart: now,
+          currentPeriodEnd: periodEnd,
+          updatedAt: now
+        })
       })
 
     const withPlans = (organizationId: string, subs: ReadonlyArray<SubscriptionRecord>, now: number) =>
@@ -169,7 +233,7 @@ export const SubscriptionsLive = Layer.effect(
           yield* repo.update(next)
           return (yield* withPlans(organizationId, [next], now))[0]!
         }),
-      checkout: (organizationId, id) =>
+      checkout: (organizationId, id, callbackUrl) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
           const current = yield* get(organizationId, id)
@@ -181,15 +245,17 @@ export const SubscriptionsLive = Layer.effect(
           }
           const plan = yield* planOf(organizationId, current.planId)
           if (plan === undefined) return yield* planNotFound(current.planId)
-          if (!isFree(plan)) {
-            return yield* new ProviderNotConfigured({
-              message: "No payment provider is configured for this organization"
-            })
+          if (isFree(plan)) {
+            yield* activate(organizationId, current.id)
+            const activated = Option.getOrElse(yield* repo.get(organizationId, id), () => current)
+            return { subscription: activated, plan, checkoutUrl: null, reference: null, accessCode: null, message: "Activated without payment: the plan is free" }
           }
-          const activated: SubscriptionRecord = { ...current, status: "active", startedAt: now, currentPeriodStart: now, updatedAt: now }
-          yield* repo.update(activated)
-          return { subscription: activated, plan, checkoutUrl: null, message: "Activated without payment: the plan is free" }
+          const customer = yield* customers.resolve(organizationId, current.customerId).pipe(
+            Effect.catchTag("Conflict", () => Effect.die("a customer id is unambiguous"))
+          )
+          return yield* collectFirstPayment(organizationId, customer, current, plan, callbackUrl)
         }),
+      activate,
       granting: (organizationId, customerId, now) =>
         Effect.gen(function*() {
           const live = yield* repo.listLive(organizationId, customerId)

@@ -74,13 +74,19 @@ const formatters = new Map<string, Intl.DateTimeFormat>()
  */
 export const resolveTimeZone = (name: string): string | undefined => {
   if (name.length === 0 || name.length > 64 || !/^[A-Za-z]/.test(name)) return undefined
+  const known = resolvedZones.get(name)
+  if (known !== undefined) return known
   try {
     const resolved = new Intl.DateTimeFormat("en-US", { timeZone: name }).resolvedOptions().timeZone
-    return resolved ?? undefined
+    if (resolved === undefined) return undefined
+    // Only names the engine accepted are kept: a few hundred zones, in the spellings callers use.
+    if (resolvedZones.size < 4096) resolvedZones.set(name, resolved)
+    return resolved
   } catch {
     return undefined
   }
 }
+const resolvedZones = new Map<string, string>()
 
 const formatterOf = (timeZone: string): Intl.DateTimeFormat => {
   let f = formatters.get(timeZone)

@@ -22,6 +22,10 @@ export const makeShiftedClock = () => {
     advance: (ms: number) => {
       offset += ms
     },
+    /** Sets the absolute time (epoch ms); time keeps running from there. */
+    set: (ms: number) => {
+      offset = ms - Date.now()
+    },
     now: millis
   }
 }

@@ -1,0 +1,259 @@
+import { SqlClient } from "@effect/sql"
+import { BigDecimal, Clock, Context, Data, Effect, Layer, Option } from "effect"
+import type { CustomerUnbilledUsage, Invoice } from "../api/billing.ts"
+import { Catalog } from "../catalog/Catalog.ts"
+import { Customers } from "../customers/Customers.ts"
+import { Conflict, NotFound } from "../domain/errors.ts"
+import { format, max, roundHalfUp, sumAll, toDecimal, toNumber, ZERO } from "../domain/money.ts"
+import { fromMicro } from "../domain/quantity.ts"
+import type { DecimalLike } from "../domain/rating.ts"
+import { Ids } from "../platform/ids.ts"
+import { type InvoiceRecord, InvoicesRepo } from "./InvoicesRepo.ts"
+import { type LineInput, rateUnbilled, storedLine, wireLine, wireTiers } from "./lines.ts"
+
+export type { InvoiceRecord } from "./InvoicesRepo.ts"
+export type { LineInput } from "./lines.ts"
+
+export interface CreateInvoiceOptions {
+  readonly subscriptionId?: string | undefined
+  /** Epoch milliseconds: the period the invoice bills (a renewal's subscription period). */
+  readonly periodStart?: number | undefined
+  readonly periodEnd?: number | undefined
+}
+
+/** Invoices (decisions.md §7 and docs/decisions.md "Invoices"). */
+export interface InvoicesShape {
+  /**
+   * All of the customer's unbilled billable usage into one `open` invoice per currency, in one transaction that also
+   * marks exactly those events invoiced. Nothing unbilled: `Conflict` `nothing_to_invoice`.
+   */
+  readonly generate: (org: string, customerRef: string) => Effect.Effect<ReadonlyArray<InvoiceRecord>, NotFound | Conflict>
+  /** Newest first; one customer's, or (undefined) the organization's. */
+  readonly list: (org: string, customerRef: string | undefined) => Effect.Effect<ReadonlyArray<InvoiceRecord>, NotFound | Conflict>
+  /** What `generate` would bill, per customer and currency, writing nothing; without a customer, every one with some. */
+  readonly unbilled: (
+    org: string,
+    customerRef: string | undefined
+  ) => Effect.Effect<ReadonlyArray<CustomerUnbilledUsage>, NotFound | Conflict>
+  readonly get: (org: string, invoiceId: string) => Effect.Effect<InvoiceRecord, NotFound>
+  /**
+   * Records a collected payment: `open` or `uncollectible` → `paid` with `amountPaid = amount` (minor units) and
+   * `paidAt` (epoch ms). Idempotent: an invoice already `paid` is returned unchanged. `void`/`draft`: `Conflict`
+   * `invoice_not_open`. Joins the caller's transaction when there is one.
+   */
+  readonly markPaid: (
+    org: string,
+    invoiceId: string,
+    amount: DecimalLike,
+    paidAt: number
+  ) => Effect.Effect<InvoiceRecord, NotFound | Conflict>
+  /**
+   * A new invoice of the given lines (e.g. a renewal whose first line is the plan price): numbered from the
+   * organization's sequence, `open` (`paid` at once when its total is zero). Joins the caller's transaction when
+   * there is one, so the invoice and the caller's other writes commit together.
+   */
+  readonly createInvoice: (
+    org: string,
+    customerId: string,
+    currency: string,
+    lines: ReadonlyArray<LineInput>,
+    options?: CreateInvoiceOptions
+  ) => Effect.Effect<InvoiceRecord>
+}
+
+export class Invoices extends Context.Tag("Invoices")<Invoices, InvoicesShape>() {}
+
+/** `INV-000001`: six digits, more when the sequence outgrows them. */
+export const invoiceNumber = (n: number): string => `INV-${String(n).padStart(6, "0")}`
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
+
+/** The wire invoice of decisions.md §7. */
+export const toWireInvoice = (r: InvoiceRecord): Invoice => ({
+  id: r.id,
+  number: r.number,
+  customerId: r.customerId,
+  currency: r.currency,
+  status: r.status,
+  lines: r.lines.map(wireLine),
+  subtotal: Number(r.subtotal),
+  total: Number(r.total),
+  amountPaid: Number(r.amountPaid),
+  amountDue: toNumber(BigDecimal.subtract(toDecimal(r.total), toDecimal(r.amountPaid))),
+  createdAt: r.createdAt,
+  paidAt: iso(r.paidAt)
+})
+
+const invoiceNotFound = (id: string) => new NotFound({ code: "invoice_not_found", message: `No invoice '${id}'` })
+
+const nothingToInvoice = () =>
+  new Conflict({ code: "nothing_to_invoice", message: "The customer has no unbilled usage to invoice" })
+
+/** Events counted as unbilled when read were claimed by someone else: the transaction is rolled back and retried. */
+class ClaimLost extends Data.TaggedError("ClaimLost")<{ readonly expected: number; readonly claimed: number }> {}
+
+export const InvoicesLive = Layer.effect(
+  Invoices,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const repo = yield* InvoicesRepo
+    const catalog = yield* Catalog
+    const customers = yield* Customers
+    const ids = yield* Ids
+
+    /** Number and store one invoice; the caller provides the transaction (the sequence row stays locked in it). */
+    const insertInvoice = (
+      org: string,
+      customerId: string,
+      currency: string,
+      lines: ReadonlyArray<LineInput>,
+      options: CreateInvoiceOptions,
+      now: number
+    ) =>
+      Effect.gen(function*() {
+        const stored = lines.map(storedLine)
+        const subtotal = roundHalfUp(sumAll(stored.map((l) => toDecimal(l.amount))))
+        const free = BigDecimal.isZero(subtotal)
+        const record: InvoiceRecord = {
+          organizationId: org,
+          id: yield* ids.next("inv"),
+          number: invoiceNumber(yield* repo.nextNumber(org)),
+          customerId,
+          subscriptionId: options.subscriptionId ?? null,
+          currency: currency.toUpperCase(),
+          // Nothing to collect: settled at once, so no one tries to charge zero.
+          status: free ? "paid" : "open",
+          lines: stored,
+          subtotal: format(subtotal),
+          total: format(subtotal),
+          amountPaid: "0",
+          periodStart: options.periodStart ?? null,
+          periodEnd: options.periodEnd ?? null,
+          attempts: 0,
+          nextAttemptAt: null,
+          createdAt: now,
+          updatedAt: now,
+          paidAt: free ? now : null
+        }
+        yield* repo.insert(record)
+        return record
+      })
+
+    const generateOnce = (org: string, customerId: string) =>
+      Effect.gen(function*() {
+        const snapshot = yield* catalog.snapshot(org)
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const events = yield* repo.lockUnbilled(org, customerId)
+          const groups = rateUnbilled(snapshot, events)
+          if (groups.length === 0) return yield* nothingToInvoice()
+          const now = yield* Clock.currentTimeMillis
+          const invoices: Array<InvoiceRecord> = []
+          for (const group of groups) {
+            const invoice = yield* insertInvoice(org, customerId, group.currency, group.lines, {
+              periodStart: group.periodStart,
+              periodEnd: group.periodEnd
+            }, now)
+            const claimed = yield* repo.claimEvents(org, invoice.id, group.eventIds)
+            if (claimed !== group.eventIds.length) {
+              return yield* new ClaimLost({ expected: group.eventIds.length, claimed })
+            }
+            invoices.push(invoice)
+          }
+          return invoices
+        }))
+      })
+
+    const generate = (org: string, customerRef: string) =>
+      Effect.gen(function*() {
+        const customer = yield* customers.resolve(org, customerRef)
+        return yield* generateOnce(org, customer.id).pipe(
+          // The events are locked (PostgreSQL) or the writer is alone (SQLite), so this should never happen; if it
+          // does, nothing was committed and a fresh read prices what is still unbilled.
+          Effect.retry({ times: 3, while: (e) => e._tag === "ClaimLost" }),
+          Effect.catchTags({
+            ClaimLost: (e) => Effect.dieMessage(`invoice generation lost ${e.expected - e.claimed} events 4 times`),
+            SqlError: Effect.die
+          })
+        )
+      })
+
+    const list = (org: string, customerRef: string | undefined) =>
+      Effect.gen(function*() {
+        const customerId = customerRef === undefined ? undefined : (yield* customers.resolve(org, customerRef)).id
+        return yield* repo.list(org, customerId)
+      })
+
+    const unbilled = (org: string, customerRef: string | undefined) =>
+      Effect.gen(function*() {
+        const customerId = customerRef === undefined ? undefined : (yield* customers.resolve(org, customerRef)).id
+        const snapshot = yield* catalog.snapshot(org)
+        const groups = rateUnbilled(snapshot, yield* repo.listUnbilled(org, customerId))
+        return yield* Effect.forEach(groups, (group) =>
+          Effect.gen(function*() {
+            const lines = yield* Effect.forEach(group.lines, (line) =>
+              Effect.gen(function*() {
+                const usage = fromMicro(
+                  yield* repo.usageInSpan(org, {
+                    customerId: group.customerId,
+                    subjectId: line.subjectId,
+                    planId: line.planId,
+                    from: line.periodStart,
+                    to: line.periodEnd
+                  })
+                )
+                const recorded = max(usage, line.quantity)
+                return {
+                  feature: line.feature,
+                  usage: toNumber(recorded),
+                  included: toNumber(max(ZERO, BigDecimal.subtract(recorded, line.quantity))),
+                  billableUnits: toNumber(line.quantity),
+                  amount: toNumber(line.amount),
+                  tierBreakdown: wireTiers(line.tierBreakdown)
+                }
+              }))
+            return {
+              customerId: group.customerId,
+              currency: group.currency,
+              lines,
+              total: toNumber(group.subtotal)
+            }
+          }))
+      })
+
+    const get = (org: string, invoiceId: string) =>
+      Effect.flatMap(repo.find(org, invoiceId), Option.match({
+        onNone: () => Effect.fail(invoiceNotFound(invoiceId)),
+        onSome: Effect.succeed
+      }))
+
+    const markPaid = (org: string, invoiceId: string, amount: DecimalLike, paidAt: number) =>
+      Effect.gen(function*() {
+        const invoice = yield* get(org, invoiceId)
+        if (invoice.status === "paid") return invoice
+        const now = yield* Clock.currentTimeMillis
+        const amountPaid = format(roundHalfUp(toDecimal(amount)))
+        if (yield* repo.markPaid(org, invoiceId, amountPaid, paidAt, now)) return yield* get(org, invoiceId)
+        // The status changed between the read and the update: paid by someone else is still success.
+        const after = yield* get(org, invoiceId)
+        if (after.status === "paid") return after
+        return yield* new Conflict({
+          code: "invoice_not_open",
+          message: `Invoice ${after.number} is ${after.status} and cannot be paid`
+        })
+      })
+
+    const createInvoice = (
+      org: string,
+      customerId: string,
+      currency: string,
+      lines: ReadonlyArray<LineInput>,
+      options: CreateInvoiceOptions = {}
+    ) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        sql.withTransaction(insertInvoice(org, customerId, currency, lines, options, now))).pipe(
+          Effect.catchTag("SqlError", Effect.die)
+        )
+
+    return { generate, list, unbilled, get, markPaid, createInvoice }
+  })
+)

@@ -1,0 +1,189 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option } from "effect"
+import type { InvoiceStatus } from "../api/billing.ts"
+import type { StoredLine, UnbilledEvent } from "./lines.ts"
+
+/** An invoice as stored: money as exact decimal strings of minor units, instants as epoch milliseconds. */
+export interface InvoiceRecord {
+  readonly organizationId: string
+  readonly id: string
+  readonly number: string
+  readonly customerId: string
+  readonly subscriptionId: string | null
+  readonly currency: string
+  readonly status: InvoiceStatus
+  readonly lines: ReadonlyArray<StoredLine>
+  readonly subtotal: string
+  readonly total: string
+  readonly amountPaid: string
+  readonly periodStart: number | null
+  readonly periodEnd: number | null
+  readonly attempts: number
+  readonly nextAttemptAt: number | null
+  readonly createdAt: number
+  readonly updatedAt: number
+  readonly paidAt: number | null
+}
+
+/** Units of one subject the customer recorded in a span (for the unbilled-usage view). */
+export interface UsageSpan {
+  readonly customerId: string
+  readonly subjectId: string
+  readonly planId: string | null
+  readonly from: number
+  readonly to: number
+}
+
+export interface InvoicesRepoShape {
+  /**
+   * The customer's unbilled billable events (billable > 0, no invoice), locked for the rest of the transaction on
+   * PostgreSQL (`FOR UPDATE`, in id order so two lockers cannot deadlock); SQLite serialises writers itself.
+   */
+  readonly lockUnbilled: (org: string, customerId: string) => Effect.Effect<ReadonlyArray<UnbilledEvent>>
+  /** The same without a lock, for one customer or (undefined) all of them. */
+  readonly listUnbilled: (org: string, customerId: string | undefined) => Effect.Effect<ReadonlyArray<UnbilledEvent>>
+  /** Micro-units (`cost`) the customer recorded on the subject within the span, on events not yet invoiced. */
+  readonly usageInSpan: (org: string, span: UsageSpan) => Effect.Effect<bigint>
+  /** Sets `invoice_id` on those of the events still unbilled; returns how many it claimed. */
+  readonly claimEvents: (org: string, invoiceId: string, eventIds: ReadonlyArray<string>) => Effect.Effect<number>
+  /** The organization's next invoice number (1, 2, …), from its sequence row (locked until the transaction ends). */
+  readonly nextNumber: (org: string) => Effect.Effect<number>
+  readonly insert: (invoice: InvoiceRecord) => Effect.Effect<void>
+  readonly find: (org: string, id: string) => Effect.Effect<Option.Option<InvoiceRecord>>
+  /** Newest first; every customer's when `customerId` is undefined. */
+  readonly list: (org: string, customerId: string | undefined) => Effect.Effect<ReadonlyArray<InvoiceRecord>>
+  /** `open`/`uncollectible` → `paid`; false when the invoice was in another status (nothing written). */
+  readonly markPaid: (org: string, id: string, amountPaid: string, paidAt: number, now: number) => Effect.Effect<boolean>
+}
+
+export class InvoicesRepo extends Context.Tag("InvoicesRepo")<InvoicesRepo, InvoicesRepoShape>() {}
+
+/** Parameters per statement when claiming events by id (well under SQLite's and PostgreSQL's limits). */
+const CLAIM_CHUNK = 500
+
+const num = (v: unknown): number => Number(v)
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v))
+
+const toEvent = (row: any): UnbilledEvent => ({
+  id: row.id,
+  customerId: row.customerId,
+  subjectId: row.subjectId,
+  planId: row.planId ?? null,
+  billable: BigInt(row.billable),
+  createdAt: num(row.createdAt)
+})
+
+const toRecord = (row: any): InvoiceRecord => ({
+  organizationId: row.organizationId,
+  id: row.id,
+  number: row.number,
+  customerId: row.customerId,
+  subscriptionId: row.subscriptionId ?? null,
+  currency: row.currency,
+  status: row.status,
+  lines: JSON.parse(row.lines),
+  subtotal: row.subtotal,
+  total: row.total,
+  amountPaid: row.amountPaid,
+  periodStart: numOrNull(row.periodStart),
+  periodEnd: numOrNull(row.periodEnd),
+  attempts: num(row.attempts),
+  nextAttemptAt: numOrNull(row.nextAttemptAt),
+  createdAt: num(row.createdAt),
+  updatedAt: num(row.updatedAt),
+  paidAt: numOrNull(row.paidAt)
+})
+
+export const InvoicesRepoSql = Layer.effect(
+  InvoicesRepo,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
+
+    const unbilled = (org: string, customerId: string | undefined, lock: boolean) =>
+      sql`SELECT id, customer_id, subject_id, plan_id, billable, created_at FROM usage_events
+          WHERE organization_id = ${org}
+            ${customerId === undefined ? sql.literal("") : sql`AND customer_id = ${customerId}`}
+            AND invoice_id IS NULL AND billable > 0
+          ORDER BY id ${lock ? forUpdate : sql.literal("")}`.pipe(
+        Effect.map((rows) => rows.map(toEvent)),
+        Effect.orDie
+      )
+
+    return {
+      lockUnbilled: (org, customerId) => unbilled(org, customerId, true),
+      listUnbilled: (org, customerId) => unbilled(org, customerId, false),
+      usageInSpan: (org, span) =>
+        sql<{ total: unknown }>`SELECT COALESCE(SUM(cost), 0) AS total FROM usage_events
+            WHERE organization_id = ${org} AND customer_id = ${span.customerId} AND subject_id = ${span.subjectId}
+              ${span.planId === null ? sql`AND plan_id IS NULL` : sql`AND plan_id = ${span.planId}`}
+              AND invoice_id IS NULL AND created_at >= ${span.from} AND created_at <= ${span.to}`.pipe(
+          // PostgreSQL's SUM of BIGINT is NUMERIC (a string); SQLite's an integer.
+          Effect.map((rows) => BigInt(String(rows[0]?.total ?? 0))),
+          Effect.orDie
+        ),
+      claimEvents: (org, invoiceId, eventIds) =>
+        Effect.gen(function*() {
+          let claimed = 0
+          for (let i = 0; i < eventIds.length; i += CLAIM_CHUNK) {
+            const chunk = eventIds.slice(i, i + CLAIM_CHUNK)
+            const rows = yield* sql<{ id: string }>`UPDATE usage_events SET invoice_id = ${invoiceId}
+                WHERE organization_id = ${org} AND ${sql.in("id", chunk)} AND invoice_id IS NULL
+                RETURNING id`
+            claimed += rows.length
+          }
+          return claimed
+        }).pipe(Effect.orDie),
+      nextNumber: (org) =>
+        sql<{ nextNumber: unknown }>`INSERT INTO invoice_sequences (organization_id, next_number) VALUES (${org}, 1)
+            ON CONFLICT (organization_id) DO UPDATE SET next_number = invoice_sequences.next_number + 1
+            RETURNING next_number`.pipe(
+          Effect.map((rows) => Number(rows[0]!.nextNumber)),
+          Effect.orDie
+        ),
+      insert: (i) =>
+        sql`INSERT INTO invoices ${
+          sql.insert({
+            organizationId: i.organizationId,
+            id: i.id,
+            number: i.number,
+            customerId: i.customerId,
+            subscriptionId: i.subscriptionId,
+            currency: i.currency,
+            status: i.status,
+            lines: JSON.stringify(i.lines),
+            subtotal: i.subtotal,
+            total: i.total,
+            amountPaid: i.amountPaid,
+            periodStart: i.periodStart,
+            periodEnd: i.periodEnd,
+            attempts: i.attempts,
+            nextAttemptAt: i.nextAttemptAt,
+            createdAt: i.createdAt,
+            updatedAt: i.updatedAt,
+            paidAt: i.paidAt
+          })
+        }`.pipe(Effect.asVoid, Effect.orDie),
+      find: (org, id) =>
+        sql`SELECT * FROM invoices WHERE organization_id = ${org} AND id = ${id}`.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toRecord))),
+          Effect.orDie
+        ),
+      list: (org, customerId) =>
+        sql`SELECT * FROM invoices WHERE organization_id = ${org}
+            ${customerId === undefined ? sql.literal("") : sql`AND customer_id = ${customerId}`}
+            ORDER BY created_at DESC, LENGTH(number) DESC, number DESC`.pipe(
+          Effect.map((rows) => rows.map(toRecord)),
+          Effect.orDie
+        ),
+      markPaid: (org, id, amountPaid, paidAt, now) =>
+        sql<{ id: string }>`UPDATE invoices SET status = 'paid', amount_paid = ${amountPaid}, paid_at = ${paidAt},
+              next_attempt_at = NULL, updated_at = ${now}
+            WHERE organization_id = ${org} AND id = ${id} AND status IN ('open', 'uncollectible')
+            RETURNING id`.pipe(
+          Effect.map((rows) => rows.length === 1),
+          Effect.orDie
+        )
+    }
+  })
+)

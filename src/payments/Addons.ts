@@ -1,0 +1,110 @@
+import { BigDecimal, Context, Effect, Layer } from "effect"
+import { Catalog } from "../catalog/Catalog.ts"
+import { Customers } from "../customers/Customers.ts"
+import { type Conflict, InvalidInput, NotFound, type ProviderFailure, type ProviderNotConfigured } from "../domain/errors.ts"
+import { roundHalfUp, toDecimal, toNumber } from "../domain/money.ts"
+import { microToNumber, toMicro } from "../domain/quantity.ts"
+import { Credits } from "../entitlements/Credits.ts"
+import { Payments } from "./Payments.ts"
+
+export interface AddonRequest {
+  readonly customer: string
+  readonly pack: string
+  readonly quantity: number
+  readonly currency?: string | undefined
+  readonly callbackUrl?: string | undefined
+}
+
+export interface AddonResult {
+  readonly requiresCheckout: boolean
+  readonly checkoutUrl: string | null
+  readonly quantity: number
+  readonly credits: number
+  readonly balance: number | null
+  readonly message: string
+}
+
+/** Credit-pack purchases (spec 4.7, decisions.md §7): credits are added once, when the payment is confirmed. */
+export interface AddonsShape {
+  readonly purchase: (
+    org: string,
+    request: AddonRequest
+  ) => Effect.Effect<AddonResult, NotFound | Conflict | InvalidInput | ProviderNotConfigured | ProviderFailure>
+  /** The payment effect: add the pack's credits × quantity to the customer's purchased credits. */
+  readonly grant: (org: string, customerId: string, packId: string, quantity: number) => Effect.Effect<bigint>
+}
+
+export class Addons extends Context.Tag("Addons")<Addons, AddonsShape>() {}
+
+export const AddonsLive = Layer.effect(
+  Addons,
+  Effect.gen(function*() {
+    const catalog = yield* Catalog
+    const customers = yield* Customers
+    const payments = yield* Payments
+    const credits = yield* Credits
+
+    const grant = (org: string, customerId: string, packId: string, quantity: number) =>
+      Effect.gen(function*() {
+        const snapshot = yield* catalog.snapshot(org)
+        const pack = [...snapshot.creditPacks.values()].find((p) => p.id === packId)
+        if (pack === undefined) return yield* Effect.die(new Error(`credit pack ${packId} vanished`))
+        const after = yield* credits.grantById(org, customerId, pack.creditSystemId, toMicro(pack.credits * quantity), "addon")
+        return after.addon
+      })
+
+    return {
+      grant,
+      purchase: (org, request) =>
+        Effect.gen(function*() {
+          const customer = yield* customers.resolve(org, request.customer)
+          const snapshot = yield* catalog.snapshot(org)
+          const pack = snapshot.creditPacks.get(request.pack) ??
+            [...snapshot.creditPacks.values()].find((p) => p.id === request.pack)
+          if (pack === undefined || !pack.isActive) {
+            return yield* new NotFound({ code: "pack_not_found", message: `No active credit pack '${request.pack}'` })
+          }
+          if (request.currency !== undefined && request.currency.toUpperCase() !== pack.currency.toUpperCase()) {
+            return yield* new InvalidInput({
+              message: `The pack is sold in ${pack.currency}, not ${request.currency}`,
+              issues: [{ path: "currency", message: `must be ${pack.currency}` }]
+            })
+          }
+          const bought = toNumber(BigDecimal.multiply(toDecimal(pack.credits), toDecimal(request.quantity)))
+          const amount = toNumber(roundHalfUp(BigDecimal.multiply(toDecimal(pack.price), toDecimal(request.quantity))))
+          const result = yield* payments.collect(org, customer, {
+            purpose: "addon",
+            targetId: pack.id,
+            amount,
+            currency: pack.currency,
+            description: `${request.quantity} × ${pack.name}`,
+            callbackUrl: request.callbackUrl ?? null,
+            provider: pack.provider,
+            quantity: request.quantity
+          })
+          if (result._tag === "Paid") {
+            const balance = yield* credits.balances(org, customer.id, pack.creditSystemId)
+            return {
+              requiresCheckout: false,
+              checkoutUrl: null,
+              quantity: request.quantity,
+              credits: bought,
+              balance: microToNumber(balance.addon),
+              message: `Added ${bought} credits`
+            }
+          }
+          if (result._tag === "Failed") return yield* Effect.die(new Error("checkout fallback expected"))
+          return {
+            requiresCheckout: true,
+            checkoutUrl: result.checkoutUrl,
+            quantity: request.quantity,
+            credits: bought,
+            balance: null,
+            message: result.chargeFailure === null
+              ? "Send the customer to the checkout; the credits are added when the payment is confirmed"
+              : `The saved method could not be charged (${result.chargeFailure}); send the customer to the checkout`
+          }
+        })
+    }
+  })
+)

@@ -1,0 +1,17 @@
+import { Effect, Layer } from "effect"
+import { Subscriptions } from "../subscriptions/Subscriptions.ts"
+import { Addons } from "./Addons.ts"
+import { PaymentEffects } from "./Payments.ts"
+
+/** What each kind of confirmed payment does, wired to the features that own the paid-for objects. */
+export const PaymentEffectsLive = Layer.effect(
+  PaymentEffects,
+  Effect.gen(function*() {
+    const subscriptions = yield* Subscriptions
+    const addons = yield* Addons
+    return {
+      subscription: (org, paid) => subscriptions.activate(org, paid.targetId),
+      addon: (org, paid) => Effect.asVoid(addons.grant(org, paid.customerId, paid.targetId, paid.quantity))
+    }
+  })
+)
