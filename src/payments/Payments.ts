@@ -44,6 +44,8 @@ export type CollectResult =
   | { readonly _tag: "Failed"; readonly message: string }
 
 export interface PaymentsShape {
+  /** Fails as `collect` would when no provider can take the payment: checked before anything is created. */
+  readonly ensureProvider: (org: string, provider: string | null) => Effect.Effect<void, ProviderNotConfigured>
   /** Charge the customer's saved method, else open a hosted checkout (decisions.md §7). */
   readonly collect: (org: string, customer: CustomerRecord, request: CollectRequest) => Effect.Effect<CollectResult, ProviderNotConfigured | ProviderFailure>
   readonly setup: (
@@ -301,6 +303,7 @@ export const PaymentsLive = Layer.effect(
       })
 
     return {
+      ensureProvider: (org, provider) => Effect.asVoid(Effect.flatMap(accounts.resolve(org, provider), adapterOf)),
       collect,
       setup: (org, customer, options) =>
         Effect.gen(function*() {

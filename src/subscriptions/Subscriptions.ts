@@ -159,6 +159,7 @@ export const SubscriptionsLive = Layer.effect(
         if (plan === undefined) return yield* planNotFound(input.product)
         const now = yield* Clock.currentTimeMillis
         const paid = !isFree(plan) && (plan.trialDays ?? 0) === 0
+        if (paid) yield* payments.ensureProvider(organizationId, plan.provider)
         const { created, subscription } = yield* start(organizationId, customer.id, plan, now, paid)
         if (!paid || !created) {
           return {
