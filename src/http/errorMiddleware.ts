@@ -2,34 +2,11 @@ import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Option } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { type ApiError, errorBody, type Issue } from "../api/errors.ts"
+import { readableIssues } from "./issues.ts"
 import { RequestId } from "./RequestId.ts"
 
 const respond = (tag: ApiError["_tag"], status: number, code: string, message: string, details?: ReadonlyArray<Issue>) =>
   HttpServerResponse.unsafeJson(errorBody(tag, code, message, details), { status })
-
-const formatPath = (path: ReadonlyArray<PropertyKey>) =>
-  path.reduce<string>((out, key) =>
-    typeof key === "number" ? `${out}[${key}]` : out === "" ? String(key) : `${out}.${String(key)}`, "")
-
-interface DecodeIssue {
-  readonly path: ReadonlyArray<PropertyKey>
-  readonly message: string
-}
-
-/**
- * One line per problem: an optional field's union with `undefined` adds an "Expected undefined"
- * twin to every real problem of that field, which says nothing to the caller.
- */
-const readableIssues = (issues: ReadonlyArray<DecodeIssue>): Array<Issue> => {
-  const formatted = issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message }))
-  const useful = formatted.filter((issue) =>
-    !issue.message.startsWith("Expected undefined,") ||
-    !formatted.some((other) => other.path === issue.path && other !== issue)
-  )
-  return useful.filter((issue, i) =>
-    useful.findIndex((other) => other.path === issue.path && other.message === issue.message) === i
-  )
-}
 
 const isTagged = (u: unknown, tag: string): boolean =>
   typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === tag
@@ -63,7 +40,7 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(BillingApi, (app) =
       if (Option.isSome(failure)) {
         const error = failure.value
         if (isTagged(error, "HttpApiDecodeError")) {
-          const issues = readableIssues((error as { issues: ReadonlyArray<DecodeIssue> }).issues)
+          const issues = readableIssues((error as { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }).issues)
           const message = issues.length === 0
             ? "The request is invalid"
             : `The request is invalid: ${issues.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; ")}`

@@ -44,12 +44,11 @@ export const UsageRepoSql = Layer.effect(
         featureIds.length === 0 || fromMs >= toMs
           ? Effect.succeed([])
           : sql<{ featureId: string; bucketStart: unknown; value: unknown; records: unknown }>`
-              SELECT feature_id, bucket_start, SUM(value) AS value, SUM(records) AS records
+              SELECT feature_id, bucket_start, value, records
               FROM usage_rollups
               WHERE organization_id = ${organizationId} AND customer_id = ${customerId}
                 AND ${sql.in("feature_id", featureIds)}
-                AND bucket_start >= ${fromMs} AND bucket_start < ${toMs}
-              GROUP BY feature_id, bucket_start`.pipe(
+                AND bucket_start >= ${fromMs} AND bucket_start < ${toMs}`.pipe(
             Effect.map((rows) =>
               rows.map((r): RollupRow => ({
                 featureId: r.featureId,

@@ -1,0 +1,75 @@
+import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
+import { ServicesLive } from "../app.ts"
+import { AppConfigLive } from "../platform/config.ts"
+import { type Output, parse, type Parsed, UsageError } from "./args.ts"
+import { organizationCommand } from "./organizations.ts"
+import { paymentsCommand } from "./payments.ts"
+import { syncCommand } from "./sync.ts"
+
+const USAGE = `Usage: npm run --silent cli -- <command> [--json]
+
+Commands:
+  org create <slug> [--name <name>]   create an organization and its first API key
+  org list                            list organizations
+  key create <org>                    create another API key for an organization (id or slug)
+  key list <org>                      list an organization's keys (never the secrets)
+  key revoke <key-id>                 revoke a key at once
+  provider set <org> <paystack|stripe> --secret-key <key> [--webhook-secret <whsec>] [--base-url <url>]
+                                      store a provider account (encrypted); the secrets may come from
+                                      PROVIDER_SECRET_KEY / PROVIDER_WEBHOOK_SECRET instead of flags
+  provider list <org>                 list an organization's provider accounts (never the secrets)
+  provider remove <org> <provider>    forget a provider account
+  credits grant <org> <customer> <credit-system> <amount> [--bonus]
+                                      add purchased (or, with --bonus, bonus) credits to a customer
+  sync <file> [--org <org>]           sync the catalog in <file> (JSON, or a .ts/.js module whose default or
+                                      \`catalog\` export is the catalog) into an organization (id or slug);
+                                      --org may be omitted when there is exactly one organization
+
+Options:
+  --json                              print one JSON object instead of text
+The database is the service's own: DATABASE_URL (PostgreSQL) or DATA_DIR (SQLite, default ./data).
+`
+
+const command = (args: Parsed) => {
+  const group = args.positional[0]
+  if (group === "sync") return syncCommand(args)
+  if (group === "provider" || group === "credits") return paymentsCommand(args)
+  if (group === "org" || group === "key") return organizationCommand(args)
+  return Effect.fail(new UsageError(group === undefined ? "no command given" : `unknown command '${args.positional.join(" ")}'`))
+}
+
+export const main = async (): Promise<number> => {
+  let args: Parsed
+  try {
+    args = parse(process.argv.slice(2))
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n\n${USAGE}`)
+    return 2
+  }
+  if (args.flags.has("help") || args.flags.has("h")) {
+    process.stdout.write(USAGE)
+    return 0
+  }
+  const layer = ServicesLive.pipe(
+    Layer.provide(AppConfigLive),
+    Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
+  )
+  const runtime = ManagedRuntime.make(layer)
+  try {
+    const output: Output = await runtime.runPromise(command(args) as Effect.Effect<Output, Error, never>)
+    const failed = output.exitCode !== undefined && output.exitCode !== 0
+    const stream = failed && !args.flags.has("json") ? process.stderr : process.stdout
+    stream.write((args.flags.has("json") ? JSON.stringify(output.json) : output.text) + "\n")
+    return output.exitCode ?? 0
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error)
+    if (error instanceof UsageError || message.startsWith("missing") || message.startsWith("unknown command")) {
+      process.stderr.write(`${message}\n\n${USAGE}`)
+      return 2
+    }
+    process.stderr.write(`error: ${message}\n`)
+    return 1
+  } finally {
+    await runtime.dispose()
+  }
+}
