@@ -6,6 +6,7 @@
  *   psql -h 127.0.0.1 -U postgres -c 'CREATE DATABASE billing_bench_usage'
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/billing_bench_usage bun bench/usage-history.ts \
  *     [--events 2000000] [--customers 1000] [--features 5] [--days 90] [--requests 200] [--timezone UTC]
+ *     [--reuse bench-usage-xxxxxxxx]   # time again against an organization a previous run loaded (no loading)
  *
  * Use a dedicated database: every run creates a new organization (`bench-usage-…`) and leaves its rows behind
  * (drop the database to clean up). The service runs in-process (`makeApp` + `serve` on a random port) and is
@@ -34,7 +35,8 @@ const { values: args } = parseArgs({
     days: { type: "string", default: "90" },
     requests: { type: "string", default: "200" },
     timezone: { type: "string", default: "UTC" },
-    batch: { type: "string", default: "250000" }
+    batch: { type: "string", default: "250000" },
+    reuse: { type: "string" }
   }
 })
 const databaseUrl = process.env.DATABASE_URL?.trim()
@@ -70,10 +72,10 @@ const baseUrl = `http://127.0.0.1:${server.port}`
 
 try {
   const started = performance.now()
-  const slug = `bench-usage-${crypto.randomUUID().slice(0, 8)}`
+  const slug = args.reuse ?? `bench-usage-${crypto.randomUUID().slice(0, 8)}`
   const { org, apiKey } = await run(Effect.gen(function*() {
     const orgs = yield* Organizations
-    const org = yield* orgs.create(slug)
+    const org = args.reuse === undefined ? yield* orgs.create(slug) : yield* orgs.get(slug)
     const { apiKey } = yield* orgs.createKey(org.id)
     return { org, apiKey }
   }))
@@ -85,84 +87,91 @@ try {
     return json
   }
 
-  // The catalog: FEATURES unlimited metered features on an auto-enabled plan.
   const featureSlugs = Array.from({ length: FEATURES }, (_, i) => `bench-f${i}`)
-  await call("POST", "/v1/sync", {
-    features: featureSlugs.map((s, i) => ({ slug: s, name: `Bench feature ${i}`, type: "metered", unit: "units" })),
-    plans: [{
-      slug: "bench",
-      name: "Bench",
-      autoEnable: true,
-      features: featureSlugs.map((s) => ({ slug: s, limit: null, reset: "none" }))
-    }]
-  })
-  const snapshot = await run(Effect.flatMap(Catalog, (c) => c.snapshot(org.id)))
-  const featureIds = featureSlugs.map((s) => snapshot.features.get(s)!.id)
+  const featureIdsOf = () =>
+    run(Effect.map(Effect.flatMap(Catalog, (c) => c.snapshot(org.id)), (s) => featureSlugs.map((f) => s.features.get(f)!.id)))
 
-  // Customers through the API, 25 at a time.
-  const customerIds: Array<string> = new Array(CUSTOMERS)
-  let nextCustomer = 0
-  await Promise.all(Array.from({ length: 25 }, async () => {
-    while (nextCustomer < CUSTOMERS) {
-      const i = nextCustomer++
-      customerIds[i] = (await call("POST", "/v1/customers", { id: `bench-${i}`, email: `bench-${i}@example.com` })).id
-    }
-  }))
-  console.log(`organization ${slug}: ${FEATURES} features, ${CUSTOMERS} customers (${seconds(started)})`)
+  /** The catalog and customers through the API, then the events and their rollups straight into PostgreSQL. */
+  const load = async () => {
+    // FEATURES unlimited metered features on an auto-enabled plan.
+    await call("POST", "/v1/sync", {
+      features: featureSlugs.map((s, i) => ({ slug: s, name: `Bench feature ${i}`, type: "metered", unit: "units" })),
+      plans: [{
+        slug: "bench",
+        name: "Bench",
+        autoEnable: true,
+        features: featureSlugs.map((s) => ({ slug: s, limit: null, reset: "none" }))
+      }]
+    })
+    const featureIds = await featureIdsOf()
+    // Customers, 25 requests at a time.
+    const customerIds: Array<string> = new Array(CUSTOMERS)
+    let nextCustomer = 0
+    await Promise.all(Array.from({ length: 25 }, async () => {
+      while (nextCustomer < CUSTOMERS) {
+        const i = nextCustomer++
+        customerIds[i] = (await call("POST", "/v1/customers", { id: `bench-${i}`, email: `bench-${i}@example.com` })).id
+      }
+    }))
+    console.log(`organization ${slug}: ${FEATURES} features, ${CUSTOMERS} customers (${seconds(started)})`)
 
-  // Events, generated inside PostgreSQL: customer = g mod C, feature = (g div C) mod F, a random instant of the
-  // last DAYS days, 1 to 100 units (micro-units in the table).
-  const now = Date.now()
-  const span = DAYS * 86_400_000
-  const loading = performance.now()
-  await run(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql`CREATE UNLOGGED TABLE IF NOT EXISTS bench_customers (organization_id TEXT, n INTEGER, id TEXT)`
-    yield* sql`CREATE UNLOGGED TABLE IF NOT EXISTS bench_features (organization_id TEXT, n INTEGER, id TEXT)`
-    yield* sql`INSERT INTO bench_customers ${sql.insert(customerIds.map((id, n) => ({ organizationId: org.id, n, id })))}`
-    yield* sql`INSERT INTO bench_features ${sql.insert(featureIds.map((id, n) => ({ organizationId: org.id, n, id })))}`
-    for (let lo = 0; lo < EVENTS; lo += BATCH) {
-      const hi = Math.min(EVENTS, lo + BATCH) - 1
+    // Events, generated inside PostgreSQL: customer = g mod C, feature = (g div C) mod F, a random instant of the
+    // last DAYS days, 1 to 100 units (micro-units in the table).
+    const now = Date.now()
+    const span = DAYS * 86_400_000
+    const loading = performance.now()
+    await run(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE UNLOGGED TABLE IF NOT EXISTS bench_customers (organization_id TEXT, n INTEGER, id TEXT)`
+      yield* sql`CREATE UNLOGGED TABLE IF NOT EXISTS bench_features (organization_id TEXT, n INTEGER, id TEXT)`
+      yield* sql`INSERT INTO bench_customers ${sql.insert(customerIds.map((id, n) => ({ organizationId: org.id, n, id })))}`
+      yield* sql`INSERT INTO bench_features ${sql.insert(featureIds.map((id, n) => ({ organizationId: org.id, n, id })))}`
+      for (let lo = 0; lo < EVENTS; lo += BATCH) {
+        const hi = Math.min(EVENTS, lo + BATCH) - 1
+        yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql`SET LOCAL synchronous_commit = off`
+          yield* sql`SELECT setseed(${(lo / EVENTS) * 0.9})`
+          yield* sql`
+            INSERT INTO usage_events (organization_id, id, customer_id, feature_id, subject_id, entity_id, value, cost,
+              from_plan, from_bonus, from_addon, overage, billable, metadata, created_at)
+            SELECT ${org.id}, 'evt_bench_' || lpad(e.g::text, 10, '0'), c.id, f.id, f.id, NULL, e.v, e.v, e.v, 0, 0, 0, 0,
+              '{}', e.t
+            FROM (
+              SELECT g, (1 + floor(random() * 100))::bigint * 1000000 AS v,
+                ${now - span}::bigint + floor(random() * ${span})::bigint AS t
+              FROM generate_series(${lo}::bigint, ${hi}::bigint) AS g
+            ) e
+            JOIN bench_customers c ON c.organization_id = ${org.id} AND c.n = e.g % ${CUSTOMERS}
+            JOIN bench_features f ON f.organization_id = ${org.id} AND f.n = (e.g / ${CUSTOMERS}) % ${FEATURES}`
+        }))
+        console.log(`  events ${hi + 1}/${EVENTS} (${seconds(loading)})`)
+      }
+      // The rollups exactly as the track transaction keeps them: one row per 15-minute UTC bucket.
+      const rolling = performance.now()
       yield* sql.withTransaction(Effect.gen(function*() {
         yield* sql`SET LOCAL synchronous_commit = off`
-        yield* sql`SELECT setseed(${(lo / EVENTS) * 0.9})`
         yield* sql`
-          INSERT INTO usage_events (organization_id, id, customer_id, feature_id, subject_id, entity_id, value, cost,
-            from_plan, from_bonus, from_addon, overage, billable, metadata, created_at)
-          SELECT ${org.id}, 'evt_bench_' || lpad(e.g::text, 10, '0'), c.id, f.id, f.id, NULL, e.v, e.v, e.v, 0, 0, 0, 0,
-            '{}', e.t
-          FROM (
-            SELECT g, (1 + floor(random() * 100))::bigint * 1000000 AS v,
-              ${now - span}::bigint + floor(random() * ${span})::bigint AS t
-            FROM generate_series(${lo}::bigint, ${hi}::bigint) AS g
-          ) e
-          JOIN bench_customers c ON c.organization_id = ${org.id} AND c.n = e.g % ${CUSTOMERS}
-          JOIN bench_features f ON f.organization_id = ${org.id} AND f.n = (e.g / ${CUSTOMERS}) % ${FEATURES}`
+          INSERT INTO usage_rollups (organization_id, customer_id, feature_id, bucket_start, value, records)
+          SELECT organization_id, customer_id, feature_id, created_at - created_at % ${ROLLUP_MS}, SUM(value), COUNT(*)
+          FROM usage_events WHERE organization_id = ${org.id}
+          GROUP BY 1, 2, 3, 4`
       }))
-      console.log(`  events ${hi + 1}/${EVENTS} (${seconds(loading)})`)
-    }
-    // The rollups exactly as the track transaction keeps them: one row per 15-minute UTC bucket.
-    const rolling = performance.now()
-    yield* sql.withTransaction(Effect.gen(function*() {
-      yield* sql`SET LOCAL synchronous_commit = off`
-      yield* sql`
-        INSERT INTO usage_rollups (organization_id, customer_id, feature_id, bucket_start, value, records)
-        SELECT organization_id, customer_id, feature_id, created_at - created_at % ${ROLLUP_MS}, SUM(value), COUNT(*)
-        FROM usage_events WHERE organization_id = ${org.id}
-        GROUP BY 1, 2, 3, 4`
+      const rollups = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM usage_rollups WHERE organization_id = ${org.id}`
+      console.log(`  rollups ${rollups[0]!.n} rows (${seconds(rolling)})`)
+      yield* sql`DELETE FROM bench_customers WHERE organization_id = ${org.id}`
+      yield* sql`DELETE FROM bench_features WHERE organization_id = ${org.id}`
+      yield* sql`ANALYZE usage_events`
+      yield* sql`ANALYZE usage_rollups`
     }))
-    const rollups = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM usage_rollups WHERE organization_id = ${org.id}`
-    console.log(`  rollups ${rollups[0]!.n} rows (${seconds(rolling)})`)
-    yield* sql`DELETE FROM bench_customers WHERE organization_id = ${org.id}`
-    yield* sql`DELETE FROM bench_features WHERE organization_id = ${org.id}`
-    yield* sql`ANALYZE usage_events`
-    yield* sql`ANALYZE usage_rollups`
-  }))
-  console.log(`loaded ${EVENTS} events in ${seconds(loading)}`)
+    console.log(`loaded ${EVENTS} events in ${seconds(loading)}`)
+  }
+
+  if (args.reuse === undefined) await load()
+  const featureIds = await featureIdsOf()
 
   // The timed requests: one customer, 90 days, daily, grouped by feature.
   const customerRef = `bench-${Math.floor(CUSTOMERS / 2)}`
-  const customerId = customerIds[Math.floor(CUSTOMERS / 2)]!
+  const customerId = (await call("GET", `/v1/customers/${customerRef}`)).id as string
   const query = new URLSearchParams({ range: "90d", granularity: "day", groupBy: "feature", timezone })
   const path = `/v1/customers/${customerRef}/usage/history?${query}`
   for (let i = 0; i < 10; i++) await call("GET", path) // warm-up

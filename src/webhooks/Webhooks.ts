@@ -87,6 +87,14 @@ export const WebhooksLive = Layer.effect(
           organizationId = org.value.id
         }
         const org = organizationId!
+        // Some events carry no payment method (Stripe's checkout.session.completed unexpanded): ask the provider,
+        // before the transaction, so no lock waits on the network.
+        const enriched = event._tag === "PaymentSucceeded" && event.method === null
+          ? yield* adapter.verify(resolved.account, event.reference).pipe(
+            Effect.map((v) => ({ ...event, method: v.method })),
+            Effect.orElseSucceed(() => event)
+          )
+          : event
 
         // The dedupe record and the effects commit together: a replay finds the record and does nothing.
         return yield* sql.withTransaction(Effect.gen(function*() {
@@ -94,7 +102,7 @@ export const WebhooksLive = Layer.effect(
               VALUES (${org}, ${provider}, ${event.eventKey}, ${event._tag === "Ignored" ? event.type : event._tag}, ${now})
               ON CONFLICT DO NOTHING RETURNING event_key`
           if (fresh.length === 0) return ack(true)
-          const applied = yield* payments.applyEvent(org, provider as ProviderName, event)
+          const applied = yield* payments.applyEvent(org, provider as ProviderName, enriched)
           return ack(!applied)
         })).pipe(Effect.orDie)
       })

@@ -1,5 +1,5 @@
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { type Clock, Effect, Either, LogLevel, Option, Redacted } from "effect"
+import { type Clock, Effect, Either, LogLevel, type ManagedRuntime, Option, Redacted } from "effect"
 import { makeClient } from "../../src/api/client.ts"
 import { type App, makeApp } from "../../src/app.ts"
 import { serve } from "../../src/http/server.ts"
@@ -32,10 +32,13 @@ export interface TestServer {
   /** A new organization and a key for it. */
   readonly createOrg: (slug?: string) => Promise<{ id: string; slug: string; apiKey: string; keyId: string }>
   readonly client: (apiKey: string) => Promise<Client>
-  readonly run: <A, E>(effect: Effect.Effect<A, E, Organizations>) => Promise<A>
+  /** Runs an effect against the application's own services (its database, its clock). */
+  readonly run: <A, E>(effect: Effect.Effect<A, E, AppServices>) => Promise<A>
   readonly fetch: (path: string, init?: RequestInit & { apiKey?: string }) => Promise<Response>
   readonly close: () => Promise<void>
 }
+
+type AppServices = ManagedRuntime.ManagedRuntime.Context<App["runtime"]>
 
 export type Client = Effect.Effect.Success<ReturnType<typeof makeClient>>
 
@@ -49,7 +52,7 @@ export const startServer = async (
   await app.runtime.runPromise(Effect.void)
   const server = serve(app, { port: 0, hostname: "127.0.0.1", logLevel: LogLevel.None })
   const baseUrl = `http://127.0.0.1:${server.port}`
-  const run = <A, E>(effect: Effect.Effect<A, E, Organizations>) => app.runtime.runPromise(effect)
+  const run = <A, E>(effect: Effect.Effect<A, E, AppServices>) => app.runtime.runPromise(effect)
 
   return {
     app,
