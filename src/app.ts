@@ -18,6 +18,8 @@ import { OrganizationsRepoSql } from "./organizations/OrganizationsRepo.ts"
 import type { AppConfig } from "./platform/config.ts"
 import { DatabaseLive } from "./platform/db/Database.ts"
 import { AddonsLive } from "./payments/Addons.ts"
+import { InvoicePaymentsLive } from "./billing/InvoicePayments.ts"
+import { RenewalsLive } from "./subscriptions/Renewals.ts"
 import { makeAdaptersLayer } from "./payments/Adapters.ts"
 import { PaymentEffectsLive } from "./payments/effects.ts"
 import { PaymentsLive } from "./payments/Payments.ts"
@@ -63,12 +65,13 @@ export const ServicesLive = Layer.mergeAll(
   EntitiesLive,
   FeatureConfigsLive,
   UsageHistoryLive,
-  InvoicesLive,
   PaymentEffectsLive,
-  WebhooksLive
+  WebhooksLive,
+  InvoicePaymentsLive,
+  RenewalsLive
 ).pipe(
   Layer.provideMerge(Layer.mergeAll(SubscriptionsLive, AddonsLive)),
-  Layer.provideMerge(Layer.mergeAll(PaymentsLive, CreditsLive)),
+  Layer.provideMerge(Layer.mergeAll(PaymentsLive, CreditsLive, InvoicesLive)),
   Layer.provideMerge(Layer.mergeAll(ProviderAccountsLive, AdaptersLive)),
   Layer.provideMerge(EncryptionLive),
   Layer.provideMerge(Layer.mergeAll(OrganizationsLive, CustomersLive, CatalogLive)),

@@ -2,6 +2,7 @@ import { Effect, Option } from "effect"
 import { makeApp } from "./app.ts"
 import { serve } from "./http/server.ts"
 import { Organizations } from "./organizations/Organizations.ts"
+import { Renewals } from "./subscriptions/Renewals.ts"
 import { AppConfig, AppConfigLive } from "./platform/config.ts"
 import { parseLogLevel, writeLogLine } from "./platform/logging.ts"
 import { LogLevel } from "effect"
@@ -34,11 +35,28 @@ writeLogLine(logLevel, LogLevel.Info, "listening", {
   database: Option.isSome(config.databaseUrl) ? "postgresql" : "sqlite"
 })
 
+// Background work: renewals, past-due retries and cancellations at period end. Safe to run in every process
+// (claims use FOR UPDATE SKIP LOCKED); RENEWALS_INTERVAL_SECONDS=0 turns it off in this one.
+const renewalsEvery = Number(process.env.RENEWALS_INTERVAL_SECONDS ?? "60")
+const renewals = renewalsEvery > 0
+  ? setInterval(() => {
+    app.runtime.runPromise(Effect.flatMap(Renewals, (r) => r.runDue)).then(
+      (report) => {
+        if (report.renewed + report.pastDue + report.canceled > 0) {
+          writeLogLine(logLevel, LogLevel.Info, "renewals", { ...report })
+        }
+      },
+      () => writeLogLine(logLevel, LogLevel.Error, "renewals failed", {})
+    )
+  }, renewalsEvery * 1000)
+  : undefined
+
 let stopping = false
 const shutdown = async (signal: string) => {
   if (stopping) return
   stopping = true
   writeLogLine(logLevel, LogLevel.Info, "shutting down", { signal })
+  if (renewals !== undefined) clearInterval(renewals)
   // Stop accepting connections, let in-flight requests finish, then close the database pool.
   await server.stop(false)
   await app.dispose()

@@ -178,7 +178,9 @@ for (const database of databases()) {
       })
       // A line's period is the span of its events.
       const tokensLine = invoice.lines[2]
-      expect(Date.parse(tokensLine.periodEnd) - Date.parse(tokensLine.periodStart)).toBe(4_000)
+      const span = Date.parse(tokensLine.periodEnd) - Date.parse(tokensLine.periodStart)
+      expect(span).toBeGreaterThanOrEqual(4_000) // four tracks apart (the clock keeps running)
+      expect(span).toBeLessThan(5_000)
 
       // Exactly the billable events are on the invoice; the included one is not.
       const events = await eventsOf(cust)

@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { BigDecimal, Clock, Context, Data, Effect, Layer, Option } from "effect"
+import { BigDecimal, Clock, Context, Effect, Layer, Option } from "effect"
 import type { CustomerUnbilledUsage, Invoice } from "../api/billing.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import { Customers } from "../customers/Customers.ts"
@@ -89,9 +89,6 @@ const invoiceNotFound = (id: string) => new NotFound({ code: "invoice_not_found"
 const nothingToInvoice = () =>
   new Conflict({ code: "nothing_to_invoice", message: "The customer has no unbilled usage to invoice" })
 
-/** Events counted as unbilled when read were claimed by someone else: the transaction is rolled back and retried. */
-class ClaimLost extends Data.TaggedError("ClaimLost")<{ readonly expected: number; readonly claimed: number }> {}
-
 export const InvoicesLive = Layer.effect(
   Invoices,
   Effect.gen(function*() {
@@ -139,12 +136,20 @@ export const InvoicesLive = Layer.effect(
         return record
       })
 
-    const generateOnce = (org: string, customerId: string) =>
+    /**
+     * Lock the unbilled events (PostgreSQL), claim them for this transaction with a guarded UPDATE, and invoice only
+     * what was claimed: even without the lock, an event a racing generate took first is simply not ours.
+     */
+    const generateFor = (org: string, customerId: string) =>
       Effect.gen(function*() {
         const snapshot = yield* catalog.snapshot(org)
         return yield* sql.withTransaction(Effect.gen(function*() {
-          const events = yield* repo.lockUnbilled(org, customerId)
-          const groups = rateUnbilled(snapshot, events)
+          const candidates = yield* repo.lockUnbilled(org, customerId)
+          if (candidates.length === 0) return yield* nothingToInvoice()
+          // A holder no invoice has: the events never leave the transaction with it (moved below, or rolled back).
+          const claim = `claim_${yield* ids.next("inv")}`
+          const claimed = new Set(yield* repo.moveEvents(org, { from: null, to: claim }, candidates.map((e) => e.id)))
+          const groups = rateUnbilled(snapshot, candidates.filter((e) => claimed.has(e.id)))
           if (groups.length === 0) return yield* nothingToInvoice()
           const now = yield* Clock.currentTimeMillis
           const invoices: Array<InvoiceRecord> = []
@@ -153,9 +158,9 @@ export const InvoicesLive = Layer.effect(
               periodStart: group.periodStart,
               periodEnd: group.periodEnd
             }, now)
-            const claimed = yield* repo.claimEvents(org, invoice.id, group.eventIds)
-            if (claimed !== group.eventIds.length) {
-              return yield* new ClaimLost({ expected: group.eventIds.length, claimed })
+            const moved = yield* repo.moveEvents(org, { from: claim, to: invoice.id }, group.eventIds)
+            if (moved.length !== group.eventIds.length) {
+              return yield* Effect.dieMessage("invoice generation: claimed events changed hands inside the transaction")
             }
             invoices.push(invoice)
           }
@@ -166,15 +171,7 @@ export const InvoicesLive = Layer.effect(
     const generate = (org: string, customerRef: string) =>
       Effect.gen(function*() {
         const customer = yield* customers.resolve(org, customerRef)
-        return yield* generateOnce(org, customer.id).pipe(
-          // The events are locked (PostgreSQL) or the writer is alone (SQLite), so this should never happen; if it
-          // does, nothing was committed and a fresh read prices what is still unbilled.
-          Effect.retry({ times: 3, while: (e) => e._tag === "ClaimLost" }),
-          Effect.catchTags({
-            ClaimLost: (e) => Effect.dieMessage(`invoice generation lost ${e.expected - e.claimed} events 4 times`),
-            SqlError: Effect.die
-          })
-        )
+        return yield* generateFor(org, customer.id).pipe(Effect.catchTag("SqlError", Effect.die))
       })
 
     const list = (org: string, customerRef: string | undefined) =>

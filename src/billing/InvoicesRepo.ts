@@ -44,8 +44,15 @@ export interface InvoicesRepoShape {
   readonly listUnbilled: (org: string, customerId: string | undefined) => Effect.Effect<ReadonlyArray<UnbilledEvent>>
   /** Micro-units (`cost`) the customer recorded on the subject within the span, on events not yet invoiced. */
   readonly usageInSpan: (org: string, span: UsageSpan) => Effect.Effect<bigint>
-  /** Sets `invoice_id` on those of the events still unbilled; returns how many it claimed. */
-  readonly claimEvents: (org: string, invoiceId: string, eventIds: ReadonlyArray<string>) => Effect.Effect<number>
+  /**
+   * Moves events from one holder to another: `invoice_id` from `from` (null = unbilled) to `to`, only on events still
+   * held by `from` (a guarded UPDATE, so of two racing claimers each event goes to one). Returns the ids it moved.
+   */
+  readonly moveEvents: (
+    org: string,
+    move: { readonly from: string | null; readonly to: string },
+    eventIds: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<string>>
   /** The organization's next invoice number (1, 2, …), from its sequence row (locked until the transaction ends). */
   readonly nextNumber: (org: string) => Effect.Effect<number>
   readonly insert: (invoice: InvoiceRecord) => Effect.Effect<void>
@@ -122,17 +129,18 @@ export const InvoicesRepoSql = Layer.effect(
           Effect.map((rows) => BigInt(String(rows[0]?.total ?? 0))),
           Effect.orDie
         ),
-      claimEvents: (org, invoiceId, eventIds) =>
+      moveEvents: (org, move, eventIds) =>
         Effect.gen(function*() {
-          let claimed = 0
+          const moved: Array<string> = []
           for (let i = 0; i < eventIds.length; i += CLAIM_CHUNK) {
             const chunk = eventIds.slice(i, i + CLAIM_CHUNK)
-            const rows = yield* sql<{ id: string }>`UPDATE usage_events SET invoice_id = ${invoiceId}
-                WHERE organization_id = ${org} AND ${sql.in("id", chunk)} AND invoice_id IS NULL
+            const rows = yield* sql<{ id: string }>`UPDATE usage_events SET invoice_id = ${move.to}
+                WHERE organization_id = ${org} AND ${sql.in("id", chunk)}
+                  AND ${move.from === null ? sql`invoice_id IS NULL` : sql`invoice_id = ${move.from}`}
                 RETURNING id`
-            claimed += rows.length
+            for (const row of rows) moved.push(row.id)
           }
-          return claimed
+          return moved
         }).pipe(Effect.orDie),
       nextNumber: (org) =>
         sql<{ nextNumber: unknown }>`INSERT INTO invoice_sequences (organization_id, next_number) VALUES (${org}, 1)

@@ -1,4 +1,5 @@
-import { Effect, Layer } from "effect"
+import { Clock, Effect, Layer } from "effect"
+import { Invoices } from "../billing/Invoices.ts"
 import { Subscriptions } from "../subscriptions/Subscriptions.ts"
 import { Addons } from "./Addons.ts"
 import { PaymentEffects } from "./Payments.ts"
@@ -9,9 +10,15 @@ export const PaymentEffectsLive = Layer.effect(
   Effect.gen(function*() {
     const subscriptions = yield* Subscriptions
     const addons = yield* Addons
+    const invoices = yield* Invoices
     return {
       subscription: (org, paid) => subscriptions.activate(org, paid.targetId),
-      addon: (org, paid) => Effect.asVoid(addons.grant(org, paid.customerId, paid.targetId, paid.quantity))
+      addon: (org, paid) => Effect.asVoid(addons.grant(org, paid.customerId, paid.targetId, paid.quantity)),
+      invoice: (org, paid) =>
+        Effect.gen(function*() {
+          const invoice = yield* invoices.markPaid(org, paid.targetId, paid.amount, yield* Clock.currentTimeMillis)
+          if (invoice.subscriptionId !== null) yield* subscriptions.renewalPaid(org, invoice.subscriptionId)
+        }).pipe(Effect.orDie)
     }
   })
 )

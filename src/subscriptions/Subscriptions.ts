@@ -40,6 +40,8 @@ export interface SubscriptionsShape {
   readonly checkout: (organizationId: string, id: string, callbackUrl: string | null) => Effect.Effect<Attached, AttachError>
   /** A confirmed first payment: pending → active from now (a payment effect, inside its transaction). */
   readonly activate: (organizationId: string, id: string) => Effect.Effect<void>
+  /** A paid renewal invoice: past_due → active (a payment effect, inside its transaction). */
+  readonly renewalPaid: (organizationId: string, id: string) => Effect.Effect<void>
   /** The customer's subscriptions granting at `now`, oldest first, with their plans. */
   readonly granting: (
     organizationId: string,
@@ -257,6 +259,12 @@ export const SubscriptionsLive = Layer.effect(
           return yield* collectFirstPayment(organizationId, customer, current, plan, callbackUrl)
         }),
       activate,
+      renewalPaid: (organizationId, id) =>
+        Effect.gen(function*() {
+          const current = yield* repo.get(organizationId, id)
+          if (Option.isNone(current) || current.value.status !== "past_due") return
+          yield* repo.update({ ...current.value, status: "active", graceEndsAt: null, updatedAt: yield* Clock.currentTimeMillis })
+        }),
       granting: (organizationId, customerId, now) =>
         Effect.gen(function*() {
           const live = yield* repo.listLive(organizationId, customerId)

@@ -32,10 +32,19 @@ const add = (acc: Accumulator, index: number, row: RollupRow) => {
   acc.records += row.records
 }
 
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER)
+
+/**
+ * Micro-units to a wire number. Below 2^53 the division of two exact doubles is correctly rounded, so it is the
+ * same number as `microToNumber` (the nearest double to the decimal), without building a decimal per bucket.
+ */
+const toWire = (micro: bigint): number =>
+  micro <= SAFE && micro >= -SAFE ? Number(micro) / 1_000_000 : microToNumber(micro)
+
 /** The wire totals and series: `usage` is the exact sum of the series (micro-units summed before converting). */
 const render = (acc: Accumulator, buckets: ReadonlyArray<Bucket>) => ({
-  totals: { usage: microToNumber(acc.values.reduce((a, b) => a + b, 0n)), records: acc.records },
-  series: buckets.map((b, i) => ({ bucket: b.label, value: microToNumber(acc.values[i]!) }))
+  totals: { usage: toWire(acc.values.reduce((a, b) => a + b, 0n)), records: acc.records },
+  series: buckets.map((b, i) => ({ bucket: b.label, value: toWire(acc.values[i]!) }))
 })
 
 export const UsageHistoryLive = Layer.effect(

@@ -1,0 +1,164 @@
+import { SqlClient } from "@effect/sql"
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { amountDue } from "../billing/InvoicePayments.ts"
+import { Invoices } from "../billing/Invoices.ts"
+import { Catalog } from "../catalog/Catalog.ts"
+import { isFree } from "../catalog/model.ts"
+import { Customers } from "../customers/Customers.ts"
+import { roundHalfUp, toDecimal } from "../domain/money.ts"
+import { addInterval } from "../domain/periods.ts"
+import { Payments } from "../payments/Payments.ts"
+import type { SubscriptionRecord } from "./model.ts"
+import { SubscriptionsRepo } from "./SubscriptionsRepo.ts"
+
+/** A failed renewal keeps access this long while payment is retried (decisions.md §7). */
+export const GRACE_MS = 7 * 86_400_000
+/** How often a past-due renewal is retried during its grace. */
+export const RETRY_MS = 86_400_000
+
+export interface RenewalReport {
+  readonly renewed: number
+  readonly pastDue: number
+  readonly canceled: number
+}
+
+/**
+ * Period ends, done in the background: renew (invoice and charge), move to past_due with grace, cancel.
+ * Work is claimed with `FOR UPDATE SKIP LOCKED` in a short transaction that also moves the period, so any
+ * number of processes can run it and none charges a subscription twice; charges happen outside any lock.
+ */
+export interface RenewalsShape {
+  readonly runDue: Effect.Effect<RenewalReport>
+}
+
+export class Renewals extends Context.Tag("Renewals")<Renewals, RenewalsShape>() {}
+
+const BATCH = 25
+
+export const RenewalsLive = Layer.effect(
+  Renewals,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const repo = yield* SubscriptionsRepo
+    const catalog = yield* Catalog
+    const invoices = yield* Invoices
+    const payments = yield* Payments
+    const customers = yield* Customers
+    const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
+
+    const claim = (now: number) =>
+      sql<{ organizationId: string; id: string }>`SELECT organization_id, id FROM subscriptions
+          WHERE ((status IN ('active', 'trialing') AND current_period_end IS NOT NULL AND current_period_end <= ${now})
+            OR (status = 'past_due' AND (grace_ends_at <= ${now} OR updated_at <= ${now - RETRY_MS})))
+          ORDER BY current_period_end LIMIT ${BATCH} ${skipLocked}`
+
+    /** Inside the claim's transaction: decide, move the period, and say what to charge afterwards. */
+    const advance = (s: SubscriptionRecord, now: number) =>
+      Effect.gen(function*() {
+        const plan = (yield* catalog.snapshot(s.organizationId)).plansById.get(s.planId)
+        if (s.status === "past_due") {
+          if (s.graceEndsAt !== null && now >= s.graceEndsAt) {
+            yield* repo.update({ ...s, status: "canceled", canceledAt: now, updatedAt: now })
+            return { kind: "canceled" as const }
+          }
+          yield* repo.update({ ...s, updatedAt: now })
+          return { kind: "retry" as const }
+        }
+        if (s.cancelAtPeriodEnd || plan === undefined || s.currentPeriodEnd === null) {
+          yield* repo.update({ ...s, status: "canceled", canceledAt: s.currentPeriodEnd ?? now, updatedAt: now })
+          return { kind: "canceled" as const }
+        }
+        const interval = plan.interval
+        const start = s.currentPeriodEnd
+        const end = interval === null || plan.billingType === "one_time" ? null : addInterval(s.startedAt, interval, periodIndex(s, interval, start) + 1)
+        if (end === null) {
+          yield* repo.update({ ...s, status: "expired", updatedAt: now })
+          return { kind: "canceled" as const }
+        }
+        const next: SubscriptionRecord = { ...s, status: "active", currentPeriodStart: start, currentPeriodEnd: end, trialEndsAt: null, updatedAt: now }
+        if (isFree(plan)) {
+          yield* repo.update(next)
+          return { kind: "renewed" as const }
+        }
+        const invoice = yield* invoices.createInvoice(s.organizationId, s.customerId, plan.currency ?? "NGN", [{
+          feature: plan.slug,
+          description: `${plan.name} (${new Date(start).toISOString().slice(0, 10)} to ${new Date(end).toISOString().slice(0, 10)})`,
+          quantity: 1,
+          unitPrice: plan.price,
+          amount: roundHalfUp(toDecimal(plan.price)),
+          periodStart: start,
+          periodEnd: end
+        }], { subscriptionId: s.id, periodStart: start, periodEnd: end })
+        // Until the charge succeeds the subscription is past due (access continues through the grace).
+        yield* repo.update({ ...next, status: "past_due", graceEndsAt: now + GRACE_MS })
+        return { kind: "charge" as const, invoiceId: invoice.id }
+      })
+
+    /** Off-session: nobody is there to complete a checkout. The invoice's payment effect reactivates. */
+    const charge = (org: string, subscriptionId: string, invoiceId: string) =>
+      Effect.gen(function*() {
+        const invoice = yield* invoices.get(org, invoiceId)
+        if (invoice.status !== "open") return true
+        const sub = yield* repo.get(org, subscriptionId)
+        if (Option.isNone(sub)) return false
+        const customer = yield* customers.resolve(org, sub.value.customerId)
+        const plan = (yield* catalog.snapshot(org)).plansById.get(sub.value.planId)
+        const result = yield* payments.collect(org, customer, {
+          purpose: "invoice",
+          targetId: invoice.id,
+          amount: amountDue(invoice),
+          currency: invoice.currency,
+          description: `Invoice ${invoice.number}`,
+          callbackUrl: null,
+          provider: plan?.provider ?? null,
+          offSessionOnly: true
+        })
+        return result._tag === "Paid"
+      }).pipe(
+        Effect.catchAll((e) => Effect.logWarning("renewal charge failed", { reason: e._tag }).pipe(Effect.as(false)))
+      )
+
+    const openRenewalInvoice = (org: string, subscriptionId: string) =>
+      Effect.map(invoices.list(org, undefined).pipe(Effect.orDie), (list) =>
+        list.find((i) => i.subscriptionId === subscriptionId && i.status === "open"))
+
+    const runDue = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const work = yield* sql.withTransaction(Effect.gen(function*() {
+        const claimed = yield* claim(now)
+        const out: Array<{ org: string; id: string; kind: string; invoiceId?: string }> = []
+        for (const row of claimed) {
+          const s = yield* repo.get(row.organizationId, row.id)
+          if (Option.isNone(s)) continue
+          const decided = yield* advance(s.value, now)
+          out.push({ org: row.organizationId, id: row.id, ...decided })
+        }
+        return out
+      })).pipe(Effect.orDie)
+
+      let renewed = 0
+      let pastDue = 0
+      let canceled = 0
+      for (const item of work) {
+        if (item.kind === "canceled") canceled++
+        else if (item.kind === "renewed") renewed++
+        else {
+          const invoiceId = item.invoiceId ?? (yield* openRenewalInvoice(item.org, item.id))?.id
+          const paid = invoiceId !== undefined && (yield* charge(item.org, item.id, invoiceId))
+          if (paid) renewed++
+          else pastDue++
+        }
+      }
+      return { renewed, pastDue, canceled }
+    })
+
+    return { runDue }
+  })
+)
+
+/** Which period of the subscription `start` begins (periods are anchored at the subscription's start). */
+const periodIndex = (s: SubscriptionRecord, interval: Parameters<typeof addInterval>[1], start: number) => {
+  let k = 0
+  while (addInterval(s.startedAt, interval, k) < start) k++
+  return k
+}
