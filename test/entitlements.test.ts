@@ -63,7 +63,7 @@ for (const database of databases()) {
 
     /** A fresh organization with the catalog, and one customer on the free plan (autoEnable). */
     const setup = async (plans: ReadonlyArray<string> = []) => {
-      const { apiKey } = await server.createOrg()
+      const { apiKey, id: orgId } = await server.createOrg()
       await syncCatalog(server, apiKey, catalog)
       await post(server, apiKey, "/v1/customers", { id: "cust", email: "cust@example.com" })
       for (const plan of plans) {
@@ -74,14 +74,14 @@ for (const database of databases()) {
         post(server, apiKey, "/v1/track", { customer: "cust", ...body }, headers)
       const check = (body: Record<string, unknown>, headers?: Record<string, string>) =>
         post(server, apiKey, "/v1/check", { customer: "cust", ...body }, headers)
-      return { apiKey, track, check }
+      return { apiKey, orgId, track, check }
     }
 
-    const eventCount = (feature?: string) =>
+    const eventCount = (orgId: string, feature?: string) =>
       server.app.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
         sql<{ n: number }>`SELECT COUNT(*) AS n FROM usage_events e JOIN features f
           ON f.organization_id = e.organization_id AND f.id = e.feature_id
-          WHERE ${feature === undefined ? sql`1 = 1` : sql`f.slug = ${feature}`}`
+          WHERE e.organization_id = ${orgId} AND ${feature === undefined ? sql`1 = 1` : sql`f.slug = ${feature}`}`
       )).then((rows) => Number(rows[0]!.n))
 
     test("within the plan: tracked, access_granted, and the state after the increment", async () => {
@@ -107,13 +107,13 @@ for (const database of databases()) {
     })
 
     test("exactly at the limit is allowed; one more is limit_exceeded and records nothing", async () => {
-      const { check, track } = await setup()
+      const { check, orgId, track } = await setup()
       expect((await track({ feature: "tokens", value: 10 })).body).toMatchObject({ allowed: true, usage: 10, balance: 0 })
-      const before = await eventCount()
+      const before = await eventCount(orgId)
       const denied = await track({ feature: "tokens", value: 1 })
       expect(denied.status).toBe(200)
       expect(denied.body).toMatchObject({ allowed: false, code: "limit_exceeded", usage: 10, balance: 0 })
-      expect(await eventCount()).toBe(before)
+      expect(await eventCount(orgId)).toBe(before)
       expect((await check({ feature: "tokens", value: 1 })).body.code).toBe("limit_exceeded")
       expect((await check({ feature: "tokens", value: 0 })).body.allowed).toBe(true)
     })
@@ -137,7 +137,7 @@ for (const database of databases()) {
     })
 
     test("the customer-wide spend cap: block denies, notify allows and records a notification", async () => {
-      const { apiKey } = await server.createOrg()
+      const { apiKey, id: orgId } = await server.createOrg()
       await syncCatalog(server, apiKey, { ...catalog, plans: catalog.plans.map((p) => ({ ...p, autoEnable: false })) })
       for (const [id, onLimitReached] of [["blocky", "block"], ["notes", "notify"]] as const) {
         await post(server, apiKey, "/v1/customers", { id, email: `${id}@example.com` })
@@ -156,7 +156,7 @@ for (const database of databases()) {
       expect(notified.body).toMatchObject({ allowed: true, code: "tracked_overage", usage: 104 })
       const notifications = await server.app.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
         sql<{ kind: string }>`SELECT kind FROM notifications n JOIN customers c
-          ON c.organization_id = n.organization_id AND c.id = n.customer_id WHERE c.external_id = 'notes'`))
+          ON c.organization_id = n.organization_id AND c.id = n.customer_id WHERE n.organization_id = ${orgId} AND c.external_id = 'notes'`))
       expect(notifications.map((n) => n.kind)).toEqual(["overage_spend_cap_passed"])
     })
 
@@ -187,14 +187,9 @@ for (const database of databases()) {
     })
 
     test("bonus then purchased credits after the plan allowance: addon_credits_used", async () => {
-      const { apiKey, track } = await setup()
+      const { orgId, track } = await setup()
       const grant = (amount: number, kind: "bonus" | "addon") =>
-        server.app.runtime.runPromise(Effect.flatMap(Credits, (c) =>
-          c.grant(orgOf(apiKey), "cust", "ai-credits", amount, kind)))
-      const orgId = await server.app.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql<{ organizationId: string }>`SELECT organization_id FROM customers WHERE email = 'cust@example.com'
-          ORDER BY created_at DESC LIMIT 1`)).then((rows) => rows[0]!.organizationId)
-      const orgOf = (_key: string) => orgId
+        server.run(Effect.flatMap(Credits, (c) => c.grant(orgId, "cust", "ai-credits", amount, kind)))
       await grant(10, "bonus")
       await grant(20, "addon")
       expect((await track({ feature: "images", value: 20 })).body).toMatchObject({ code: "tracked", balance: 0 })
@@ -321,19 +316,19 @@ for (const database of databases()) {
     })
 
     test("20 concurrent retries of one Idempotency-Key count one event", async () => {
-      const { check, track } = await setup()
-      const before = await eventCount("tokens")
+      const { check, orgId, track } = await setup()
+      const before = await eventCount(orgId, "tokens")
       const answers = await Promise.all(
         Array.from({ length: 20 }, () => track({ feature: "tokens", value: 1 }, { "idempotency-key": "burst" }))
       )
       expect(answers.every((a) => a.status === 200 && a.body.allowed)).toBe(true)
       expect(new Set(answers.map((a) => JSON.stringify(a.body))).size).toBe(1)
-      expect(await eventCount("tokens")).toBe(before + 1)
+      expect(await eventCount(orgId, "tokens")).toBe(before + 1)
       expect((await check({ feature: "tokens" })).body.usage).toBe(1)
     })
 
     test("100 concurrent check+sendEvent against a remaining balance of 10 allow exactly 10", async () => {
-      const { apiKey } = await server.createOrg()
+      const { apiKey, id: orgId } = await server.createOrg()
       await syncCatalog(server, apiKey, {
         features: [{ slug: "calls", name: "Calls", type: "metered" }],
         plans: [{ slug: "p", name: "P", autoEnable: true, features: [{ slug: "calls", limit: 15 }] }]
@@ -349,11 +344,11 @@ for (const database of databases()) {
       expect(answers.filter((a) => !a.body.allowed).every((a) => a.body.code === "limit_exceeded")).toBe(true)
       const final = await post(server, apiKey, "/v1/check", { customer: "hot", feature: "calls", value: 0 })
       expect(final.body).toMatchObject({ usage: 15, limit: 15, balance: 0 })
-      expect(await eventCount("calls")).toBeGreaterThanOrEqual(11)
+      expect(await eventCount(orgId, "calls")).toBe(11)
       const events = await server.app.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
         sql<{ n: number; total: number }>`SELECT COUNT(*) AS n, SUM(e.value) AS total FROM usage_events e
           JOIN customers c ON c.organization_id = e.organization_id AND c.id = e.customer_id
-          WHERE c.external_id = 'hot' AND c.email = 'hot@example.com'`))
+          WHERE e.organization_id = ${orgId} AND c.external_id = 'hot'`))
       expect(Number(events[0]!.n)).toBe(11)
       expect(Number(events[0]!.total)).toBe(15_000_000)
     })

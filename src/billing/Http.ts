@@ -2,12 +2,14 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { CurrentOrganization } from "../api/security.ts"
-import { mapDomainErrors, notImplemented } from "../http/toApiError.ts"
+import { mapDomainErrors } from "../http/toApiError.ts"
+import { InvoicePayments } from "./InvoicePayments.ts"
 import { Invoices, toWireInvoice } from "./Invoices.ts"
 
 export const BillingHttp = HttpApiBuilder.group(BillingApi, "billing", (handlers) =>
   Effect.gen(function*() {
     const invoices = yield* Invoices
+    const invoicePayments = yield* InvoicePayments
     return handlers
       .handle("generateInvoice", ({ payload }) =>
         Effect.flatMap(CurrentOrganization, (org) => invoices.generate(org.id, payload.customer)).pipe(
@@ -28,5 +30,22 @@ export const BillingHttp = HttpApiBuilder.group(BillingApi, "billing", (handlers
           mapDomainErrors
         ))
       // Payment collection is built separately (it uses `Invoices.get` / `markPaid`).
-      .handle("payInvoice", () => notImplemented("Invoice payment"))
+      .handle("payInvoice", ({ path, payload }) =>
+        Effect.flatMap(CurrentOrganization, (org) => invoicePayments.pay(org.id, path.id, payload.callbackUrl ?? null)).pipe(
+          Effect.map((outcome) => ({
+            success: true,
+            paid: outcome.paid,
+            checkoutUrl: outcome.checkoutUrl,
+            invoice: {
+              id: outcome.invoice.id,
+              number: outcome.invoice.number,
+              currency: outcome.invoice.currency,
+              status: outcome.invoice.status,
+              total: Number(outcome.invoice.total)
+            },
+            code: outcome.code,
+            message: outcome.message
+          })),
+          mapDomainErrors
+        ))
   }))

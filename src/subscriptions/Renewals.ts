@@ -34,6 +34,7 @@ export interface RenewalsShape {
 export class Renewals extends Context.Tag("Renewals")<Renewals, RenewalsShape>() {}
 
 const BATCH = 25
+const MAX_BATCHES = 400
 
 export const RenewalsLive = Layer.effect(
   Renewals,
@@ -122,8 +123,8 @@ export const RenewalsLive = Layer.effect(
       Effect.map(invoices.list(org, undefined).pipe(Effect.orDie), (list) =>
         list.find((i) => i.subscriptionId === subscriptionId && i.status === "open"))
 
-    const runDue = Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
+    /** One claimed batch, settled; `null` when nothing was due. */
+    const runBatch = (now: number) => Effect.gen(function*() {
       const work = yield* sql.withTransaction(Effect.gen(function*() {
         const claimed = yield* claim(now)
         const out: Array<{ org: string; id: string; kind: string; invoiceId?: string }> = []
@@ -149,7 +150,22 @@ export const RenewalsLive = Layer.effect(
           else pastDue++
         }
       }
-      return { renewed, pastDue, canceled }
+      return work.length === 0 ? null : { renewed, pastDue, canceled }
+    })
+
+    // Drains what is due now, batch by batch: every settled item leaves the due set (its period moved on, it
+    // was canceled, or its retry was pushed a day out), so this ends.
+    const runDue = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const total = { renewed: 0, pastDue: 0, canceled: 0 }
+      for (let batch = 0; batch < MAX_BATCHES; batch++) {
+        const report = yield* runBatch(now)
+        if (report === null) break
+        total.renewed += report.renewed
+        total.pastDue += report.pastDue
+        total.canceled += report.canceled
+      }
+      return total
     })
 
     return { runDue }

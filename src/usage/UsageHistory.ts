@@ -5,8 +5,8 @@ import type { Feature } from "../catalog/model.ts"
 import { Customers } from "../customers/Customers.ts"
 import { type Conflict, InvalidInput, NotFound } from "../domain/errors.ts"
 import { microToNumber } from "../domain/quantity.ts"
-import { type Bucket, bucketIndexOf, planBuckets } from "./buckets.ts"
-import { type RollupRow, UsageRepo } from "./UsageRepo.ts"
+import { type Bucket, planBuckets } from "./buckets.ts"
+import { type BucketSum, UsageRepo } from "./UsageRepo.ts"
 
 export interface UsageHistoryShape {
   /** Spec 4.12 / decisions.md §9: the customer's usage in calendar buckets of the requested zone, from the rollups. */
@@ -27,9 +27,9 @@ interface Accumulator {
 
 const emptyAccumulator = (buckets: number): Accumulator => ({ values: new Array<bigint>(buckets).fill(0n), records: 0 })
 
-const add = (acc: Accumulator, index: number, row: RollupRow) => {
-  acc.values[index] = acc.values[index]! + row.value
-  acc.records += row.records
+const add = (acc: Accumulator, sum: BucketSum) => {
+  acc.values[sum.bucket] = acc.values[sum.bucket]! + sum.value
+  acc.records += sum.records
 }
 
 const SAFE = BigInt(Number.MAX_SAFE_INTEGER)
@@ -85,24 +85,21 @@ export const UsageHistoryLive = Layer.effect(
           }
         }
         const featureIds = filtered !== undefined ? [filtered.id] : [...snapshot.featuresById.keys()]
-        const rows = yield* repo.rollups(organizationId, customer.id, featureIds, plan.startMs, plan.endMs)
+        const sums = yield* repo.sumByBucket(organizationId, customer.id, featureIds, plan.buckets)
 
-        // Each 15-minute rollup falls in exactly one local bucket: the one holding its start instant (every local
-        // boundary of every zone is on a 15-minute UTC boundary, so no rollup straddles two buckets).
         const buckets = plan.buckets
         const total = emptyAccumulator(buckets.length)
         const byFeature = new Map<string, Accumulator>()
-        for (const row of rows) {
-          const index = bucketIndexOf(buckets, row.bucketStart)
-          if (index < 0) continue
-          add(total, index, row)
+        for (const sum of sums) {
+          if (sum.bucket < 0 || sum.bucket >= buckets.length) continue // not reachable: the repository scopes the range
+          add(total, sum)
           if (groupBy === "feature") {
-            let acc = byFeature.get(row.featureId)
+            let acc = byFeature.get(sum.featureId)
             if (acc === undefined) {
               acc = emptyAccumulator(buckets.length)
-              byFeature.set(row.featureId, acc)
+              byFeature.set(sum.featureId, acc)
             }
-            add(acc, index, row)
+            add(acc, sum)
           }
         }
 

@@ -265,7 +265,10 @@ export const planBuckets = (query: BucketQuery): PlanResult => {
 }
 
 /** The index of the bucket holding an instant, or -1 outside the range (binary search over the sorted buckets). */
-export const bucketIndexOf = (buckets: ReadonlyArray<Bucket>, instant: number): number => {
+export const bucketIndexOf = (
+  buckets: ReadonlyArray<{ readonly startMs: number; readonly endMs: number }>,
+  instant: number
+): number => {
   let lo = 0
   let hi = buckets.length - 1
   while (lo <= hi) {
