@@ -70,8 +70,8 @@ for (const database of databases()) {
     afterAll(() => server.close())
 
     /** A fresh organization with the catalog and customer `cust` (created before every event placed). */
-    const setup = async () => {
-      clock.set(utc("2025-06-01T00:00:00Z"))
+    const setup = async (createdAt = utc("2025-06-01T00:00:00Z")) => {
+      clock.set(createdAt)
       const org = await server.createOrg()
       await syncCatalog(server, org.apiKey, catalog)
       const created = await post(server, org.apiKey, "/v1/customers", { id: "cust", email: "cust@example.com" })
@@ -230,6 +230,19 @@ for (const database of databases()) {
       const months = await history(custom("2026-10-01", "2026-11-30", "month", "Europe/London"))
       expect(months.series).toEqual([{ bucket: "2026-10-01", value: 127 }, { bucket: "2026-11-01", value: 128 }])
       expect(months.totals).toEqual({ usage: 255, records: 8 })
+    })
+
+    test("a day the zone skipped is an empty bucket (Kiritimati went from −10 to +14 over 1994-12-31)", async () => {
+      const { trackAt, history } = await setup(utc("1994-12-01T00:00:00Z"))
+      await trackAt(utc("1994-12-31T09:59:59Z"), 1) // 1994-12-30 23:59:59 at −10
+      await trackAt(utc("1994-12-31T10:00:00Z"), 2) // 1995-01-01 00:00:00 at +14
+      const days = await history(custom("1994-12-30", "1995-01-01", "day", "Pacific/Kiritimati"))
+      expect(days.series).toEqual([
+        { bucket: "1994-12-30", value: 1 },
+        { bucket: "1994-12-31", value: 0 },
+        { bucket: "1995-01-01", value: 2 }
+      ])
+      expect(days.totals).toEqual({ usage: 3, records: 2 })
     })
 
     test("presets end today in the zone, today included; defaults are 30d, day, total, UTC", async () => {
