@@ -9,5 +9,7 @@ const stale = !existsSync("node_modules/.bin/bun") || !existsSync(marker) ||
   statSync("package-lock.json").mtimeMs > statSync(marker).mtimeMs
 if (stale) {
   // stdout stays clean for `npm run --silent cli -- ... --json`
-  execSync("npm ci --no-audit --no-fund --loglevel=error", { stdio: ["ignore", 2, 2] })
+  // `npm install` honours the lockfile; `npm ci` refuses this one (npm 11 omits the other platforms' optional
+  // msgpackr-extract binaries from it and then calls it out of sync).
+  execSync("npm install --no-audit --no-fund --loglevel=error", { stdio: ["ignore", 2, 2] })
 }
