@@ -3,7 +3,7 @@ FROM node:20-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
 # Bun is a pinned npm dependency; dev tools (TypeScript, types) stay out of the image.
-RUN npm ci --omit=dev --no-audit --no-fund --loglevel=error
+RUN npm install --omit=dev --no-audit --no-fund --loglevel=error
 
 FROM node:20-bookworm-slim
 WORKDIR /app
