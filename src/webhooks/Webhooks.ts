@@ -97,7 +97,7 @@ export const WebhooksLive = Layer.effect(
           : event
 
         // The dedupe record and the effects commit together: a replay finds the record and does nothing.
-        return yield* sql.withTransaction(Effect.gen(function*() {
+        const result = yield* sql.withTransaction(Effect.gen(function*() {
           const fresh = yield* sql`INSERT INTO webhook_events (organization_id, provider, event_key, event_type, received_at)
               VALUES (${org}, ${provider}, ${event.eventKey}, ${event._tag === "Ignored" ? event.type : event._tag}, ${now})
               ON CONFLICT DO NOTHING RETURNING event_key`
@@ -105,6 +105,16 @@ export const WebhooksLive = Layer.effect(
           const applied = yield* payments.applyEvent(org, provider as ProviderName, enriched)
           return ack(!applied)
         })).pipe(Effect.orDie)
+        // Paystack saves a card through a small real charge: give it back once the card is saved.
+        if (
+          !result.skipped && enriched._tag === "PaymentSucceeded" && enriched.metadata.purpose === "setup" &&
+          enriched.amount > 0
+        ) {
+          yield* adapter.refund(resolved.account, enriched.reference, null).pipe(
+            Effect.catchAll((e) => Effect.logWarning("setup charge refund failed", { provider, reason: e.reason }))
+          )
+        }
+        return result
       })
 
     return { receive }

@@ -81,6 +81,35 @@ describe("Paystack end to end", () => {
   })
 })
 
+describe("Paystack card setup", () => {
+  test("a setup is a small card charge: the authorization is saved and the charge refunded", async () => {
+    const server = await startServer({ dataDir: ":memory:" })
+    const paystack = startFakePaystack({ secretKey: "sk_test_paystack_setup" })
+    try {
+      const org = await server.createOrg()
+      await server.run(Effect.flatMap(ProviderAccounts, (a) =>
+        a.set(org.id, "paystack", { secretKey: paystack.secretKey, webhookSecret: null, baseUrl: paystack.baseUrl })))
+      await post(server, org.apiKey, "/v1/customers", { id: "cara", email: "cara@example.com" })
+      const setup = await post(server, org.apiKey, "/v1/wallet/setup", { customer: "cara", provider: "paystack" })
+      expect(setup.body.url).toStartWith(paystack.baseUrl)
+      const transaction = paystack.transactions.get(setup.body.reference)!
+      expect(transaction).toMatchObject({ amount: 5000, currency: "NGN", channels: ["card"] })
+      const hook = paystack.complete(setup.body.reference)
+      const ack = await server.fetch(`/webhooks/${org.slug}/paystack`, { method: "POST", body: hook.body, headers: hook.headers })
+      expect(await ack.json()).toMatchObject({ received: true, skipped: false })
+      expect(paystack.refunds.map((r) => r.transactionReference)).toEqual([setup.body.reference])
+      const wallet = await (await server.fetch("/v1/wallet?customer=cara", { apiKey: org.apiKey })).json() as any
+      expect(wallet.paymentMethods).toMatchObject([{ provider: "paystack", isDefault: true }])
+      // Removing it deactivates the authorization at Paystack.
+      await post(server, org.apiKey, "/v1/wallet/remove", { customer: "cara", id: wallet.paymentMethods[0].id })
+      expect(paystack.requests.some((r) => r.path === "/customer/authorization/deactivate")).toBe(true)
+    } finally {
+      await paystack.stop()
+      await server.close()
+    }
+  })
+})
+
 describe("Stripe end to end", () => {
   let server: TestServer
   let stripe: FakeStripe
