@@ -347,5 +347,18 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
       received_at BIGINT NOT NULL,
       PRIMARY KEY (organization_id, provider, event_key)
     )`
-  )
+  ),
+  // History reads one customer's rollups by time: a covering index answers them without visiting the heap
+  // (PostgreSQL's INCLUDE; on SQLite the same columns as index keys).
+  "0005_usage_rollups_by_customer": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql.onDialectOrElse({
+      pg: () =>
+        sql.unsafe(`CREATE INDEX usage_rollups_customer_time ON usage_rollups
+          (organization_id, customer_id, bucket_start) INCLUDE (feature_id, value, records)`),
+      orElse: () =>
+        sql.unsafe(`CREATE INDEX usage_rollups_customer_time ON usage_rollups
+          (organization_id, customer_id, bucket_start, feature_id, value, records)`)
+    })
+  })
 }
