@@ -18,6 +18,7 @@
  */
 import { Effect } from "effect"
 import Stripe from "stripe"
+import { parseStripeEvent } from "./events.ts"
 import type {
   ChargeRequest,
   ChargeResult,
@@ -27,7 +28,6 @@ import type {
   PaymentAdapter,
   PaymentMetadata,
   ProviderAccount,
-  ProviderEvent,
   SavedMethod
 } from "../PaymentProvider.ts"
 import { ProviderError } from "../PaymentProvider.ts"
@@ -468,176 +468,4 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
 // Webhook events (pure: no network, no account)
 // ---------------------------------------------------------------------------------------------------------------
 
-type Json = Record<string, unknown>
-
-const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
-const str = (value: unknown): string | null => (typeof value === "string" && value.length > 0 ? value : null)
-const num = (value: unknown): number | null => (typeof value === "number" && Number.isFinite(value) ? value : null)
-
-class Malformed extends Error {}
-
-const metadataOf = (value: unknown): Metadata => {
-  if (value == null) return {}
-  if (!isObject(value)) throw new Malformed("metadata is not an object")
-  const out: Metadata = {}
-  for (const [k, v] of Object.entries(value)) if (typeof v === "string") out[k] = v
-  return out
-}
-
-const requireNumber = (value: unknown, field: string): number => {
-  const n = num(value)
-  if (n === null) throw new Malformed(`${field} is missing`)
-  return n
-}
-
-const requireString = (value: unknown, field: string): string => {
-  const s = str(value)
-  if (s === null) throw new Malformed(`${field} is missing`)
-  return s
-}
-
-/** A MethodDetails from an event's (expanded) PaymentMethod object, or from a bare `pm_…` id and a customer. */
-const methodFromEvent = (
-  pm: unknown,
-  customer: string | null,
-  email: string | null
-): MethodDetails | null => {
-  if (typeof pm === "string") {
-    if (customer === null) return null
-    return {
-      token: pm,
-      providerCustomerId: customer,
-      email,
-      type: "card",
-      brand: null,
-      last4: null,
-      expMonth: null,
-      expYear: null,
-      reusable: true,
-      fingerprint: null
-    }
-  }
-  if (!isObject(pm)) return null
-  const id = str(pm["id"])
-  const owner = (isObject(pm["customer"]) ? str(pm["customer"]["id"]) : str(pm["customer"])) ?? customer
-  if (id === null || owner === null) return null
-  const card = isObject(pm["card"]) ? pm["card"] : {}
-  const billing = isObject(pm["billing_details"]) ? pm["billing_details"] : {}
-  return {
-    token: id,
-    providerCustomerId: owner,
-    email: str(billing["email"]) ?? email,
-    type: str(pm["type"]) ?? "card",
-    brand: str(card["brand"]),
-    last4: str(card["last4"]),
-    expMonth: num(card["exp_month"]),
-    expYear: num(card["exp_year"]),
-    reusable: true,
-    fingerprint: str(card["fingerprint"])
-  }
-}
-
-const customerId = (value: unknown): string | null => (isObject(value) ? str(value["id"]) : str(value))
-
-const fromCheckoutSession = (eventKey: string, type: string, session: Json): ProviderEvent => {
-  const metadata = metadataOf(session["metadata"])
-  const reference = str(session["client_reference_id"]) ?? str(metadata["reference"])
-  if (reference === null) return { _tag: "Ignored", eventKey, type }
-  const customer = customerId(session["customer"])
-  const details = isObject(session["customer_details"]) ? session["customer_details"] : {}
-  const email = str(details["email"]) ?? str(session["customer_email"])
-  const mode = requireString(session["mode"], "data.object.mode")
-  if (type === "checkout.session.async_payment_failed") {
-    return { _tag: "PaymentFailed", eventKey, reference, message: "The payment failed", metadata }
-  }
-  if (mode === "setup") {
-    // Stripe sends `setup_intent` as an id: the method then comes with `setup_intent.succeeded`, which we handle.
-    const si = session["setup_intent"]
-    if (!isObject(si) || str(si["status"]) !== "succeeded") return { _tag: "Ignored", eventKey, type }
-    const method = methodFromEvent(si["payment_method"], customerId(si["customer"]) ?? customer, email)
-    if (method === null) return { _tag: "Ignored", eventKey, type }
-    return { _tag: "SetupSucceeded", eventKey, reference, metadata, method }
-  }
-  if (mode !== "payment") return { _tag: "Ignored", eventKey, type }
-  // `unpaid` on completion: an asynchronous method, settled later by `checkout.session.async_payment_*`.
-  if (str(session["payment_status"]) !== "paid") return { _tag: "Ignored", eventKey, type }
-  const pi = session["payment_intent"]
-  const method = isObject(pi) ? methodFromEvent(pi["payment_method"], customerId(pi["customer"]) ?? customer, email) : null
-  return {
-    _tag: "PaymentSucceeded",
-    eventKey,
-    reference,
-    amount: requireNumber(session["amount_total"], "data.object.amount_total"),
-    currency: requireString(session["currency"], "data.object.currency").toUpperCase(),
-    metadata,
-    method
-  }
-}
-
-const fromPaymentIntent = (eventKey: string, type: string, pi: Json): ProviderEvent => {
-  const metadata = metadataOf(pi["metadata"])
-  const reference = str(metadata["reference"])
-  if (reference === null) return { _tag: "Ignored", eventKey, type }
-  if (type === "payment_intent.payment_failed") {
-    const error = isObject(pi["last_payment_error"]) ? pi["last_payment_error"] : {}
-    return { _tag: "PaymentFailed", eventKey, reference, message: str(error["message"]) ?? "The payment failed", metadata }
-  }
-  const pm = pi["payment_method"]
-  return {
-    _tag: "PaymentSucceeded",
-    eventKey,
-    reference,
-    amount: num(pi["amount_received"]) ?? requireNumber(pi["amount"], "data.object.amount"),
-    currency: requireString(pi["currency"], "data.object.currency").toUpperCase(),
-    metadata,
-    // A bare `pm_…` id in an event is not enough to call the method saved: only an expanded one is reported.
-    method: isObject(pm) ? methodFromEvent(pm, customerId(pi["customer"]), str(pi["receipt_email"])) : null
-  }
-}
-
-const fromSetupIntent = (eventKey: string, type: string, si: Json): ProviderEvent => {
-  const metadata = metadataOf(si["metadata"])
-  const reference = str(metadata["reference"])
-  if (reference === null) return { _tag: "Ignored", eventKey, type }
-  const method = methodFromEvent(si["payment_method"], customerId(si["customer"]), null)
-  if (method === null) throw new Malformed("data.object.payment_method or customer is missing")
-  return { _tag: "SetupSucceeded", eventKey, reference, metadata, method }
-}
-
-/**
- * `checkout.session.completed` (paid payment mode → PaymentSucceeded; setup mode → SetupSucceeded when the event
- * carries an expanded, succeeded SetupIntent, else Ignored), `checkout.session.async_payment_succeeded|failed`,
- * `payment_intent.succeeded` → PaymentSucceeded, `payment_intent.payment_failed` → PaymentFailed,
- * `setup_intent.succeeded` → SetupSucceeded; other types, and objects without our reference → Ignored.
- * Note: a paid checkout yields both `checkout.session.completed` and `payment_intent.succeeded` for one reference.
- */
-export const parseStripeEvent = (rawBody: Uint8Array): Effect.Effect<ProviderEvent, ProviderError> =>
-  Effect.try({
-    try: (): ProviderEvent => {
-      const event: unknown = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(rawBody))
-      if (!isObject(event)) throw new Malformed("the event is not an object")
-      const eventKey = requireString(event["id"], "id")
-      const type = requireString(event["type"], "type")
-      const data = event["data"]
-      if (!isObject(data) || !isObject(data["object"])) throw new Malformed("data.object is missing")
-      const object = data["object"]
-      switch (type) {
-        case "checkout.session.completed":
-        case "checkout.session.async_payment_succeeded":
-        case "checkout.session.async_payment_failed":
-          return fromCheckoutSession(eventKey, type, object)
-        case "payment_intent.succeeded":
-        case "payment_intent.payment_failed":
-          return fromPaymentIntent(eventKey, type, object)
-        case "setup_intent.succeeded":
-          return fromSetupIntent(eventKey, type, object)
-        default:
-          return { _tag: "Ignored", eventKey, type }
-      }
-    },
-    catch: (error) =>
-      new ProviderError({
-        reason: "rejected",
-        message: `Malformed Stripe event: ${error instanceof Malformed ? error.message : "not valid JSON"}`
-      })
-  })
+export { parseStripeEvent } from "./events.ts"
