@@ -1,23 +1,38 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Cause, Effect, Option } from "effect"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Cause, Clock, Data, Effect, Exit, FiberId, Option } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { type ApiError, errorBody, type Issue } from "../api/errors.ts"
+import { AppConfig } from "../platform/config.ts"
 import { readableIssues } from "./issues.ts"
+import { makeRateLimiter } from "./rateLimit.ts"
 import { RequestId } from "./RequestId.ts"
 
-const respond = (tag: ApiError["_tag"], status: number, code: string, message: string, details?: ReadonlyArray<Issue>) =>
-  HttpServerResponse.unsafeJson(errorBody(tag, code, message, details), { status })
+/** JSON bodies nested deeper than this are refused before anything parses them (decisions.md, Hardening). */
+export const MAX_JSON_DEPTH = 64
+
+const respond = (
+  tag: ApiError["_tag"],
+  status: number,
+  code: string,
+  message: string,
+  details?: ReadonlyArray<Issue>,
+  headers?: Record<string, string>
+) => HttpServerResponse.unsafeJson(errorBody(tag, code, message, details), { status, ...(headers ? { headers } : {}) })
 
 const isTagged = (u: unknown, tag: string): boolean =>
   typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === tag
 
-/** Connection-level failures of either database: the request changed nothing, so 503, not 500. */
-const isDatabaseUnavailable = (defect: unknown): boolean => {
+/**
+ * Connection-level failures of either database: the request changed nothing (its transaction, if any, never
+ * committed), so 503, not 500. PostgreSQL: refused/reset/timed-out connections, the pool's acquire timeout,
+ * server shutdown (57P01–57P03), connection exceptions (08xxx), too many connections (53300).
+ */
+export const isDatabaseUnavailable = (defect: unknown): boolean => {
   if (!isTagged(defect, "SqlError")) return false
   const text = String((defect as { cause?: { code?: unknown; message?: unknown } }).cause?.code ?? "") + " " +
     String((defect as { cause?: { message?: unknown } }).cause?.message ?? "") + " " +
     String((defect as { message?: unknown }).message ?? "")
-  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|57P0[123]|08\d\d\d|Connection terminated|timeout exceeded|connect|SQLITE_BUSY|database is locked/i
+  return /ECONNREFUSED|ECONNRESET|ECONNABORTED|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|57P0[123]|08\d\d\d|53300|Connection terminated|timeout exceeded|connect|SQLITE_BUSY|database is locked/i
     .test(text)
 }
 
@@ -28,47 +43,196 @@ const describeDefect = (defect: unknown) => {
   return { defect: tag, code: cause && typeof cause === "object" && "code" in cause ? String(cause.code) : undefined }
 }
 
+const hexAt = (text: string, at: number) => {
+  const digits = text.slice(at, at + 4)
+  return /^[0-9a-fA-F]{4}$/.test(digits) ? parseInt(digits, 16) : -1
+}
+
 /**
- * Every failure leaves as the spec's error body. Typed endpoint errors pass through to HttpApi's own
- * encoder; what HttpApi would otherwise render its own way (validation, unknown routes, malformed JSON,
- * defects) is rendered here.
+ * What makes a JSON body unacceptable before it is parsed, in one linear pass (no allocation but for `\u`
+ * escapes): nesting deeper than `maxDepth` (decoding and error messages recurse on it), a U+0000 in a string
+ * (PostgreSQL cannot store it, so both databases refuse it), or an unpaired surrogate escape (not Unicode, so not
+ * storable as UTF-8). Undefined when none; malformed JSON is left to the parser.
  */
-export const ErrorMiddlewareLive = HttpApiBuilder.middleware(BillingApi, (app) =>
-  (app as Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, any>).pipe(
-    Effect.catchAllCause((cause) => {
-      const failure = Cause.failureOption(cause)
-      if (Option.isSome(failure)) {
-        const error = failure.value
-        if (isTagged(error, "HttpApiDecodeError")) {
-          const issues = readableIssues((error as { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }).issues)
-          const message = issues.length === 0
-            ? "The request is invalid"
-            : `The request is invalid: ${issues.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; ")}`
-          return Effect.succeed(respond("BadRequest", 400, "invalid_request", message, issues))
+export const jsonTextProblem = (text: string, maxDepth: number): string | undefined => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 34) {
+        inString = false
+      } else if (c === 92) {
+        if (text.charCodeAt(i + 1) !== 117) {
+          i++ // \" \\ \n ...
+          continue
         }
-        if (isTagged(error, "RouteNotFound")) {
-          return Effect.succeed(respond("NotFound", 404, "not_found", "No such route"))
+        const code = hexAt(text, i + 2)
+        if (code === 0) return "A string in the request body contains U+0000"
+        if (code >= 0xdc00 && code <= 0xdfff) return "A string in the request body contains an unpaired surrogate"
+        if (code >= 0xd800 && code <= 0xdbff) {
+          const low = text.charCodeAt(i + 6) === 92 && text.charCodeAt(i + 7) === 117 ? hexAt(text, i + 8) : -1
+          if (!(low >= 0xdc00 && low <= 0xdfff)) return "A string in the request body contains an unpaired surrogate"
+          i += 11
+        } else {
+          i += 5
         }
-        return Effect.failCause(cause)
       }
-      const defect = Cause.dieOption(cause)
-      if (Option.isSome(defect)) {
-        const value = defect.value
-        if (isTagged(value, "RequestError") && (value as { reason?: string }).reason === "Decode") {
-          return Effect.succeed(respond("BadRequest", 400, "invalid_request", "The request body is not valid JSON"))
+    } else if (c === 34) {
+      inString = true
+    } else if (c === 123 || c === 91) {
+      if (++depth > maxDepth) return `The request body is nested more than ${maxDepth} levels deep`
+    } else if (c === 125 || c === 93) {
+      depth--
+    }
+  }
+  return undefined
+}
+
+class RequestTimedOut extends Data.TaggedError("RequestTimedOut")<{ readonly afterMs: number }> {}
+
+/**
+ * The API-wide middleware, around routing, authentication and every handler:
+ * - per-key rate limiting (`RATE_LIMIT_RPS`, `RATE_LIMIT_BURST`): 429 `rate_limited` with `Retry-After`;
+ * - JSON bodies nested deeper than {@link MAX_JSON_DEPTH}, or with U+0000 or unpaired surrogates in strings: 400;
+ * - the request timeout (`REQUEST_TIMEOUT_MS`): the handler is interrupted (an open transaction rolls back, a
+ *   running PostgreSQL statement is cancelled) and the answer is 503 `unavailable`;
+ * - every failure leaves as the spec's error body. Typed endpoint errors pass through to HttpApi's own
+ *   encoder; what HttpApi would otherwise render its own way (validation, unknown routes, malformed JSON,
+ *   defects) is rendered here.
+ */
+export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
+  BillingApi,
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const limiter = config.rateLimitRps > 0
+      ? makeRateLimiter({ rps: config.rateLimitRps, burst: config.rateLimitBurst })
+      : undefined
+    const timeoutMs = config.requestTimeoutMs
+
+    const guarded = (app: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, any>) =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        if (limiter !== undefined) {
+          const key = request.headers.authorization
+          if (key !== undefined && key !== "") {
+            const wait = limiter.take(key, yield* Clock.currentTimeMillis)
+            if (wait > 0) {
+              const seconds = Math.ceil(wait / 1000)
+              return respond(
+                "TooManyRequests",
+                429,
+                "rate_limited",
+                `Too many requests for this API key: retry after ${seconds} second${seconds === 1 ? "" : "s"}`,
+                undefined,
+                { "retry-after": String(seconds) }
+              )
+            }
+          }
         }
-        if (isDatabaseUnavailable(value)) {
-          return Effect.logWarning("database unavailable", describeDefect(value)).pipe(
-            Effect.as(respond("Unavailable", 503, "unavailable", "The service is temporarily unavailable; nothing was changed"))
+        if (request.method === "POST" && request.url.startsWith("/v1/")) {
+          // The text is cached: the payload decoder parses this same string, it is not read twice.
+          const text = yield* Effect.orDie(request.text)
+          const problem = jsonTextProblem(text, MAX_JSON_DEPTH)
+          if (problem !== undefined) return respond("BadRequest", 400, "invalid_request", problem)
+        }
+        return yield* app
+      })
+
+    /**
+     * The request timeout. The handler runs in its own fiber; at the deadline the answer is the 503 and that fiber is
+     * interrupted: an open transaction rolls back, a running PostgreSQL statement is cancelled, and one still waiting
+     * for a connection (an uninterruptible wait in @effect/sql) is interrupted as soon as it gets one, before its
+     * first statement. The answer does not wait for that, so it leaves at the deadline whatever the handler was
+     * doing. A plain timer and one fork per request: about a third of `Effect.timeout`'s cost.
+     */
+    const timed = (
+      self: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, any>
+    ): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, any> =>
+      // The fiber's own outcome is its Exit value, so a failing handler is never an "unhandled error" of a fiber
+      // (which Effect logs at debug with the full cause: SQL, values, stack).
+      timeoutMs <= 0 ? self : Effect.flatMap(Effect.forkDaemon(Effect.exit(self)), (fiber) =>
+        Effect.async<HttpServerResponse.HttpServerResponse, unknown>((resume) => {
+          let settled = false
+          const timer = setTimeout(() => {
+            if (settled) return
+            settled = true
+            resume(Effect.fail(new RequestTimedOut({ afterMs: timeoutMs })))
+            fiber.unsafeInterruptAsFork(FiberId.none)
+          }, timeoutMs)
+          fiber.addObserver((exit) => {
+            clearTimeout(timer)
+            if (settled) return
+            settled = true
+            resume(Exit.isSuccess(exit) ? exit.value : Exit.failCause(exit.cause))
+          })
+          return Effect.sync(() => {
+            clearTimeout(timer)
+            settled = true
+            fiber.unsafeInterruptAsFork(FiberId.none)
+          })
+        }))
+
+    return (app: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, any>) =>
+      // The limits first, in the request's own fiber: a refused request costs no fork and no timer.
+      guarded(timed(app)).pipe(
+        Effect.catchAllCause((cause) => {
+          const failure = Cause.failureOption(cause)
+          if (Option.isSome(failure)) {
+            const error = failure.value
+            if (isTagged(error, "HttpApiDecodeError")) {
+              const issues = readableIssues(
+                (error as { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }).issues
+              )
+              const message = issues.length === 0
+                ? "The request is invalid"
+                : `The request is invalid: ${
+                  issues.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; ")
+                }`
+              return Effect.succeed(respond("BadRequest", 400, "invalid_request", message, issues))
+            }
+            if (isTagged(error, "RouteNotFound")) {
+              return Effect.succeed(respond("NotFound", 404, "not_found", "No such route"))
+            }
+            if (error instanceof RequestTimedOut) {
+              return Effect.logWarning("request timed out", { afterMs: error.afterMs }).pipe(
+                Effect.as(respond(
+                  "Unavailable",
+                  503,
+                  "unavailable",
+                  "The request did not finish in time and was stopped; nothing was changed"
+                ))
+              )
+            }
+            return Effect.failCause(cause)
+          }
+          const defect = Cause.dieOption(cause)
+          if (Option.isSome(defect)) {
+            const value = defect.value
+            if (isTagged(value, "RequestError") && (value as { reason?: string }).reason === "Decode") {
+              return Effect.succeed(respond("BadRequest", 400, "invalid_request", "The request body is not valid JSON"))
+            }
+            if (isDatabaseUnavailable(value)) {
+              return Effect.logWarning("database unavailable", describeDefect(value)).pipe(
+                Effect.as(respond(
+                  "Unavailable",
+                  503,
+                  "unavailable",
+                  "The service is temporarily unavailable; nothing was changed"
+                ))
+              )
+            }
+            return Effect.logError("unexpected failure", describeDefect(value)).pipe(
+              Effect.as(respond("InternalError", 500, "internal_error", "An unexpected error occurred"))
+            )
+          }
+          return Effect.failCause(cause)
+        }),
+        (self) =>
+          Effect.flatMap(
+            Effect.serviceOption(RequestId),
+            (id) => Option.isSome(id) ? Effect.annotateLogs(self, "requestId", id.value) : self
           )
-        }
-        return Effect.logError("unexpected failure", describeDefect(value)).pipe(
-          Effect.as(respond("InternalError", 500, "internal_error", "An unexpected error occurred"))
-        )
-      }
-      return Effect.failCause(cause)
-    }),
-    (self) =>
-      Effect.flatMap(Effect.serviceOption(RequestId), (id) =>
-        Option.isSome(id) ? Effect.annotateLogs(self, "requestId", id.value) : self)
-  ) as never)
+      ) as never
+  })
+)

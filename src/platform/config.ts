@@ -10,7 +10,12 @@ export interface AppConfigShape {
   readonly appEnv: AppEnv
   readonly logLevel: string
   readonly encryptionKey: Option.Option<Redacted.Redacted>
+  /** Requests per second per API key (token bucket, per process); 0 = no limit. */
   readonly rateLimitRps: number
+  /** Bucket size: how many requests a key may make at once after a pause; 0 = 2 × rateLimitRps. */
+  readonly rateLimitBurst: number
+  /** A request still running after this long is stopped and answered 503 `unavailable`; 0 = no limit. */
+  readonly requestTimeoutMs: number
   readonly otlpEndpoint: Option.Option<string>
   /** Public address of this service, used in hosted-page links. */
   readonly publicUrl: string
@@ -36,7 +41,18 @@ const appConfig = Config.all({
   appEnv: Config.literal("sandbox", "live")("APP_ENV").pipe(Config.withDefault("sandbox" as const)),
   logLevel: Config.string("LOG_LEVEL").pipe(Config.withDefault("info")),
   encryptionKey: Config.option(Config.redacted("ENCRYPTION_KEY")),
-  rateLimitRps: Config.integer("RATE_LIMIT_RPS").pipe(Config.withDefault(0)),
+  rateLimitRps: Config.integer("RATE_LIMIT_RPS").pipe(Config.withDefault(0), Config.validate({
+    message: "RATE_LIMIT_RPS must be 0 (off) or a positive integer",
+    validation: (n) => n >= 0
+  })),
+  rateLimitBurst: Config.integer("RATE_LIMIT_BURST").pipe(Config.withDefault(0), Config.validate({
+    message: "RATE_LIMIT_BURST must be 0 (2 × RATE_LIMIT_RPS) or a positive integer",
+    validation: (n) => n >= 0
+  })),
+  requestTimeoutMs: Config.integer("REQUEST_TIMEOUT_MS").pipe(Config.withDefault(30_000), Config.validate({
+    message: "REQUEST_TIMEOUT_MS must be 0 (off) or a positive number of milliseconds",
+    validation: (n) => n >= 0
+  })),
   otlpEndpoint: Config.option(Config.nonEmptyString("OTEL_EXPORTER_OTLP_ENDPOINT")),
   publicUrl: Config.option(Config.string("PUBLIC_URL")),
   sandboxAccounts: Config.all({
@@ -67,6 +83,8 @@ export const makeTestConfig = (overrides: Partial<AppConfigShape> = {}): AppConf
   logLevel: "none",
   encryptionKey: Option.some(Redacted.make("0".repeat(64))),
   rateLimitRps: 0,
+  rateLimitBurst: 0,
+  requestTimeoutMs: 30_000,
   otlpEndpoint: Option.none(),
   publicUrl: "http://localhost",
   sandboxAccounts: { paystack: Option.none(), stripe: Option.none(), stripeWebhookSecret: Option.none() },
