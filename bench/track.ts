@@ -1,92 +1,553 @@
 /**
- * Drives `POST /v1/track` over HTTP at a fixed concurrency against a running service and prints throughput and
- * latency, then checks that every acknowledged event is in the balances.
+ * check/track at the speed of the database (issue 7): one run measures the database ceiling and the service,
+ * on PostgreSQL and on the embedded SQLite, and checks every balance against the events after every run.
  *
- *   API_KEY=sk_test_... bun bench/track.ts [--url http://localhost:3000] [--concurrency 32] [--seconds 10] [--customers 100]
+ *   node_modules/.bin/bun bench/track.ts [--db pg,sqlite] [--seconds 10] [--ceiling-seconds 5] [--customers 10000]
+ *     [--connections 8,32,64] [--rss-seconds 60] [--pg postgres://postgres@127.0.0.1:5432] [--keep]
  *
- * It syncs a small bench catalog into the key's organization (an unlimited `bench-calls` feature on an
- * auto-enabled plan) and creates the customers it needs; run it against a sandbox organization.
+ * It starts and stops everything it needs:
+ * - a scratch PostgreSQL database `billing_bench_track` (dropped and re-created; dropped again at the end unless
+ *   `--keep`) and/or a temporary SQLite data directory;
+ * - the service as a subprocess (`bun src/main.ts`, logging at info to /dev/null, as production would log), with an
+ *   organization created by the CLI, a catalog (a metered feature with a limit on an auto-enabled plan), and
+ *   `--customers` customers plus one hot customer, each created by its first track (`customerData`), which also
+ *   creates its balance. Environment variables of the bench pass through to the service.
+ *
+ * Then, per database:
+ * 1. (PostgreSQL) the ceiling: `bench/ceiling.ts` replays the service's statements for an allowed track with a raw
+ *    driver loop (`Bun.sql`), over all balances and over the hot one, at each connection count;
+ * 2. the service over HTTP: `POST /v1/track` and `POST /v1/check` with `sendEvent: true`, over all balances (a random
+ *    customer per request) and over the hot balance, at each connection count (closed loop);
+ * 3. the service at half of its peak track rate (open loop, latency from the scheduled start): p99 there;
+ * 4. a `--rss-seconds` run at peak, then the service's resident memory (VmRSS, and VmHWM = the peak) from /proc.
+ * After every run: every customer's balance equals the sum of its events, its event count grew by exactly the
+ * acknowledged (200, allowed) answers, and the usage rollups add up to the events. Any mismatch or error exits 1.
+ *
+ * Columns: req/s; p50/p99 latency; errors (non-200 or not allowed); ratio = req/s over the peak ceiling of the
+ * same balances (PostgreSQL; the highest rate either ceiling script reached at any connection count); cpu = the service's CPU time per request (all its processes); idle = the machine's
+ * idle CPU during the run (2 cores shared by the bench client, the service and the database).
  */
+import { Database } from "bun:sqlite"
+import { SQL } from "bun"
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { parseArgs } from "node:util"
+import { type CeilingContext, ceilingScripts } from "./ceiling.ts"
 
-const { values } = parseArgs({
+const { values: args } = parseArgs({
   options: {
-    url: { type: "string", default: process.env.BASE_URL ?? "http://localhost:3000" },
-    concurrency: { type: "string", default: "32" },
+    db: { type: "string", default: "pg,sqlite" },
     seconds: { type: "string", default: "10" },
-    customers: { type: "string", default: "100" }
+    "ceiling-seconds": { type: "string", default: "5" },
+    customers: { type: "string", default: "10000" },
+    connections: { type: "string", default: "8,32,64" },
+    "rss-seconds": { type: "string", default: "60" },
+    routes: { type: "string", default: "track,check" },
+    pg: { type: "string", default: process.env.BENCH_PG ?? "postgres://postgres@127.0.0.1:5432" },
+    keep: { type: "boolean", default: false }
   }
 })
-const apiKey = process.env.API_KEY
-if (!apiKey) {
-  console.error("Set API_KEY to a key of the organization to load (e.g. the demo key printed at start-up).")
-  process.exit(2)
-}
-const baseUrl = values.url!
-const concurrency = Number(values.concurrency)
-const seconds = Number(values.seconds)
-const customerCount = Number(values.customers)
-const headers = { authorization: `Bearer ${apiKey}`, "content-type": "application/json" }
 
-const call = async (path: string, body: unknown) => {
-  const response = await fetch(baseUrl + path, { method: "POST", headers, body: JSON.stringify(body) })
+const ROOT = join(import.meta.dir, "..")
+const BUN = process.execPath
+const SECONDS = Number(args.seconds)
+const CEILING_SECONDS = Number(args["ceiling-seconds"])
+const CUSTOMERS = Number(args.customers)
+const CONNECTIONS = args.connections!.split(",").map(Number)
+const RSS_SECONDS = Number(args["rss-seconds"])
+const ROUTES = args.routes!.split(",") as Array<Route>
+const SCRATCH_DB = "billing_bench_track"
+const FEATURE = "bench-calls"
+const HOT = "bench-hot"
+const VALUE = 1
+
+type Route = "track" | "check"
+type Scenario = "many" | "hot"
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const percentile = (sorted: ArrayLike<number>, p: number) =>
+  sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
+const customerName = (i: number) => `bench-${i}`
+
+// ---------------------------------------------------------------- machine and process accounting
+
+const TICK_MS = 10 // USER_HZ = 100 on Linux
+const readProc = (path: string) => {
+  try {
+    return readFileSync(path, "utf8")
+  } catch {
+    return ""
+  }
+}
+/** The process and all its descendants. */
+const processTree = (pid: number): Array<number> => {
+  const out = [pid]
+  for (const task of readdirSync(`/proc/${pid}/task`, { withFileTypes: true })) {
+    const children = readProc(`/proc/${pid}/task/${task.name}/children`).trim()
+    if (children !== "") for (const child of children.split(/\s+/)) out.push(...processTree(Number(child)))
+  }
+  return out
+}
+const cpuTicks = (pids: ReadonlyArray<number>) =>
+  pids.reduce((sum, pid) => {
+    const stat = readProc(`/proc/${pid}/stat`)
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return sum + Number(fields[11] ?? 0) + Number(fields[12] ?? 0)
+  }, 0)
+const machineIdle = () => {
+  const cpu = readProc("/proc/stat").split("\n")[0]!.split(/\s+/).slice(1).map(Number)
+  return { idle: cpu[3]! + cpu[4]!, total: cpu.reduce((a, b) => a + b, 0) }
+}
+const memoryOf = (pid: number) => {
+  const status = readProc(`/proc/${pid}/status`)
+  const kb = (field: string) => Number(status.match(new RegExp(`${field}:\\s+(\\d+) kB`))?.[1] ?? 0)
+  return { pid, rssMb: kb("VmRSS") / 1024, hwmMb: kb("VmHWM") / 1024 }
+}
+
+// ---------------------------------------------------------------- the service
+
+interface Service {
+  readonly baseUrl: string
+  readonly apiKey: string
+  readonly pid: number
+  readonly stop: () => Promise<void>
+}
+
+const freePort = () => {
+  const probe = Bun.serve({ port: 0, fetch: () => new Response() })
+  const port = probe.port
+  probe.stop(true)
+  return port
+}
+
+const startService = async (env: Record<string, string>): Promise<Service> => {
+  const created = Bun.spawnSync([BUN, "src/cli.ts", "org", "create", "bench", "--name", "Bench", "--json"], {
+    cwd: ROOT,
+    env: { ...process.env, ...env }
+  })
+  if (created.exitCode !== 0) throw new Error(`org create failed: ${created.stderr.toString()}`)
+  const apiKey = JSON.parse(created.stdout.toString()).apiKey as string
+  const port = freePort()
+  // BENCH_SERVICE_FLAGS: extra flags for the service's bun, e.g. "--cpu-prof-md --cpu-prof-dir=/tmp/prof".
+  const flags = (process.env.BENCH_SERVICE_FLAGS ?? "").split(" ").filter((f) => f !== "")
+  const child = Bun.spawn([BUN, ...flags, "src/main.ts"], {
+    cwd: ROOT,
+    env: { LOG_LEVEL: "info", ...process.env, ...env, PORT: String(port), APP_ENV: "sandbox" },
+    stdout: "ignore",
+    stderr: "inherit"
+  })
+  const baseUrl = `http://127.0.0.1:${port}`
+  for (let i = 0;; i++) {
+    if (child.exitCode !== null) throw new Error(`the service exited with ${child.exitCode}`)
+    const ready = await fetch(`${baseUrl}/ready`).then((r) => r.ok, () => false)
+    if (ready) break
+    if (i > 300) throw new Error("the service did not become ready in 30 s")
+    await sleep(100)
+  }
+  return {
+    baseUrl,
+    apiKey,
+    pid: child.pid,
+    stop: async () => {
+      child.kill("SIGTERM")
+      const timeout = setTimeout(() => child.kill("SIGKILL"), 10_000)
+      await child.exited
+      clearTimeout(timeout)
+    }
+  }
+}
+
+const post = async (service: Service, path: string, body: unknown) => {
+  const response = await fetch(service.baseUrl + path, {
+    method: "POST",
+    headers: { authorization: `Bearer ${service.apiKey}`, "content-type": "application/json" },
+    body: JSON.stringify(body)
+  })
   return { status: response.status, body: await response.json() as any }
 }
 
-const setup = async () => {
-  const sync = await call("/v1/sync", {
-    features: [{ slug: "bench-calls", name: "Bench calls", type: "metered" }],
-    plans: [{ slug: "bench", name: "Bench", autoEnable: true, features: [{ slug: "bench-calls", limit: null, reset: "none" }] }]
+/** The catalog, then every customer (and its balance) through its first track. */
+const setUp = async (service: Service) => {
+  const sync = await post(service, "/v1/sync", {
+    features: [{ slug: FEATURE, name: "Bench calls", type: "metered" }],
+    plans: [{
+      slug: "bench",
+      name: "Bench",
+      autoEnable: true,
+      features: [{ slug: FEATURE, limit: 1_000_000_000, reset: "monthly" }]
+    }]
   })
   if (sync.status !== 200) throw new Error(`sync failed: ${JSON.stringify(sync.body)}`)
-  for (let i = 0; i < customerCount; i++) {
-    const created = await call("/v1/customers", { id: `bench-${i}`, email: `bench-${i}@example.com` })
-    if (created.status !== 200) throw new Error(`customer failed: ${JSON.stringify(created.body)}`)
+  const names = [HOT, ...Array.from({ length: CUSTOMERS }, (_, i) => customerName(i))]
+  let next = 0
+  const started = performance.now()
+  await Promise.all(Array.from({ length: 32 }, async () => {
+    while (next < names.length) {
+      const customer = names[next++]!
+      const r = await post(service, "/v1/track", { customer, feature: FEATURE, value: VALUE, customerData: {} })
+      if (r.status !== 200 || r.body.allowed !== true) throw new Error(`set-up track failed: ${JSON.stringify(r.body)}`)
+    }
+  }))
+  return (performance.now() - started) / 1000
+}
+
+// ---------------------------------------------------------------- exactness
+
+interface Store {
+  readonly rows: (sql: string) => Promise<Array<Record<string, unknown>>>
+  readonly close: () => Promise<void>
+}
+
+const pgStore = (url: string): Store => {
+  const db = new SQL({ url, max: 1 })
+  return { rows: async (text) => [...await db.unsafe(text)], close: () => db.close() }
+}
+const sqliteStore = (file: string): Store => {
+  const db = new Database(file, { readonly: true })
+  return { rows: async (text) => db.query(text).all() as Array<Record<string, unknown>>, close: async () => db.close() }
+}
+
+interface Ids {
+  readonly organizationId: string
+  readonly featureId: string
+  readonly planId: string
+  readonly keyHash: string
+  readonly customers: Map<string, string>
+}
+
+const loadIds = async (store: Store, apiKey: string): Promise<Ids> => {
+  const keyHash = new Bun.CryptoHasher("sha256").update(apiKey).digest("hex")
+  const [key] = await store.rows(`SELECT organization_id FROM api_keys WHERE key_hash = '${keyHash}'`)
+  const org = String(key!.organization_id)
+  const [feature] = await store.rows(`SELECT id FROM features WHERE organization_id = '${org}' AND slug = '${FEATURE}'`)
+  const [plan] = await store.rows(`SELECT id FROM plans WHERE organization_id = '${org}' AND slug = 'bench'`)
+  const customers = await store.rows(`SELECT id, external_id FROM customers WHERE organization_id = '${org}'`)
+  return {
+    organizationId: org,
+    featureId: String(feature!.id),
+    planId: String(plan!.id),
+    keyHash,
+    customers: new Map(customers.map((c) => [String(c.external_id), String(c.id)]))
   }
 }
 
-const usageOf = async (i: number) =>
-  (await call("/v1/check", { customer: `bench-${i}`, feature: "bench-calls", value: 0 })).body.usage as number
+/** Per customer (by external id): its balance and its events; and the rollups' and events' totals. */
+const snapshot = async (store: Store, ids: Ids) => {
+  const org = ids.organizationId
+  const f = ids.featureId
+  const rows = await store.rows(`
+    SELECT c.external_id AS ext, COALESCE(b.used, 0) AS used, COALESCE(e.n, 0) AS n, COALESCE(e.total, 0) AS total
+    FROM customers c
+    LEFT JOIN balances b ON b.organization_id = c.organization_id AND b.customer_id = c.id AND b.subject_id = '${f}'
+    LEFT JOIN (SELECT customer_id, COUNT(*) AS n, SUM(value) AS total FROM usage_events
+               WHERE organization_id = '${org}' AND feature_id = '${f}' GROUP BY customer_id) e ON e.customer_id = c.id
+    WHERE c.organization_id = '${org}'`)
+  const [rollups] = await store.rows(`SELECT COALESCE(SUM(value), 0) AS v, COALESCE(SUM(records), 0) AS r
+    FROM usage_rollups WHERE organization_id = '${org}' AND feature_id = '${f}'`)
+  const [events] = await store.rows(`SELECT COUNT(*) AS n, COALESCE(SUM(value), 0) AS v
+    FROM usage_events WHERE organization_id = '${org}' AND feature_id = '${f}'`)
+  return {
+    customers: new Map(rows.map((r) => [String(r.ext), { used: Number(r.used), n: Number(r.n), total: Number(r.total) }])),
+    rollupsAgree: Number(rollups!.v) === Number(events!.v) && Number(rollups!.r) === Number(events!.n)
+  }
+}
+type Snapshot = Awaited<ReturnType<typeof snapshot>>
 
-export const percentile = (sorted: ReadonlyArray<number>, p: number) =>
-  sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+/** The number of customers whose balance or event count disagrees with what was acknowledged (0 = exact). */
+const verify = (before: Snapshot, after: Snapshot, acknowledged: Map<string, number>) => {
+  let wrong = after.rollupsAgree ? 0 : 1
+  for (const [ext, now] of after.customers) {
+    const was = before.customers.get(ext) ?? { used: 0, n: 0, total: 0 }
+    if (now.used !== now.total) wrong++
+    else if (now.n - was.n !== (acknowledged.get(ext) ?? 0)) wrong++
+    else if (now.total - was.total !== (acknowledged.get(ext) ?? 0) * VALUE * 1_000_000) wrong++
+  }
+  return wrong
+}
 
-const main = async () => {
-  await setup()
-  const before = await Promise.all(Array.from({ length: customerCount }, (_, i) => usageOf(i)))
+// ---------------------------------------------------------------- load
+
+/** The first few distinct failures of a run (status and code), for the report. */
+const failures = new Map<string, number>()
+const noteFailure = (what: string) => failures.set(what, (failures.get(what) ?? 0) + 1)
+
+interface RunResult {
+  readonly requests: number
+  readonly rate: number
+  readonly p50: number
+  readonly p99: number
+  readonly errors: number
+  readonly acknowledged: Map<string, number>
+  readonly cpuUsPerRequest: number | null
+  readonly idle: number
+}
+
+/**
+ * `connections` workers, each one request at a time, for `seconds`. With `rate`, an open loop: request i is due
+ * at start + i/rate and its latency counts from then (a late start is the server's delay, not hidden).
+ */
+const drive = async (
+  options: {
+    readonly connections: number
+    readonly seconds: number
+    readonly pick: () => string
+    readonly once: (customer: string) => Promise<boolean>
+    readonly rate?: number
+    readonly pids?: ReadonlyArray<number>
+  }
+): Promise<RunResult> => {
   const latencies: Array<number> = []
-  const acknowledged = new Array<number>(customerCount).fill(0)
+  const acknowledged = new Map<string, number>()
   let errors = 0
-  const deadline = performance.now() + seconds * 1000
-  let next = 0
+  let slot = 0
+  const cpu0 = options.pids === undefined ? 0 : cpuTicks(options.pids)
+  const idle0 = machineIdle()
+  const started = performance.now()
+  const deadline = started + options.seconds * 1000
+  const interval = options.rate === undefined ? 0 : 1000 / options.rate
   const worker = async () => {
-    while (performance.now() < deadline) {
-      const i = next++ % customerCount
-      const started = performance.now()
+    while (true) {
+      let due = performance.now()
+      if (options.rate !== undefined) {
+        due = started + slot++ * interval
+        if (due >= deadline) return
+        const wait = due - performance.now()
+        if (wait > 1) await sleep(wait)
+      } else if (due >= deadline) return
+      const customer = options.pick()
+      let ok = false
       try {
-        const r = await call("/v1/track", { customer: `bench-${i}`, feature: "bench-calls", value: 1 })
-        latencies.push(performance.now() - started)
-        if (r.status === 200 && r.body.allowed === true) acknowledged[i]!++
-        else errors++
-      } catch {
-        errors++
+        ok = await options.once(customer)
+      } catch (e) {
+        noteFailure(String(e))
+        ok = false
       }
+      latencies.push(performance.now() - due)
+      if (ok) acknowledged.set(customer, (acknowledged.get(customer) ?? 0) + 1)
+      else errors++
     }
   }
-  const started = performance.now()
-  await Promise.all(Array.from({ length: concurrency }, worker))
+  await Promise.all(Array.from({ length: options.connections }, worker))
   const elapsed = (performance.now() - started) / 1000
-  latencies.sort((a, b) => a - b)
-  const after = await Promise.all(Array.from({ length: customerCount }, (_, i) => usageOf(i)))
-  const inconsistent = after.filter((u, i) => u - before[i]! !== acknowledged[i]).length
-  console.log(`track: ${concurrency} connections, ${seconds}s, ${customerCount} customers`)
-  console.log(`  requests   ${latencies.length}`)
-  console.log(`  req/s      ${(latencies.length / elapsed).toFixed(0)}`)
-  console.log(`  p50        ${percentile(latencies, 50).toFixed(2)} ms`)
-  console.log(`  p99        ${percentile(latencies, 99).toFixed(2)} ms`)
-  console.log(`  errors     ${errors}`)
-  console.log(`  balances that differ from acknowledged events: ${inconsistent}`)
-  if (errors > 0 || inconsistent > 0) process.exit(1)
+  const idle1 = machineIdle()
+  const cpu1 = options.pids === undefined ? 0 : cpuTicks(options.pids)
+  const sorted = Float64Array.from(latencies).sort()
+  return {
+    requests: latencies.length,
+    rate: latencies.length / elapsed,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    errors,
+    acknowledged,
+    cpuUsPerRequest: options.pids === undefined ? null : ((cpu1 - cpu0) * TICK_MS * 1000) / Math.max(1, latencies.length),
+    idle: (idle1.idle - idle0.idle) / Math.max(1, idle1.total - idle0.total)
+  }
 }
 
-await main()
+const httpOnce = (service: Service, route: Route) => {
+  const headers = { authorization: `Bearer ${service.apiKey}`, "content-type": "application/json" }
+  const url = `${service.baseUrl}/v1/${route}`
+  return async (customer: string) => {
+    const body = route === "track"
+      ? JSON.stringify({ customer, feature: FEATURE, value: VALUE })
+      : JSON.stringify({ customer, feature: FEATURE, value: VALUE, sendEvent: true })
+    const response = await fetch(url, { method: "POST", headers, body })
+    const answer = await response.json() as { allowed?: boolean; code?: string }
+    const ok = response.status === 200 && answer.allowed === true
+    if (!ok) noteFailure(`${route} ${response.status} ${answer.code}`)
+    return ok
+  }
+}
+
+const picker = (scenario: Scenario) =>
+  scenario === "hot" ? () => HOT : () => customerName(Math.floor(Math.random() * CUSTOMERS))
+
+// ---------------------------------------------------------------- printing
+
+const pad = (s: string | number, n: number) => String(s).padStart(n)
+const ms = (v: number) => v.toFixed(v < 10 ? 2 : 1)
+const header = () =>
+  console.log(
+    `  ${"what".padEnd(22)}${pad("conns", 6)}${pad("req/s", 8)}${pad("p50 ms", 9)}${pad("p99 ms", 9)}${pad("errors", 8)}` +
+      `${pad("ratio", 7)}${pad("cpu µs/req", 11)}${pad("idle", 6)}  exact`
+  )
+const line = (what: string, connections: number | string, r: RunResult, ratio: number | null, wrong: number) =>
+  console.log(
+    `  ${what.padEnd(22)}${pad(connections, 6)}${pad(r.rate.toFixed(0), 8)}${pad(ms(r.p50), 9)}${pad(ms(r.p99), 9)}` +
+      `${pad(r.errors, 8)}${pad(ratio === null ? "-" : `${(ratio * 100).toFixed(0)}%`, 7)}` +
+      `${pad(r.cpuUsPerRequest === null ? "-" : r.cpuUsPerRequest.toFixed(0), 11)}${pad(`${(r.idle * 100).toFixed(0)}%`, 6)}  ` +
+      (wrong === 0 ? "ok" : `${wrong} WRONG`)
+  )
+
+// ---------------------------------------------------------------- one database
+
+let failed = false
+
+const benchDatabase = async (kind: "pg" | "sqlite") => {
+  const cleanups: Array<() => Promise<void> | void> = []
+  try {
+    let env: Record<string, string>
+    let store: Store
+    let pgUrl = ""
+    if (kind === "pg") {
+      if ([SCRATCH_DB].some((n) => n === "test" || n === "billing_ci")) throw new Error("refusing a shared database")
+      const admin = new SQL({ url: `${args.pg}/postgres`, max: 1 })
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${SCRATCH_DB} WITH (FORCE)`)
+      await admin.unsafe(`CREATE DATABASE ${SCRATCH_DB}`)
+      pgUrl = `${args.pg}/${SCRATCH_DB}`
+      if (!args.keep) {
+        cleanups.push(async () => {
+          await admin.unsafe(`DROP DATABASE IF EXISTS ${SCRATCH_DB} WITH (FORCE)`)
+        })
+      }
+      cleanups.push(() => admin.close())
+      env = { DATABASE_URL: pgUrl }
+    } else {
+      const dir = mkdtempSync(join(tmpdir(), "billing-bench-"))
+      if (!args.keep) cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+      env = { DATABASE_URL: "", DATA_DIR: dir }
+    }
+    const service = await startService(env)
+    cleanups.unshift(() => service.stop())
+    const setupSeconds = await setUp(service)
+    store = kind === "pg" ? pgStore(pgUrl) : sqliteStore(join(env.DATA_DIR!, "billing.db"))
+    cleanups.unshift(() => store.close())
+    // Fresh statistics after the bulk set-up, as autovacuum would give a database in service.
+    if (kind === "pg") await store.rows("ANALYZE")
+    const ids = await loadIds(store, service.apiKey)
+    const pids = processTree(service.pid)
+
+    console.log(
+      `\n${kind === "pg" ? "PostgreSQL" : "SQLite (embedded default)"}: ${CUSTOMERS} balances + 1 hot; ` +
+        `service ${pids.length === 1 ? "1 process" : `${pids.length} processes`}; set-up ${setupSeconds.toFixed(0)} s`
+    )
+
+    const measured = async (run: () => Promise<RunResult>) => {
+      const before = await snapshot(store, ids)
+      failures.clear()
+      const result = await run()
+      const wrong = verify(before, await snapshot(store, ids), result.acknowledged)
+      if (wrong > 0 || result.errors > 0) failed = true
+      if (failures.size > 0) {
+        console.log(`    failures: ${[...failures].slice(0, 5).map(([what, n]) => `${what} ×${n}`).join("; ")}`)
+      }
+      return { result, wrong }
+    }
+
+    // 1. The ceiling (PostgreSQL): the service's statements from a raw driver.
+    const ceilingPeak: Record<Scenario, number> = { many: 0, hot: 0 }
+    if (kind === "pg") {
+      const customers = [...ids.customers].map(([externalId, id]) => ({ id, externalId }))
+      const ctx: CeilingContext = {
+        organizationId: ids.organizationId,
+        keyHash: ids.keyHash,
+        featureId: ids.featureId,
+        planId: ids.planId,
+        valueMicro: VALUE * 1_000_000,
+        customers
+      }
+      const byName = new Map(customers.map((c) => [c.externalId, c]))
+      for (const name of ["current", "v1"] as const) {
+        console.log(
+          `ceiling: Bun.sql replaying the statements of an allowed track, ${
+            name === "current" ? "as this version runs them" : "as the first version ran them (reference)"
+          }`
+        )
+        header()
+        for (const scenario of ["many", "hot"] as const) {
+          for (const connections of CONNECTIONS) {
+            const db = new SQL({ url: pgUrl, max: connections })
+            const script = ceilingScripts[name]!
+            const { result, wrong } = await measured(() =>
+              drive({
+                connections,
+                seconds: CEILING_SECONDS,
+                pick: picker(scenario),
+                once: async (customer) => {
+                  await script(db, ctx, byName.get(customer)!)
+                  return true
+                }
+              })
+            )
+            await db.close()
+            ceilingPeak[scenario] = Math.max(ceilingPeak[scenario], result.rate)
+            line(`${scenario === "hot" ? "1 hot balance" : `${CUSTOMERS} balances`}`, connections, result, null, wrong)
+          }
+        }
+      }
+    }
+
+    // 2. The service over HTTP.
+    console.log(`service over HTTP${kind === "pg" ? " (ratio = req/s / peak ceiling of the same balances)" : ""}`)
+    header()
+    const peak = { rate: 0, connections: CONNECTIONS[0]!, hotRate: 0, hotConnections: CONNECTIONS[0]! }
+    for (const route of ROUTES) {
+      for (const scenario of ["many", "hot"] as const) {
+        for (const connections of CONNECTIONS) {
+          const { result, wrong } = await measured(() =>
+            drive({ connections, seconds: SECONDS, pick: picker(scenario), once: httpOnce(service, route), pids })
+          )
+          if (route === "track" && scenario === "many" && result.rate > peak.rate) {
+            peak.rate = result.rate
+            peak.connections = connections
+          }
+          if (route === "track" && scenario === "hot" && result.rate > peak.hotRate) {
+            peak.hotRate = result.rate
+            peak.hotConnections = connections
+          }
+          const what = `${route === "track" ? "track" : "check+send"} ${scenario === "hot" ? "hot" : "many"}`
+          line(what, connections, result, kind === "pg" ? result.rate / ceilingPeak[scenario] : null, wrong)
+        }
+      }
+    }
+
+    // 3. Half of the peak, open loop: latency as a client at that load sees it.
+    if (ROUTES.includes("track")) {
+      console.log("service at half of its peak track rate (open loop)")
+      header()
+      for (const scenario of ["many", "hot"] as const) {
+        const rate = (scenario === "hot" ? peak.hotRate : peak.rate) / 2
+        const { result, wrong } = await measured(() =>
+          drive({
+            connections: Math.max(...CONNECTIONS),
+            seconds: SECONDS,
+            pick: picker(scenario),
+            once: httpOnce(service, "track"),
+            rate,
+            pids
+          })
+        )
+        line(`track ${scenario} @${rate.toFixed(0)}/s`, Math.max(...CONNECTIONS), result, null, wrong)
+      }
+    }
+
+    // 4. Memory after a long run at peak.
+    if (RSS_SECONDS > 0) {
+      const { result, wrong } = await measured(() =>
+        drive({
+          connections: peak.connections,
+          seconds: RSS_SECONDS,
+          pick: picker("many"),
+          once: httpOnce(service, "track"),
+          pids
+        })
+      )
+      console.log(`memory after ${RSS_SECONDS} s of track at ${peak.connections} connections`)
+      header()
+      line(`track many ${RSS_SECONDS}s`, peak.connections, result, kind === "pg" ? result.rate / ceilingPeak.many : null, wrong)
+      const memory = processTree(service.pid).map(memoryOf)
+      const total = memory.reduce((sum, m) => sum + m.rssMb, 0)
+      for (const m of memory) console.log(`  pid ${m.pid}: RSS ${m.rssMb.toFixed(0)} MB (peak ${m.hwmMb.toFixed(0)} MB)`)
+      console.log(`  service RSS total: ${total.toFixed(0)} MB`)
+    }
+  } finally {
+    for (const cleanup of cleanups) await Promise.resolve(cleanup()).catch((e) => console.error("cleanup:", e))
+  }
+}
+
+for (const kind of args.db!.split(",") as Array<"pg" | "sqlite">) await benchDatabase(kind)
+if (failed) {
+  console.error("\nFAILED: errors or a balance that differs from the acknowledged events (see above)")
+  process.exit(1)
+}

@@ -13,8 +13,15 @@ export interface SyncOutcome {
 export interface CatalogShape {
   /** decisions.md §3: upsert by slug in one transaction, never delete; every problem in one InvalidInput. */
   readonly sync: (organizationId: string, request: SyncRequest) => Effect.Effect<SyncOutcome, InvalidInput>
-  /** The whole catalog, cached per organization and refreshed after a sync. */
+  /**
+   * The whole catalog, cached per organization; one cheap query checks the cached one against the organization's
+   * `catalog_version`, so a sync by any process is seen at once.
+   */
   readonly snapshot: (organizationId: string) => Effect.Effect<CatalogSnapshot>
+  /** The catalog at a `catalog_version` the caller read itself (the hot path reads it with the customer). */
+  readonly snapshotAt: (organizationId: string, version: number) => Effect.Effect<CatalogSnapshot>
+  /** Whatever this process has cached (loaded when nothing is), with its version: to be checked by the caller. */
+  readonly cached: (organizationId: string) => Effect.Effect<{ readonly version: number; readonly snapshot: CatalogSnapshot }>
   readonly listCreditSystems: (organizationId: string) => Effect.Effect<ReadonlyArray<WireCreditSystem>>
   /** Active packs only. */
   readonly listCreditPacks: (organizationId: string) => Effect.Effect<ReadonlyArray<WireCreditPack>>

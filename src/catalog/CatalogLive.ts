@@ -309,29 +309,41 @@ export const CatalogLive = Layer.effect(
     const repo = yield* CatalogRepo
     const ids = yield* Ids
 
-    // Per-process cache of snapshots. A generation per organization keeps a load that raced a sync from
-    // caching what the sync replaced. Other processes' syncs are not seen until this one syncs too.
-    const cache = new Map<string, CatalogSnapshot>()
-    const generations = new Map<string, number>()
-    const invalidate = (organizationId: string) =>
-      Effect.sync(() => {
-        cache.delete(organizationId)
-        generations.set(organizationId, (generations.get(organizationId) ?? 0) + 1)
+    // Per-process cache of snapshots, each labelled with the organization's `catalog_version` read *before* it was
+    // loaded (so a snapshot is never older than its label). A sync in any process bumps the version; readers compare
+    // it, so no process serves a catalog that another process's sync replaced.
+    const cache = new Map<string, { readonly version: number; readonly snapshot: CatalogSnapshot }>()
+    const MAX_CACHED = 10_000
+
+    const load = (organizationId: string, version: number): Effect.Effect<CatalogSnapshot> =>
+      repo.load(organizationId).pipe(
+        Effect.map(buildSnapshot),
+        Effect.tap((built) =>
+          Effect.sync(() => {
+            const current = cache.get(organizationId)
+            if (current === undefined || current.version <= version) {
+              cache.delete(organizationId)
+              if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!)
+              cache.set(organizationId, { version, snapshot: built })
+            }
+          })
+        )
+      )
+
+    const snapshotAt = (organizationId: string, version: number): Effect.Effect<CatalogSnapshot> =>
+      Effect.suspend(() => {
+        const hit = cache.get(organizationId)
+        return hit !== undefined && hit.version === version ? Effect.succeed(hit.snapshot) : load(organizationId, version)
       })
 
     const snapshot = (organizationId: string): Effect.Effect<CatalogSnapshot> =>
+      Effect.flatMap(repo.version(organizationId), (version) => snapshotAt(organizationId, version))
+
+    const cached = (organizationId: string) =>
       Effect.suspend(() => {
         const hit = cache.get(organizationId)
-        if (hit !== undefined) return Effect.succeed(hit)
-        const generation = generations.get(organizationId) ?? 0
-        return repo.load(organizationId).pipe(
-          Effect.map(buildSnapshot),
-          Effect.tap((built) =>
-            Effect.sync(() => {
-              if ((generations.get(organizationId) ?? 0) === generation) cache.set(organizationId, built)
-            })
-          )
-        )
+        return hit !== undefined ? Effect.succeed(hit) : Effect.flatMap(repo.version(organizationId), (version) =>
+          Effect.map(load(organizationId, version), (snapshot) => ({ version, snapshot })))
       })
 
     /** Matches each input to the stored item of its slug: created, updated (id and createdAt kept) or unchanged. */
@@ -414,6 +426,8 @@ export const CatalogLive = Layer.effect(
             yield* write(systems.records, repo.writeCreditSystem)
             yield* write(packs.records, repo.writeCreditPack)
             yield* write(plans.records, repo.writePlan)
+            const changed = [features, systems, packs, plans].some((r) => r.records.some(({ mode }) => mode !== undefined))
+            if (changed) yield* repo.bumpVersion(organizationId)
 
             const wasAutoEnabled = new Set(stored.plans.filter((p) => p.autoEnable).map((p) => p.slug))
             const newlyAutoEnabled = plans.records
@@ -430,13 +444,15 @@ export const CatalogLive = Layer.effect(
             return { result, newlyAutoEnabled }
           })
         )
-        yield* invalidate(organizationId)
+        yield* Effect.sync(() => cache.delete(organizationId))
         return outcome
       })
 
     return {
       sync,
       snapshot,
+      snapshotAt,
+      cached,
       listCreditSystems: (organizationId) =>
         Effect.map(snapshot(organizationId), (s) => Array.from(s.creditSystems.values(), toWireCreditSystem)),
       listCreditPacks: (organizationId) =>

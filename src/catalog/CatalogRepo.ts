@@ -15,6 +15,10 @@ export type WriteMode = "insert" | "update"
 
 export interface CatalogRepoShape {
   readonly load: (organizationId: string) => Effect.Effect<StoredCatalog>
+  /** The organization's `catalog_version`: every sync that changes the catalog bumps it (0 for a new one). */
+  readonly version: (organizationId: string) => Effect.Effect<number>
+  /** Inside the sync's transaction, after its writes. */
+  readonly bumpVersion: (organizationId: string) => Effect.Effect<void>
   readonly writeFeature: (organizationId: string, feature: Feature, mode: WriteMode) => Effect.Effect<void>
   readonly writeCreditSystem: (organizationId: string, system: CreditSystem, mode: WriteMode) => Effect.Effect<void>
   readonly writeCreditPack: (organizationId: string, pack: CreditPack, mode: WriteMode) => Effect.Effect<void>
@@ -176,6 +180,16 @@ export const CatalogRepoSql = Layer.effect(
           creditPacks: all("credit_packs", organizationId, toCreditPack),
           plans: all("plans", organizationId, toPlan)
         }, { concurrency: 1 }).pipe(Effect.orDie),
+      version: (organizationId) =>
+        sql<{ catalogVersion: number }>`SELECT catalog_version FROM organizations WHERE id = ${organizationId}`.pipe(
+          Effect.map((rows) => Number(rows[0]?.catalogVersion ?? 0)),
+          Effect.orDie
+        ),
+      bumpVersion: (organizationId) =>
+        sql`UPDATE organizations SET catalog_version = catalog_version + 1 WHERE id = ${organizationId}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
       writeFeature: (organizationId, feature, mode) => write("features", featureRow(organizationId, feature), mode),
       writeCreditSystem: (organizationId, system, mode) =>
         write("credit_systems", creditSystemRow(organizationId, system), mode),

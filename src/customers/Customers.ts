@@ -36,7 +36,7 @@ export interface CustomersShape {
 
 export class Customers extends Context.Tag("Customers")<Customers, CustomersShape>() {}
 
-const ambiguous = (ref: string) =>
+export const ambiguous = (ref: string) =>
   new Conflict({ code: "customer_ambiguous", message: `'${ref}' matches more than one customer` })
 const emailTaken = (email: string) =>
   new Conflict({ code: "customer_conflict", message: `The email '${email}' belongs to another customer` })

@@ -46,7 +46,7 @@ export interface CustomersRepoShape {
 
 export class CustomersRepo extends Context.Tag("CustomersRepo")<CustomersRepo, CustomersRepoShape>() {}
 
-const toRecord = (row: any): CustomerRecord => ({
+export const toCustomerRecord = (row: any): CustomerRecord => ({
   organizationId: row.organizationId,
   id: row.id,
   externalId: row.externalId,
@@ -65,6 +65,23 @@ const toRow = (c: CustomerRecord) => ({
   ...c,
   emailLower: c.email?.toLowerCase() ?? null,
   metadata: JSON.stringify(c.metadata)
+})
+
+/**
+ * The customers a reference may name (by id, external id, email), as three index lookups: SQLite answers the
+ * equivalent `id = ? OR external_id = ? OR email_lower = ?` by scanning the organization's customers. A customer
+ * matched twice appears twice (`matchesOf` does not mind).
+ */
+export const matching = (sql: SqlClient.SqlClient, organizationId: string, ref: string) =>
+  sql`SELECT * FROM customers WHERE organization_id = ${organizationId} AND id = ${ref}
+      UNION ALL SELECT * FROM customers WHERE organization_id = ${organizationId} AND external_id = ${ref}
+      UNION ALL SELECT * FROM customers WHERE organization_id = ${organizationId} AND email_lower = ${ref.toLowerCase()}`
+
+/** Sorts the customers a reference matched into its three candidates. */
+export const matchesOf = (records: ReadonlyArray<CustomerRecord>, ref: string): CustomerMatches => ({
+  byId: Option.fromNullable(records.find((c) => c.id === ref)),
+  byExternalId: Option.fromNullable(records.find((c) => c.externalId === ref)),
+  byEmail: Option.fromNullable(records.find((c) => c.email?.toLowerCase() === ref.toLowerCase()))
 })
 
 export const CustomersRepoSql = Layer.effect(
@@ -94,10 +111,9 @@ export const CustomersRepoSql = Layer.effect(
 
     return {
       matches: (organizationId, ref) =>
-        sql`SELECT * FROM customers WHERE organization_id = ${organizationId}
-            AND (id = ${ref} OR external_id = ${ref} OR email_lower = ${ref.toLowerCase()})`.pipe(
+        matching(sql, organizationId, ref).pipe(
           Effect.map((rows) => {
-            const records = rows.map(toRecord)
+            const records = rows.map(toCustomerRecord)
             return {
               byId: Option.fromNullable(records.find((c) => c.id === ref)),
               byExternalId: Option.fromNullable(records.find((c) => c.externalId === ref)),
@@ -136,7 +152,7 @@ export const CustomersRepoSql = Layer.effect(
         Effect.all({
           rows: sql`SELECT * FROM customers WHERE ${filterClause(organizationId, filter)}
               ORDER BY created_at DESC, id DESC LIMIT ${filter.limit} OFFSET ${filter.offset}`.pipe(
-            Effect.map((rows) => rows.map(toRecord))
+            Effect.map((rows) => rows.map(toCustomerRecord))
           ),
           total: sql<{ n: number }>`SELECT COUNT(*) AS n FROM customers WHERE ${filterClause(organizationId, filter)}`
             .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)))

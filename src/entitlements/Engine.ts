@@ -1,19 +1,20 @@
 import { SqlClient } from "@effect/sql"
-import { BigDecimal, Clock, Context, Effect, Either, Layer, Option } from "effect"
+import { BigDecimal, Clock, Context, Effect, Layer, Option } from "effect"
 import type { EntitlementCode, EntitlementState } from "../api/entitlements.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import type { Feature } from "../catalog/model.ts"
-import { Customers } from "../customers/Customers.ts"
-import type { CustomerRecord } from "../customers/CustomersRepo.ts"
+import { ambiguous, Customers, pickMatch } from "../customers/Customers.ts"
+import { type CustomerRecord, matchesOf } from "../customers/CustomersRepo.ts"
 import { type Draw, draw } from "../domain/drawing.ts"
-import { Conflict, InvalidInput, type NotFound } from "../domain/errors.ts"
+import { Conflict, customerNotFound, InvalidInput } from "../domain/errors.ts"
 import { format, toDecimal } from "../domain/money.ts"
 import { currentWindow, type Window } from "../domain/periods.ts"
 import { fitsMicro, fromMicro, toMicro } from "../domain/quantity.ts"
 import { sha256Hex } from "../platform/crypto.ts"
 import { Ids } from "../platform/ids.ts"
-import { Subscriptions } from "../subscriptions/Subscriptions.ts"
-import { type BalanceRow, EntitlementsRepo } from "./EntitlementsRepo.ts"
+import { grantingOf } from "../subscriptions/Subscriptions.ts"
+import { makeBalanceWriter } from "./BalanceWriter.ts"
+import { type BalanceRow, EntitlementsRepo, type FeatureConfigRow, type StoredBalance, type UsageEventRow } from "./EntitlementsRepo.ts"
 import { creditsOnlyGrant, type Grant, resolveGrant } from "./grants.ts"
 import { countedState, denial, meteredState, pricingOf } from "./state.ts"
 
@@ -45,6 +46,7 @@ export interface EntitlementsShape {
 export class Entitlements extends Context.Tag("Entitlements")<Entitlements, EntitlementsShape>() {}
 
 const DAY_MS = 86_400_000
+const WRITER_LANES_PG = Number(process.env.BILLING_WRITER_LANES ?? 4)
 
 const canonical = (value: unknown): unknown =>
   Array.isArray(value)
@@ -94,44 +96,34 @@ export const EntitlementsLive = Layer.effect(
     const repo = yield* EntitlementsRepo
     const catalog = yield* Catalog
     const customers = yield* Customers
-    const subscriptions = yield* Subscriptions
     const ids = yield* Ids
-
-    const resolveCustomer = (
-      org: string,
-      input: EntitlementInput
-    ): Effect.Effect<Either.Either<CustomerRecord, NotFound | Conflict>> =>
-      customers.resolve(org, input.customer).pipe(
-        Effect.catchTag("NotFound", (notFound): Effect.Effect<CustomerRecord, NotFound | Conflict> =>
-          input.customerData === undefined
-            ? Effect.fail(notFound)
-            : customers.findOrCreate(org, { ...input.customerData, externalId: input.customer })),
-        Effect.either
-      )
+    // PostgreSQL writes a few batches at once, each on its own connection; SQLite has one connection.
+    const writer = makeBalanceWriter(repo, {
+      lanes: sql.onDialectOrElse({ pg: () => WRITER_LANES_PG, orElse: () => 1 })
+    })
 
     /** The plan's overage terms, unless the customer has a per-feature override (which wins whole). */
-    const overageTerms = (org: string, customerId: string, featureId: string, grant: Grant) =>
-      Effect.map(repo.featureConfig(org, customerId, featureId), (config) => {
-        const terms = grant.terms
-        const included = (terms?.usageModel ?? "included") === "included"
-        return Option.match(config, {
-          onNone: () => ({
-            overageAllowed: included && terms?.overage === "charge",
-            maxOverageUnits: terms?.maxOverageUnits ?? null
-          }),
-          onSome: (c) => ({
-            overageAllowed: included && c.overage === "charge",
-            maxOverageUnits: c.maxOverageUnits === null ? null : fromMicro(c.maxOverageUnits)
-          })
+    const overageTerms = (config: Option.Option<FeatureConfigRow>, grant: Grant) => {
+      const terms = grant.terms
+      const included = (terms?.usageModel ?? "included") === "included"
+      return Option.match(config, {
+        onNone: () => ({
+          overageAllowed: included && terms?.overage === "charge",
+          maxOverageUnits: terms?.maxOverageUnits ?? null
+        }),
+        onSome: (c) => ({
+          overageAllowed: included && c.overage === "charge",
+          maxOverageUnits: c.maxOverageUnits === null ? null : fromMicro(c.maxOverageUnits)
         })
       })
+    }
 
     /** Boolean and non-consumable features: nothing to draw, a count to compare. */
-    const counted = (org: string, mode: Mode, customer: CustomerRecord, feature: Feature, grant: Grant, entityId: string | null, input: EntitlementInput, now: number) =>
+    const counted = (org: string, mode: Mode, customer: CustomerRecord, feature: Feature, grant: Grant, config: Option.Option<FeatureConfigRow>, entityId: string | null, input: EntitlementInput, now: number) =>
       Effect.gen(function*() {
         const isBoolean = feature.type === "boolean"
         const count = isBoolean ? 0 : yield* repo.countEntities(org, customer.id, feature.id, now)
-        const { maxOverageUnits, overageAllowed } = yield* overageTerms(org, customer.id, feature.id, grant)
+        const { maxOverageUnits, overageAllowed } = overageTerms(config, grant)
         const within = isBoolean || grant.limit === null || count + input.value <= grant.limit
         const overBy = grant.limit === null ? 0 : count + input.value - grant.limit
         const allowed = within ||
@@ -173,13 +165,17 @@ export const EntitlementsLive = Layer.effect(
         return countedState({ allowed, code, message, grant, count })
       })
 
-    /** Consumable features and credit systems: draw from the balance, under its lock when recording. */
-    const metered = (org: string, mode: Mode, customer: CustomerRecord, feature: Feature, grant: Grant, entityId: string | null, input: EntitlementInput, now: number) =>
+    /**
+     * Consumable features and credit systems: draw from the balance. A recording draw goes through the balance
+     * writer (a guarded write, no lock held across round trips); with a spend cap (a second row to keep exact) or
+     * inside an idempotent request's transaction, it takes the balance's row lock for the rest of the transaction.
+     */
+    const metered = (org: string, mode: Mode, customer: CustomerRecord, feature: Feature, grant: Grant, config: Option.Option<FeatureConfigRow>, stored: Option.Option<StoredBalance>, entityId: string | null, input: EntitlementInput, now: number, inTransaction: boolean) =>
       Effect.gen(function*() {
         const subject = grant.subject
         const terms = grant.terms
         const usageModel = terms?.usageModel ?? "included"
-        const { maxOverageUnits, overageAllowed } = yield* overageTerms(org, customer.id, feature.id, grant)
+        const { maxOverageUnits, overageAllowed } = overageTerms(config, grant)
         const costPerUnit = subject.kind === "credit_system" ? subject.costPerUnit : 1
         const cost = toMicro(BigDecimal.multiply(toDecimal(input.value), toDecimal(costPerUnit)))
         const window = currentWindow(grant.anchor, grant.reset, now)
@@ -221,14 +217,52 @@ export const EntitlementsLive = Layer.effect(
             window
           })
 
+        const empty: BalanceRow = { ...init, used: 0n, overage: 0n, bonus: 0n, addon: 0n }
         if (mode === "check") {
-          const stored = yield* repo.readBalance(org, customer.id, subject.id)
-          const row = rolled(
-            Option.getOrElse(stored, () => ({ ...init, used: 0n, overage: 0n, bonus: 0n, addon: 0n })),
-            window
-          )
+          const row = rolled(Option.getOrElse(stored as Option.Option<BalanceRow>, () => empty), window)
           // A read without the lock: the spend a concurrent request adds may not be visible; only writes must be exact.
           return answer(decide(row, "0"), row)
+        }
+
+        const event = (id: string, d: Draw): UsageEventRow => ({
+          organizationId: org,
+          id,
+          customerId: customer.id,
+          featureId: feature.id,
+          subjectId: subject.id,
+          entityId,
+          value: toMicro(input.value),
+          cost,
+          fromPlan: toMicro(d.fromPlan),
+          fromBonus: toMicro(d.fromBonus),
+          fromAddon: toMicro(d.fromAddon),
+          overage: toMicro(d.overageUnits),
+          billable: usageModel === "usage_based" ? cost : toMicro(d.overageUnits),
+          planId: grant.sources[0]?.plan.id ?? null,
+          metadata: input.metadata ?? {},
+          createdAt: now
+        })
+        const drawn = (row: BalanceRow, d: Draw): BalanceRow => ({
+          ...row,
+          used: row.used + toMicro(d.fromPlan),
+          bonus: row.bonus - toMicro(d.fromBonus),
+          addon: row.addon - toMicro(d.fromAddon),
+          overage: row.overage + toMicro(d.overageUnits)
+        })
+
+        if (spendCap === null && !inTransaction) {
+          const eventId = yield* ids.next("evt")
+          return yield* writer.draw(
+            { organizationId: org, customerId: customer.id, subjectId: subject.id },
+            Option.getOrNull(stored),
+            (current) => {
+              const row = rolled(current ?? empty, window)
+              const d = decide(row, "0")
+              if (!d.allowed) return { answer: answer(d, row), write: null }
+              const after = drawn(row, d)
+              return { answer: answer(d, after), write: { next: after, event: event(eventId, d) } }
+            }
+          )
         }
 
         return yield* sql.withTransaction(Effect.gen(function*() {
@@ -237,34 +271,9 @@ export const EntitlementsLive = Layer.effect(
           const spent = spendCap === null ? "0" : yield* repo.lockSpend(org, customer.id, period, now)
           const d = decide(row, spent)
           if (!d.allowed) return answer(d, row)
-          const fromPlan = toMicro(d.fromPlan)
-          const overage = toMicro(d.overageUnits)
-          const after: BalanceRow = {
-            ...row,
-            used: row.used + fromPlan,
-            bonus: row.bonus - toMicro(d.fromBonus),
-            addon: row.addon - toMicro(d.fromAddon),
-            overage: row.overage + overage
-          }
+          const after = drawn(row, d)
           yield* repo.writeBalance(org, customer.id, subject.id, after, now)
-          yield* repo.insertEvent({
-            organizationId: org,
-            id: yield* ids.next("evt"),
-            customerId: customer.id,
-            featureId: feature.id,
-            subjectId: subject.id,
-            entityId,
-            value: toMicro(input.value),
-            cost,
-            fromPlan,
-            fromBonus: toMicro(d.fromBonus),
-            fromAddon: toMicro(d.fromAddon),
-            overage,
-            billable: usageModel === "usage_based" ? cost : overage,
-            planId: grant.sources[0]?.plan.id ?? null,
-            metadata: input.metadata ?? {},
-            createdAt: now
-          })
+          yield* repo.insertEvent(event(yield* ids.next("evt"), d))
           if (spendCap !== null && !BigDecimal.isZero(d.overageCost)) {
             yield* repo.writeSpend(org, customer.id, period, format(BigDecimal.sum(toDecimal(spent), d.overageCost)), now)
           }
@@ -279,50 +288,82 @@ export const EntitlementsLive = Layer.effect(
         }))
       }).pipe(Effect.orDie)
 
-    const run = (org: string, mode: Mode, input: EntitlementInput) =>
+    /**
+     * One query reads what the decision needs (docs/decisions.md, "Performance"): the catalog version (a stale cached
+     * catalog is reloaded and the read repeated), the customers the reference matches, their live subscriptions,
+     * their config of the feature and their balances of it and of its credit systems.
+     */
+    const run = (org: string, mode: Mode, input: EntitlementInput, inTransaction: boolean) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const snapshot = yield* catalog.snapshot(org)
-        const resolved = yield* resolveCustomer(org, input)
-        if (Either.isLeft(resolved)) {
-          const e = resolved.left
-          return e.code === "customer_ambiguous"
-            ? denial("customer_ambiguous", e.message)
-            : denial("customer_not_found", e.code === "customer_not_found" ? e.message : `Customer '${input.customer}' could not be created: ${e.message}`)
-        }
-        const customer = resolved.right
-        const feature = snapshot.features.get(input.feature) ?? snapshot.featuresById.get(input.feature)
-        if (feature === undefined) return denial("feature_not_found", `No feature '${input.feature}'`)
-        let entityId: string | null = null
-        if (input.entity !== undefined) {
-          const found = yield* repo.findEntity(org, customer.id, input.entity, now)
-          if (Option.isNone(found)) return denial("entity_not_found", `The customer has no entity '${input.entity}'`)
-          entityId = found.value
-        }
-        const granting = yield* subscriptions.granting(org, customer.id, now)
-        const resolution = resolveGrant(snapshot, feature, granting, now)
-        let grant: Grant | undefined = resolution._tag === "Granted" ? resolution.grant : undefined
-        if (grant === undefined && feature.type === "metered" && feature.meterType === "consumable") {
-          // No plan grants it, but purchased or bonus credits of one of its credit systems may.
-          for (const system of snapshot.creditSystemsByFeature.get(feature.slug) ?? []) {
-            const balance = yield* repo.readBalance(org, customer.id, system.id)
-            if (Option.isSome(balance) && balance.value.bonus + balance.value.addon > 0n) {
-              grant = creditsOnlyGrant(feature, system, now)
-              break
+        let { snapshot, version } = yield* catalog.cached(org)
+        let created = false
+        while (true) {
+          const feature = snapshot.features.get(input.feature) ?? snapshot.featuresById.get(input.feature)
+          const subjects = feature === undefined
+            ? []
+            : [feature.id, ...(snapshot.creditSystemsByFeature.get(feature.slug) ?? []).map((s) => s.id)]
+          const context = yield* repo.context(org, input.customer, feature?.id ?? null, subjects)
+          if (context.catalogVersion !== version) {
+            // Another sync (in any process) changed the catalog: decide over the current one.
+            version = context.catalogVersion
+            snapshot = yield* catalog.snapshotAt(org, version)
+            continue
+          }
+          const picked = pickMatch(matchesOf(context.customers, input.customer))
+          if (picked === "ambiguous") return denial("customer_ambiguous", ambiguous(input.customer).message)
+          if (Option.isNone(picked)) {
+            if (input.customerData === undefined || created) {
+              return denial("customer_not_found", customerNotFound(input.customer).message)
+            }
+            const made = yield* Effect.either(
+              customers.findOrCreate(org, { ...input.customerData, externalId: input.customer })
+            )
+            if (made._tag === "Left") {
+              return denial("customer_not_found", `Customer '${input.customer}' could not be created: ${made.left.message}`)
+            }
+            // Created (with its autoEnable plans): read its subscriptions and balances like any customer's.
+            created = true
+            continue
+          }
+          const customer = picked.value
+          if (feature === undefined) return denial("feature_not_found", `No feature '${input.feature}'`)
+          let entityId: string | null = null
+          if (input.entity !== undefined) {
+            const found = yield* repo.findEntity(org, customer.id, input.entity, now)
+            if (Option.isNone(found)) return denial("entity_not_found", `The customer has no entity '${input.entity}'`)
+            entityId = found.value
+          }
+          const balanceOf = (subjectId: string) =>
+            Option.fromNullable(
+              context.balances.find((b) => b.customerId === customer.id && b.subjectId === subjectId)?.balance
+            )
+          const config = Option.fromNullable(context.configs.find((c) => c.customerId === customer.id)?.config)
+          const granting = grantingOf(context.subscriptions.filter((s) => s.customerId === customer.id), snapshot, now)
+          const resolution = resolveGrant(snapshot, feature, granting, now)
+          let grant: Grant | undefined = resolution._tag === "Granted" ? resolution.grant : undefined
+          if (grant === undefined && feature.type === "metered" && feature.meterType === "consumable") {
+            // No plan grants it, but purchased or bonus credits of one of its credit systems may.
+            for (const system of snapshot.creditSystemsByFeature.get(feature.slug) ?? []) {
+              const balance = balanceOf(system.id)
+              if (Option.isSome(balance) && balance.value.bonus + balance.value.addon > 0n) {
+                grant = creditsOnlyGrant(feature, system, now)
+                break
+              }
             }
           }
+          if (grant === undefined) {
+            const code = resolution._tag === "Denied" ? resolution.code : "feature_not_in_plan"
+            return denial(
+              code,
+              code === "no_active_subscription" ? "The customer has no active subscription" : `No plan of the customer includes '${feature.slug}'`
+            )
+          }
+          if (feature.type === "boolean" || feature.meterType === "non_consumable") {
+            return yield* counted(org, mode, customer, feature, grant, config, entityId, input, now)
+          }
+          return yield* metered(org, mode, customer, feature, grant, config, balanceOf(grant.subject.id), entityId, input, now, inTransaction)
         }
-        if (grant === undefined) {
-          const code = resolution._tag === "Denied" ? resolution.code : "feature_not_in_plan"
-          return denial(
-            code,
-            code === "no_active_subscription" ? "The customer has no active subscription" : `No plan of the customer includes '${feature.slug}'`
-          )
-        }
-        if (feature.type === "boolean" || feature.meterType === "non_consumable") {
-          return yield* counted(org, mode, customer, feature, grant, entityId, input, now)
-        }
-        return yield* metered(org, mode, customer, feature, grant, entityId, input, now)
       })
 
     const evaluate = (org: string, mode: Mode, input: EntitlementInput, idempotencyKey?: string) =>
@@ -333,7 +374,7 @@ export const EntitlementsLive = Layer.effect(
             issues: [{ path: "value", message: "must have at most 6 decimal places and be at most 9,000,000,000" }]
           })
         }
-        if (idempotencyKey === undefined || mode === "check") return yield* run(org, mode, input)
+        if (idempotencyKey === undefined || mode === "check") return yield* run(org, mode, input, false)
         const requestHash = sha256Hex(JSON.stringify(canonical({ mode, input })))
         // The claim, the effects and the stored answer commit together: a retry sees all of them or none.
         return yield* sql.withTransaction(Effect.gen(function*() {
@@ -348,7 +389,7 @@ export const EntitlementsLive = Layer.effect(
             }
             if (claim.response !== null) return JSON.parse(claim.response) as EntitlementState
           }
-          const state = yield* run(org, mode, input)
+          const state = yield* run(org, mode, input, true)
           yield* repo.saveIdempotentResponse(org, idempotencyKey, JSON.stringify(state))
           return state
         })).pipe(Effect.catchTag("SqlError", Effect.die))

@@ -1,6 +1,9 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
+import { type CustomerRecord, matching, toCustomerRecord } from "../customers/CustomersRepo.ts"
 import { microParam } from "../domain/quantity.ts"
+import type { SubscriptionRecord } from "../subscriptions/model.ts"
+import { toSubscriptionRecord } from "../subscriptions/SubscriptionsRepo.ts"
 
 /** One customer's balance of one feature or credit system, in micro-units. */
 export interface BalanceRow {
@@ -10,6 +13,36 @@ export interface BalanceRow {
   readonly overage: bigint
   readonly bonus: bigint
   readonly addon: bigint
+}
+
+/** A balance as stored: `version` grows with every write, so a writer can check nothing moved since it read. */
+export interface StoredBalance extends BalanceRow {
+  readonly version: number
+}
+
+/**
+ * Everything `check`/`track` reads, in one query: the organization's catalog version, the customers the reference
+ * matches, their live subscriptions (oldest first), their config of the feature and their balances of the feature
+ * and of its credit systems.
+ */
+export interface EntitlementContext {
+  readonly catalogVersion: number
+  readonly customers: ReadonlyArray<CustomerRecord>
+  readonly subscriptions: ReadonlyArray<SubscriptionRecord>
+  readonly configs: ReadonlyArray<{ readonly customerId: string; readonly config: FeatureConfigRow }>
+  readonly balances: ReadonlyArray<{ readonly customerId: string; readonly subjectId: string; readonly balance: StoredBalance }>
+}
+
+/** What one guarded write of a balance records: its new state and the events (and rollups) of the draws. */
+export interface BalanceCommit {
+  readonly organizationId: string
+  readonly customerId: string
+  readonly subjectId: string
+  /** The version the decisions were made on; `null` = the row did not exist. */
+  readonly expectedVersion: number | null
+  readonly next: BalanceRow
+  readonly events: ReadonlyArray<UsageEventRow>
+  readonly now: number
 }
 
 export interface UsageEventRow {
@@ -46,7 +79,19 @@ export type IdempotencyClaim =
  * are separate statements here and are composed inside one transaction by the engine.
  */
 export interface EntitlementsRepoShape {
-  readonly readBalance: (org: string, customerId: string, subjectId: string) => Effect.Effect<Option.Option<BalanceRow>>
+  readonly readBalance: (org: string, customerId: string, subjectId: string) => Effect.Effect<Option.Option<StoredBalance>>
+  readonly context: (
+    org: string,
+    customerRef: string,
+    featureId: string | null,
+    subjectIds: ReadonlyArray<string>
+  ) => Effect.Effect<EntitlementContext>
+  /**
+   * One step (one statement on PostgreSQL, one short transaction on SQLite) for several balances: each one's `next`
+   * only if it is still at its `expectedVersion`, and with it its events and their rollups. For each, in order, its
+   * new version, or none when its guard failed (nothing of it was written).
+   */
+  readonly commitBalances: (commits: ReadonlyArray<BalanceCommit>) => Effect.Effect<ReadonlyArray<Option.Option<number>>>
   /** Creates the row if missing, then locks it for the rest of the transaction (PostgreSQL `FOR UPDATE`). */
   readonly lockBalance: (
     org: string,
@@ -91,13 +136,124 @@ export const ROLLUP_MS = 15 * 60_000
 
 const big = (v: unknown): bigint => BigInt(v as number | bigint | string)
 
-const toBalance = (row: any): BalanceRow => ({
+const toBalance = (row: any): StoredBalance => ({
   windowStart: Number(row.windowStart),
   windowEnd: row.windowEnd === null ? null : Number(row.windowEnd),
   used: big(row.used),
   overage: big(row.overage),
   bonus: big(row.bonus),
-  addon: big(row.addon)
+  addon: big(row.addon),
+  version: Number(row.version ?? 0)
+})
+
+const toFeatureConfig = (r: any): FeatureConfigRow => ({
+  overage: r.overage,
+  maxOverageUnits: r.maxOverageUnits === null ? null : big(r.maxOverageUnits)
+})
+
+/** An event as `json_to_recordset` reads it: quantities as decimal strings (exact at any size). */
+const eventJson = (e: UsageEventRow) => ({
+  id: e.id,
+  feature_id: e.featureId,
+  entity_id: e.entityId,
+  value: e.value.toString(),
+  cost: e.cost.toString(),
+  from_plan: e.fromPlan.toString(),
+  from_bonus: e.fromBonus.toString(),
+  from_addon: e.fromAddon.toString(),
+  overage: e.overage.toString(),
+  billable: e.billable.toString(),
+  plan_id: e.planId,
+  metadata: JSON.stringify(e.metadata),
+  created_at: e.createdAt
+})
+const rollupJson = (r: { featureId: string; bucketStart: number; value: bigint; records: number }) => ({
+  feature_id: r.featureId,
+  bucket_start: r.bucketStart,
+  value: r.value.toString(),
+  records: r.records
+})
+
+/** JSON objects built in SQL, with the keys the row mappers expect; BIGINT quantities as text (exact past 2^53). */
+const json = (fn: string, pairs: ReadonlyArray<readonly [string, string]>) =>
+  `${fn}(${pairs.map(([key, expression]) => `'${key}', ${expression}`).join(", ")})`
+const customerColumns = [
+  ["organizationId", "organization_id"],
+  ["id", "id"],
+  ["externalId", "external_id"],
+  ["email", "email"],
+  ["name", "name"],
+  ["metadata", "metadata"],
+  ["overageMaxAmount", "overage_max_amount"],
+  ["overageOnLimit", "overage_on_limit"],
+  ["overageCreatedAt", "overage_created_at"],
+  ["overageUpdatedAt", "overage_updated_at"],
+  ["createdAt", "created_at"],
+  ["updatedAt", "updated_at"]
+] as const
+const subscriptionColumns = [
+  ["organizationId", "organization_id"],
+  ["id", "id"],
+  ["customerId", "customer_id"],
+  ["planId", "plan_id"],
+  ["status", "status"],
+  ["startedAt", "started_at"],
+  ["currentPeriodStart", "current_period_start"],
+  ["currentPeriodEnd", "current_period_end"],
+  ["trialEndsAt", "trial_ends_at"],
+  ["cancelAtPeriodEnd", "cancel_at_period_end"],
+  ["canceledAt", "canceled_at"],
+  ["graceEndsAt", "grace_ends_at"],
+  ["createdAt", "created_at"],
+  ["updatedAt", "updated_at"]
+] as const
+const balanceColumns = (text: (e: string) => string) => [
+  ["customerId", "customer_id"],
+  ["subjectId", "subject_id"],
+  ["windowStart", "window_start"],
+  ["windowEnd", "window_end"],
+  ["used", text("used")],
+  ["overage", text("overage")],
+  ["bonus", text("bonus")],
+  ["addon", text("addon")],
+  ["version", "version"]
+] as const
+const configColumns = (text: (e: string) => string) => [
+  ["customerId", "customer_id"],
+  ["overage", "overage"],
+  ["maxOverageUnits", text("max_overage_units")]
+] as const
+
+/** Adds each (feature, 15-minute bucket) of the events up once: one upsert per rollup row. */
+const rollupsOf = (events: ReadonlyArray<UsageEventRow>) => {
+  const byKey = new Map<string, { featureId: string; bucketStart: number; value: bigint; records: number }>()
+  for (const e of events) {
+    const bucketStart = e.createdAt - (e.createdAt % ROLLUP_MS)
+    const key = `${e.featureId} ${bucketStart}`
+    const current = byKey.get(key)
+    if (current === undefined) byKey.set(key, { featureId: e.featureId, bucketStart, value: e.value, records: 1 })
+    else byKey.set(key, { ...current, value: current.value + e.value, records: current.records + 1 })
+  }
+  return [...byKey.values()]
+}
+
+const eventRow = (e: UsageEventRow) => ({
+  organizationId: e.organizationId,
+  id: e.id,
+  customerId: e.customerId,
+  featureId: e.featureId,
+  subjectId: e.subjectId,
+  entityId: e.entityId,
+  value: microParam(e.value),
+  cost: microParam(e.cost),
+  fromPlan: microParam(e.fromPlan),
+  fromBonus: microParam(e.fromBonus),
+  fromAddon: microParam(e.fromAddon),
+  overage: microParam(e.overage),
+  billable: microParam(e.billable),
+  planId: e.planId,
+  metadata: JSON.stringify(e.metadata),
+  createdAt: e.createdAt
 })
 
 export const EntitlementsRepoSql = Layer.effect(
@@ -107,11 +263,148 @@ export const EntitlementsRepoSql = Layer.effect(
     const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
 
     const selectBalance = (org: string, customerId: string, subjectId: string, lock: boolean) =>
-      sql`SELECT window_start, window_end, used, overage, bonus, addon FROM balances
+      sql`SELECT window_start, window_end, used, overage, bonus, addon, version FROM balances
           WHERE organization_id = ${org} AND customer_id = ${customerId} AND subject_id = ${subjectId}
           ${lock ? forUpdate : sql.literal("")}`
 
+    const sqliteText = (e: string) => `CAST(${e} AS TEXT)`
+    const sqliteCustomer = json("json_object", customerColumns)
+    const sqliteSubscription = json("json_object", subscriptionColumns)
+    const sqliteConfig = json("json_object", configColumns(sqliteText))
+    const sqliteBalance = json("json_object", balanceColumns(sqliteText))
+
+    const context: EntitlementsRepoShape["context"] = (org, ref, featureId, subjectIds) => {
+      const list = (value: unknown): Array<any> =>
+        value === null || value === undefined ? [] : typeof value === "string" ? JSON.parse(value) : value as Array<any>
+      const decode = (row: any): EntitlementContext => ({
+        catalogVersion: Number(row.catalogVersion ?? 0),
+        customers: list(row.customers).map(toCustomerRecord),
+        // Oldest first, as `listLive` orders them (sorted here: an ORDER BY in SQLite's subquery costs more than the
+        // whole rest of the read).
+        subscriptions: list(row.subscriptions).map(toSubscriptionRecord).sort((a, b) =>
+          a.startedAt - b.startedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+        ),
+        configs: list(row.configs).map((c) => ({ customerId: c.customerId, config: toFeatureConfig(c) })),
+        balances: list(row.balances).map((b) => ({ customerId: b.customerId, subjectId: b.subjectId, balance: toBalance(b) }))
+      })
+      return sql.onDialectOrElse({
+        // A function (migration 0006): its statements' plans are prepared once per connection.
+        pg: () =>
+          Effect.map(
+            sql<{ context: unknown }>`SELECT entitlement_context(${org}, ${ref}, ${ref.toLowerCase()}, ${featureId ?? ""},
+              ${subjectIds.join(",")}) AS context`,
+            (rows) => decode(rows[0]!.context)
+          ),
+        // The same read inline (bun:sqlite keeps the prepared statement); every part is an index lookup.
+        orElse: () => {
+          const subjects = subjectIds.length === 0 ? sql`0` : sql`subject_id IN ${sql.in(subjectIds)}`
+          return Effect.map(
+            sql`WITH c AS (${matching(sql, org, ref)})
+              SELECT (SELECT catalog_version FROM organizations WHERE id = ${org}) AS catalog_version,
+                (SELECT json_group_array(json(${sql.literal(sqliteCustomer)})) FROM c) AS customers,
+                (SELECT json_group_array(json(${sql.literal(sqliteSubscription)}))
+                  FROM subscriptions WHERE organization_id = ${org} AND customer_id IN (SELECT id FROM c)
+                  AND status IN ('active', 'trialing', 'past_due')) AS subscriptions,
+                (SELECT json_group_array(json(${sql.literal(sqliteConfig)}))
+                  FROM customer_feature_configs WHERE organization_id = ${org} AND customer_id IN (SELECT id FROM c)
+                  AND feature_id = ${featureId ?? ""}) AS configs,
+                (SELECT json_group_array(json(${sql.literal(sqliteBalance)}))
+                  FROM balances WHERE organization_id = ${org} AND customer_id IN (SELECT id FROM c)
+                  AND ${subjects}) AS balances`,
+            (rows) => decode(rows[0])
+          )
+        }
+      }).pipe(Effect.orDie)
+    }
+
+    const commitItem = (c: BalanceCommit) => ({
+      org: c.organizationId,
+      customer: c.customerId,
+      subject: c.subjectId,
+      expected: c.expectedVersion,
+      windowStart: c.next.windowStart,
+      windowEnd: c.next.windowEnd,
+      used: c.next.used.toString(),
+      overage: c.next.overage.toString(),
+      bonus: c.next.bonus.toString(),
+      addon: c.next.addon.toString(),
+      now: c.now,
+      events: c.events.map(eventJson),
+      rollups: rollupsOf(c.events).map(rollupJson)
+    })
+
+    /** SQLite: one balance's guarded write (inside the step's transaction); its new version or none. */
+    const sqliteWrite = (c: BalanceCommit) => {
+      const { next } = c
+      return Effect.map(
+        c.expectedVersion === null
+          ? sql`INSERT INTO balances (organization_id, customer_id, subject_id, window_start, window_end, used,
+                  overage, bonus, addon, updated_at, version)
+                VALUES (${c.organizationId}, ${c.customerId}, ${c.subjectId}, ${next.windowStart},
+                  ${next.windowEnd}, ${microParam(next.used)}, ${microParam(next.overage)},
+                  ${microParam(next.bonus)}, ${microParam(next.addon)}, ${c.now}, 1)
+                ON CONFLICT DO NOTHING RETURNING version`
+          : sql`UPDATE balances SET window_start = ${next.windowStart}, window_end = ${next.windowEnd},
+                  used = ${microParam(next.used)}, overage = ${microParam(next.overage)},
+                  bonus = ${microParam(next.bonus)}, addon = ${microParam(next.addon)}, updated_at = ${c.now},
+                  version = version + 1
+                WHERE organization_id = ${c.organizationId} AND customer_id = ${c.customerId}
+                  AND subject_id = ${c.subjectId} AND version = ${c.expectedVersion}
+                RETURNING version`,
+        (rows) => Option.fromNullable(rows[0]?.version).pipe(Option.map((v) => Number(v)))
+      )
+    }
+
+    const commitBalances: EntitlementsRepoShape["commitBalances"] = (commits) =>
+      sql.onDialectOrElse({
+        // One call (migration 0006's commit_balances): each balance's guarded write, then its events and rollups only
+        // if it matched; the statement commits on its own, so no row lock outlives it.
+        pg: () =>
+          Effect.map(
+            sql<{ versions: ReadonlyArray<number | null> }>`SELECT commit_balances(${
+              JSON.stringify(commits.map(commitItem))
+            }) AS versions`,
+            (rows) => rows[0]!.versions.map((v) => Option.fromNullable(v).pipe(Option.map(Number)))
+          ),
+        // The same in one transaction (SQLite's one connection serialises writers anyway): the guarded writes, then
+        // the events and rollups of those that matched, a few multi-row statements for the whole step.
+        orElse: () =>
+          sql.withTransaction(Effect.gen(function*() {
+            const versions: Array<Option.Option<number>> = []
+            const events: Array<UsageEventRow> = []
+            for (const c of commits) {
+              const version = yield* sqliteWrite(c)
+              versions.push(version)
+              if (Option.isSome(version)) for (const e of c.events) events.push(e)
+            }
+            for (let i = 0; i < events.length; i += 500) {
+              yield* sql`INSERT INTO usage_events ${sql.insert(events.slice(i, i + 500).map(eventRow))}`
+            }
+            const byCustomer = new Map<string, Array<UsageEventRow>>()
+            for (const e of events) {
+              const key = `${e.organizationId}\u0000${e.customerId}`
+              const list = byCustomer.get(key)
+              if (list === undefined) byCustomer.set(key, [e])
+              else list.push(e)
+            }
+            for (const list of byCustomer.values()) {
+              for (const r of rollupsOf(list)) {
+                yield* sql`INSERT INTO usage_rollups (organization_id, customer_id, feature_id, bucket_start, value,
+                      records)
+                    VALUES (${list[0]!.organizationId}, ${list[0]!.customerId}, ${r.featureId}, ${r.bucketStart},
+                      ${microParam(r.value)}, ${r.records})
+                    ON CONFLICT (organization_id, customer_id, feature_id, bucket_start)
+                    DO UPDATE SET value = usage_rollups.value + excluded.value,
+                      records = usage_rollups.records + excluded.records`
+              }
+            }
+            return versions
+          }))
+      }).pipe(Effect.orDie)
+
     return {
+      context,
+      commitBalances,
       readBalance: (org, customerId, subjectId) =>
         selectBalance(org, customerId, subjectId, false).pipe(
           Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toBalance))),
@@ -129,7 +422,7 @@ export const EntitlementsRepoSql = Layer.effect(
       writeBalance: (org, customerId, subjectId, row, now) =>
         sql`UPDATE balances SET window_start = ${row.windowStart}, window_end = ${row.windowEnd},
               used = ${microParam(row.used)}, overage = ${microParam(row.overage)}, bonus = ${microParam(row.bonus)},
-              addon = ${microParam(row.addon)}, updated_at = ${now}
+              addon = ${microParam(row.addon)}, updated_at = ${now}, version = version + 1
             WHERE organization_id = ${org} AND customer_id = ${customerId} AND subject_id = ${subjectId}`.pipe(
           Effect.asVoid,
           Effect.orDie
@@ -141,26 +434,7 @@ export const EntitlementsRepoSql = Layer.effect(
                 ${microParam(e.value)}, 1)
               ON CONFLICT (organization_id, customer_id, feature_id, bucket_start)
               DO UPDATE SET value = usage_rollups.value + excluded.value, records = usage_rollups.records + 1`,
-          sql`INSERT INTO usage_events ${
-          sql.insert({
-            organizationId: e.organizationId,
-            id: e.id,
-            customerId: e.customerId,
-            featureId: e.featureId,
-            subjectId: e.subjectId,
-            entityId: e.entityId,
-            value: microParam(e.value),
-            cost: microParam(e.cost),
-            fromPlan: microParam(e.fromPlan),
-            fromBonus: microParam(e.fromBonus),
-            fromAddon: microParam(e.fromAddon),
-            overage: microParam(e.overage),
-            billable: microParam(e.billable),
-            planId: e.planId,
-            metadata: JSON.stringify(e.metadata),
-            createdAt: e.createdAt
-          })
-        }`
+          sql`INSERT INTO usage_events ${sql.insert(eventRow(e))}`
         ).pipe(Effect.asVoid, Effect.orDie),
       featureConfig: (org, customerId, featureId) =>
         sql`SELECT overage, max_overage_units FROM customer_feature_configs

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Option } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Duration, Effect, Layer, Option, Schedule, Stream } from "effect"
 import type { Organization } from "../api/security.ts"
 
 export interface ApiKeyRecord {
@@ -53,10 +54,57 @@ const toKey = (row: any): ApiKeyRecord => ({
   revokedAt: row.revokedAt === null ? null : Number(row.revokedAt)
 })
 
-export const OrganizationsRepoSql = Layer.effect(
+/**
+ * How long this process trusts a key it has looked up (docs/decisions.md, "Performance"). A revocation through this
+ * process empties the cache at once; on PostgreSQL every revocation is also announced (NOTIFY) to every process, so
+ * elsewhere it takes effect within milliseconds; this bound is for SQLite's other processes (the CLI) and for a lost
+ * notification.
+ */
+export const KEY_CACHE_MS = 5_000
+const KEY_CACHE_MAX = 10_000
+const KEY_CHANNEL = "billing_api_key_revoked"
+
+type KeyLookup = { readonly organization: Organization; readonly environment: string }
+
+export const OrganizationsRepoSql = Layer.scoped(
   OrganizationsRepo,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const pg = yield* Effect.serviceOption(PgClient.PgClient)
+
+    // Found keys only (an unknown key is looked up every time). A lookup that raced a revocation is not cached.
+    const keys = new Map<string, { readonly found: KeyLookup; readonly until: number }>()
+    let generation = 0
+    const forgetKeys = () => {
+      keys.clear()
+      generation++
+    }
+    if (Option.isSome(pg)) {
+      // Revocations by other processes (another instance, the CLI). Reconnects after a failure; while it is down the
+      // cache still expires every KEY_CACHE_MS.
+      yield* pg.value.listen(KEY_CHANNEL).pipe(
+        Stream.runForEach(() => Effect.sync(forgetKeys)),
+        Effect.tapErrorCause(() => Effect.sync(forgetKeys)),
+        Effect.retry(Schedule.spaced(Duration.seconds(1))),
+        Effect.forkScoped
+      )
+    }
+
+    const lookupKey = (keyHash: string) =>
+      sql<{ id: string; slug: string; name: string; environment: string }>`
+          SELECT o.id, o.slug, o.name, k.environment
+          FROM api_keys k JOIN organizations o ON o.id = k.organization_id
+          WHERE k.key_hash = ${keyHash} AND k.revoked_at IS NULL`.pipe(
+        Effect.map((rows) =>
+          Option.fromNullable(rows[0]).pipe(
+            Option.map((row): KeyLookup => ({
+              organization: { id: row.id, slug: row.slug, name: row.name },
+              environment: row.environment
+            }))
+          )
+        ),
+        Effect.orDie
+      )
 
     return {
       insert: (org) =>
@@ -93,23 +141,26 @@ export const OrganizationsRepoSql = Layer.effect(
           WHERE organization_id = ${organizationId} AND id = ${keyId} AND revoked_at IS NULL
           RETURNING id`.pipe(
           Effect.map((rows) => rows.length === 1),
+          Effect.tap(() => Effect.sync(forgetKeys)),
+          Effect.tap((revoked) =>
+            revoked && Option.isSome(pg) ? pg.value.notify(KEY_CHANNEL, keyId).pipe(Effect.ignore) : Effect.void
+          ),
           Effect.orDie
         ),
       findByKeyHash: (keyHash) =>
-        sql<{ id: string; slug: string; name: string; environment: string }>`
-          SELECT o.id, o.slug, o.name, k.environment
-          FROM api_keys k JOIN organizations o ON o.id = k.organization_id
-          WHERE k.key_hash = ${keyHash} AND k.revoked_at IS NULL`.pipe(
-          Effect.map((rows) =>
-            Option.fromNullable(rows[0]).pipe(
-              Option.map((row) => ({
-                organization: { id: row.id, slug: row.slug, name: row.name },
-                environment: row.environment
-              }))
-            )
-          ),
-          Effect.orDie
-        )
+        Effect.suspend(() => {
+          const hit = keys.get(keyHash)
+          const now = performance.now()
+          if (hit !== undefined && hit.until > now) return Effect.succeed(Option.some(hit.found))
+          const started = generation
+          return Effect.tap(lookupKey(keyHash), (found) =>
+            Effect.sync(() => {
+              keys.delete(keyHash)
+              if (Option.isNone(found) || generation !== started) return
+              if (keys.size >= KEY_CACHE_MAX) keys.delete(keys.keys().next().value!)
+              keys.set(keyHash, { found: found.value, until: now + KEY_CACHE_MS })
+            }))
+        })
     }
   })
 )

@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { Subscription } from "../api/subscriptions.ts"
 import { Catalog } from "../catalog/Catalog.ts"
-import { isFree, type Plan } from "../catalog/model.ts"
+import { type CatalogSnapshot, isFree, type Plan } from "../catalog/model.ts"
 import { type CustomerInput, Customers } from "../customers/Customers.ts"
 import type { CustomerRecord } from "../customers/CustomersRepo.ts"
 import { Conflict, NotFound, type ProviderFailure, type ProviderNotConfigured } from "../domain/errors.ts"
@@ -63,6 +63,25 @@ const subscriptionNotFound = (id: string) =>
 /** Plans in the same group replace each other; add-ons stack. Plans without a group share the default one. */
 const replaces = (incoming: Plan, existing: Plan | undefined) =>
   existing !== undefined && !incoming.isAddon && !existing.isAddon && incoming.planGroup === existing.planGroup
+
+/**
+ * Of a customer's live subscriptions (`listLive`: oldest first), those granting at `now`, with their plans (pure: the
+ * entitlement engine reads the live subscriptions together with the customer and calls this).
+ */
+export const grantingOf = (
+  live: ReadonlyArray<SubscriptionRecord>,
+  snapshot: CatalogSnapshot,
+  now: number
+): Array<{ subscription: SubscriptionRecord; plan: Plan }> => {
+  const out: Array<{ subscription: SubscriptionRecord; plan: Plan }> = []
+  for (const s of live) {
+    const plan = snapshot.plansById.get(s.planId)
+    // Free periods roll lazily; readers of currentPeriodEnd (entity removal) need the current one.
+    const current = plan !== undefined && isFree(plan) ? rollFreePeriod(s, plan.interval, now) : s
+    if (plan !== undefined && isGranting(current, now)) out.push({ subscription: current, plan })
+  }
+  return out
+}
 
 export const SubscriptionsLive = Layer.effect(
   Subscriptions,
@@ -270,14 +289,7 @@ export const SubscriptionsLive = Layer.effect(
           const live = yield* repo.listLive(organizationId, customerId)
           if (live.length === 0) return []
           const snap = yield* catalog.snapshot(organizationId)
-          const out: Array<{ subscription: SubscriptionRecord; plan: Plan }> = []
-          for (const s of live) {
-            const plan = snap.plansById.get(s.planId)
-            // Free periods roll lazily; readers of currentPeriodEnd (entity removal) need the current one.
-            const current = plan !== undefined && isFree(plan) ? rollFreePeriod(s, plan.interval, now) : s
-            if (plan !== undefined && isGranting(current, now)) out.push({ subscription: current, plan })
-          }
-          return out
+          return grantingOf(live, snap, now)
         }),
       attachAutoEnabled: (organizationId, customer) =>
         Effect.gen(function*() {

@@ -17,7 +17,7 @@ export class SubscriptionsRepo extends Context.Tag("SubscriptionsRepo")<Subscrip
 
 const nullableNumber = (v: unknown) => (v === null || v === undefined ? null : Number(v))
 
-const toRecord = (row: any): SubscriptionRecord => ({
+export const toSubscriptionRecord = (row: any): SubscriptionRecord => ({
   organizationId: row.organizationId,
   id: row.id,
   customerId: row.customerId,
@@ -41,7 +41,7 @@ export const SubscriptionsRepoSql = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const rows = (effect: Effect.Effect<ReadonlyArray<any>, unknown>) =>
-      effect.pipe(Effect.map((r) => r.map(toRecord)), Effect.orDie)
+      effect.pipe(Effect.map((r) => r.map(toSubscriptionRecord)), Effect.orDie)
 
     return {
       insert: (s) => sql`INSERT INTO subscriptions ${sql.insert(toRow(s))}`.pipe(Effect.asVoid, Effect.orDie),
