@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { CustomerRef, EpochMillis, IsoDateTime, Url } from "./common.ts"
+import { CustomerRef, EpochMillis, IsoDateTime, OptionalCustomerQuery, UriString, Url } from "./common.ts"
 import { TierBreakdownItem } from "./entitlements.ts"
 import {
   BadGatewayError,
@@ -12,7 +12,6 @@ import {
 } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
-const UriString = Schema.String.annotations({ format: "uri" })
 const MinorUnits = Schema.Number.annotations({ description: "Minor currency units (whole)" })
 
 export const InvoiceStatus = Schema.Literal("draft", "open", "paid", "void", "uncollectible").annotations({
@@ -64,9 +63,7 @@ export const InvoiceGenerated = Schema.Struct({
 }).annotations({ identifier: "InvoiceGenerated" })
 export type InvoiceGenerated = typeof InvoiceGenerated.Type
 
-export const CustomerQuery = Schema.Struct({
-  customer: Schema.optionalWith(CustomerRef, { exact: true })
-}).annotations({ parseOptions: { errors: "all" } })
+export const CustomerQuery = OptionalCustomerQuery
 export type CustomerQuery = typeof CustomerQuery.Type
 
 export const InvoiceList = Schema.Struct({

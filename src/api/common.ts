@@ -70,3 +70,11 @@ export const optionalWithServerDefault = <S extends Schema.Schema.Any>(
     default: value,
     ...(description === undefined ? {} : { description })
   })
+
+/** A URL the service returns (a checkout page); unlike `Url`, not validated on the way out. */
+export const UriString = Schema.String.annotations({ format: "uri" })
+
+/** `?customer=` on list routes: optional, any customer reference. */
+export const OptionalCustomerQuery = Schema.Struct({
+  customer: Schema.optionalWith(CustomerRef, { exact: true })
+}).annotations({ parseOptions: { errors: "all" } })

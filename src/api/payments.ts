@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { CustomerRef, EpochMillis, Metadata, NonEmptyString, Url } from "./common.ts"
+import { CustomerRef, EpochMillis, Metadata, NonEmptyString, UriString, Url } from "./common.ts"
 import {
   BadGatewayError,
   BadRequestError,
@@ -11,7 +11,6 @@ import {
 } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
-const UriString = Schema.String.annotations({ format: "uri" })
 
 /** Spec 4.7, decisions.md §7. */
 export const PurchaseAddon = Schema.Struct({

@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { CustomerRef, EpochMillis, IsoDateTime, NonEmptyString, Url } from "./common.ts"
+import { CustomerRef, EpochMillis, IsoDateTime, NonEmptyString, OptionalCustomerQuery, UriString, Url } from "./common.ts"
 import { CustomerData } from "./entitlements.ts"
 import {
   BadGatewayError,
@@ -12,7 +12,6 @@ import {
 } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
-const UriString = Schema.String.annotations({ format: "uri" })
 
 export const SubscriptionStatus = Schema.Literal("pending", "trialing", "active", "past_due", "canceled", "expired")
   .annotations({ identifier: "SubscriptionStatus" })
@@ -53,9 +52,7 @@ export const AttachResult = Schema.Struct({
 }).annotations({ identifier: "AttachResult" })
 export type AttachResult = typeof AttachResult.Type
 
-export const ListSubscriptionsQuery = Schema.Struct({
-  customer: Schema.optionalWith(CustomerRef, { exact: true })
-}).annotations({ parseOptions: { errors: "all" } })
+export const ListSubscriptionsQuery = OptionalCustomerQuery
 export type ListSubscriptionsQuery = typeof ListSubscriptionsQuery.Type
 
 export const SubscriptionList = Schema.Struct({
