@@ -8,24 +8,31 @@
  * It starts and stops everything it needs:
  * - a scratch PostgreSQL database `billing_bench_track` (dropped and re-created; dropped again at the end unless
  *   `--keep`) and/or a temporary SQLite data directory;
- * - the service as a subprocess (`bun src/main.ts`, logging at info to /dev/null, as production would log), with an
- *   organization created by the CLI, a catalog (a metered feature with a limit on an auto-enabled plan), and
- *   `--customers` customers plus one hot customer, each created by its first track (`customerData`), which also
- *   creates its balance. Environment variables of the bench pass through to the service.
+ * - the service as a subprocess (`bun src/main.ts` with `npm start`'s environment, logging at info to /dev/null, as
+ *   production would log), with an organization created by the CLI, a catalog (a metered feature with a limit on an
+ *   auto-enabled plan), and `--customers` customers plus one hot customer, each created by its first track
+ *   (`customerData`), which also creates its balance; then ANALYZE (PostgreSQL), as autovacuum would in service.
+ *   Environment variables of the bench pass through to the service.
  *
  * Then, per database:
- * 1. (PostgreSQL) the ceiling: `bench/ceiling.ts` replays the service's statements for an allowed track with a raw
- *    driver loop (`Bun.sql`), over all balances and over the hot one, at each connection count;
+ * 1. (PostgreSQL) the ceiling: `bench/ceiling.ts` replays the statements of an allowed track with a raw driver loop
+ *    (`Bun.sql`), as this version runs them and as the first version did, over all balances and over the hot one, at
+ *    each connection count;
  * 2. the service over HTTP: `POST /v1/track` and `POST /v1/check` with `sendEvent: true`, over all balances (a random
  *    customer per request) and over the hot balance, at each connection count (closed loop);
- * 3. the service at half of its peak track rate (open loop, latency from the scheduled start): p99 there;
+ * 3. the service at half of its peak track rate (open loop, latency from the scheduled start): p99 there; on
+ *    PostgreSQL the raw driver at the same rate beside it, the database's own latency there;
  * 4. a `--rss-seconds` run at peak, then the service's resident memory (VmRSS, and VmHWM = the peak) from /proc.
  * After every run: every customer's balance equals the sum of its events, its event count grew by exactly the
  * acknowledged (200, allowed) answers, and the usage rollups add up to the events. Any mismatch or error exits 1.
  *
- * Columns: req/s; p50/p99 latency; errors (non-200 or not allowed); ratio = req/s over the peak ceiling of the
- * same balances (PostgreSQL; the highest rate either ceiling script reached at any connection count); cpu = the service's CPU time per request (all its processes); idle = the machine's
- * idle CPU during the run (2 cores shared by the bench client, the service and the database).
+ * Columns: req/s; p50/p99 latency; errors (non-200 or not allowed); ratio = req/s over the peak ceiling of the same
+ * balances (PostgreSQL: the highest rate either ceiling script reached at any connection count); cpu = the service's
+ * CPU time per request (all its processes); idle = the machine's idle CPU during the run (2 cores shared by the bench
+ * client, the service and the database).
+ *
+ * Experiments: BENCH_SERVICE_FLAGS (extra flags for the service's bun, e.g. "--cpu-prof-md --cpu-prof-dir=/tmp/p"),
+ * BENCH_SERVICE (another entry point), BENCH_SERVICE_LOG (keep the service's log lines in a file).
  */
 import { Database } from "bun:sqlite"
 import { SQL } from "bun"
@@ -131,10 +138,20 @@ const startService = async (env: Record<string, string>): Promise<Service> => {
   const port = freePort()
   // BENCH_SERVICE_FLAGS: extra flags for the service's bun, e.g. "--cpu-prof-md --cpu-prof-dir=/tmp/prof".
   const flags = (process.env.BENCH_SERVICE_FLAGS ?? "").split(" ").filter((f) => f !== "")
-  const child = Bun.spawn([BUN, ...flags, "src/main.ts"], {
+  // BENCH_SERVICE: another entry point (an experiment); the default is the service itself.
+  const child = Bun.spawn([BUN, ...flags, process.env.BENCH_SERVICE ?? "src/main.ts"], {
     cwd: ROOT,
-    env: { LOG_LEVEL: "info", ...process.env, ...env, PORT: String(port), APP_ENV: "sandbox" },
-    stdout: "ignore",
+    // As `npm start` and the Dockerfile run it (BUN_JSC_forceRAMSize: see docs/decisions.md, "Performance").
+    env: {
+      LOG_LEVEL: "info",
+      BUN_JSC_forceRAMSize: "1073741824",
+      ...process.env,
+      ...env,
+      PORT: String(port),
+      APP_ENV: "sandbox"
+    },
+    // BENCH_SERVICE_LOG: keep the service's log lines (one per request, with its duration) in that file.
+    stdout: process.env.BENCH_SERVICE_LOG ? Bun.file(process.env.BENCH_SERVICE_LOG) : "ignore",
     stderr: "inherit"
   })
   const baseUrl = `http://127.0.0.1:${port}`
@@ -437,17 +454,37 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
 
     // 1. The ceiling (PostgreSQL): the service's statements from a raw driver.
     const ceilingPeak: Record<Scenario, number> = { many: 0, hot: 0 }
-    if (kind === "pg") {
-      const customers = [...ids.customers].map(([externalId, id]) => ({ id, externalId }))
-      const ctx: CeilingContext = {
-        organizationId: ids.organizationId,
-        keyHash: ids.keyHash,
-        featureId: ids.featureId,
-        planId: ids.planId,
-        valueMicro: VALUE * 1_000_000,
-        customers
+    const customers = [...ids.customers].map(([externalId, id]) => ({ id, externalId }))
+    const ctx: CeilingContext = {
+      organizationId: ids.organizationId,
+      keyHash: ids.keyHash,
+      featureId: ids.featureId,
+      planId: ids.planId,
+      valueMicro: VALUE * 1_000_000,
+      customers
+    }
+    const byName = new Map(customers.map((c) => [c.externalId, c]))
+    const ceilingRun = async (name: string, scenario: Scenario, connections: number, seconds: number, rate?: number) => {
+      const db = new SQL({ url: pgUrl, max: connections })
+      const script = ceilingScripts[name]!
+      try {
+        return await measured(() =>
+          drive({
+            connections,
+            seconds,
+            pick: picker(scenario),
+            once: async (customer) => {
+              await script(db, ctx, byName.get(customer)!)
+              return true
+            },
+            ...(rate === undefined ? {} : { rate })
+          })
+        )
+      } finally {
+        await db.close()
       }
-      const byName = new Map(customers.map((c) => [c.externalId, c]))
+    }
+    if (kind === "pg") {
       for (const name of ["current", "v1"] as const) {
         console.log(
           `ceiling: Bun.sql replaying the statements of an allowed track, ${
@@ -457,20 +494,7 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
         header()
         for (const scenario of ["many", "hot"] as const) {
           for (const connections of CONNECTIONS) {
-            const db = new SQL({ url: pgUrl, max: connections })
-            const script = ceilingScripts[name]!
-            const { result, wrong } = await measured(() =>
-              drive({
-                connections,
-                seconds: CEILING_SECONDS,
-                pick: picker(scenario),
-                once: async (customer) => {
-                  await script(db, ctx, byName.get(customer)!)
-                  return true
-                }
-              })
-            )
-            await db.close()
+            const { result, wrong } = await ceilingRun(name, scenario, connections, CEILING_SECONDS)
             ceilingPeak[scenario] = Math.max(ceilingPeak[scenario], result.rate)
             line(`${scenario === "hot" ? "1 hot balance" : `${CUSTOMERS} balances`}`, connections, result, null, wrong)
           }
@@ -519,6 +543,13 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
           })
         )
         line(`track ${scenario} @${rate.toFixed(0)}/s`, Math.max(...CONNECTIONS), result, null, wrong)
+        if (kind === "pg") {
+          // The database's own latency at that rate, for reference: the raw driver running this version's statements
+          // (one hot balance: the first version's, which queue on the row lock instead of retrying a moved version).
+          const script = scenario === "hot" ? "v1" : "current"
+          const ceiling = await ceilingRun(script, scenario, Math.max(...CONNECTIONS), SECONDS, rate)
+          line(`  ceiling (${script}) @${rate.toFixed(0)}/s`, Math.max(...CONNECTIONS), ceiling.result, null, ceiling.wrong)
+        }
       }
     }
 

@@ -1,5 +1,5 @@
-import { FetchHttpClient, HttpApiBuilder, HttpApp } from "@effect/platform"
-import { type Clock, type Context, Effect, Layer, ManagedRuntime } from "effect"
+import { FetchHttpClient, HttpApiBuilder } from "@effect/platform"
+import { type Clock, Effect, Layer, ManagedRuntime } from "effect"
 import { InvoicesLive } from "./billing/Invoices.ts"
 import { InvoicesRepoSql } from "./billing/InvoicesRepo.ts"
 import { CatalogLive } from "./catalog/CatalogLive.ts"
@@ -13,8 +13,6 @@ import { CreditsLive } from "./entitlements/Credits.ts"
 import { EntitlementsLive } from "./entitlements/Engine.ts"
 import { EntitlementsRepoSql } from "./entitlements/EntitlementsRepo.ts"
 import { HttpLive } from "./http/ApiLive.ts"
-import { AuthenticationLive } from "./http/Authentication.ts"
-import { fastPathOf, makeFastPath, type WebHandler } from "./http/fastPath.ts"
 import { OrganizationsLive } from "./organizations/Organizations.ts"
 import { OrganizationsRepoSql } from "./organizations/OrganizationsRepo.ts"
 import type { AppConfig } from "./platform/config.ts"
@@ -95,32 +93,12 @@ export const makeApp = <E>(config: Layer.Layer<AppConfig, E>, options: { readonl
     Layer.provideMerge(clock)
   )
   const runtime = ManagedRuntime.make(services, memoMap)
-  // HttpApiBuilder.toWebHandler, spelled out to keep its runtime: the fast path of check/track (src/http/fastPath.ts)
-  // runs on the same one. The services are merged into it (not only provided) because the fast path calls the engine
-  // and the Authentication implementation directly; the memo map makes them the very instances HttpApi uses.
-  let fast: { readonly check: WebHandler; readonly track: WebHandler } | undefined
-  const web = HttpApp.toWebHandlerLayerWith(
-    Layer.mergeAll(
-      Layer.mergeAll(HttpLive, LoggingLive, TracingLive, AuthenticationLive).pipe(Layer.provideMerge(services)),
-      HttpApiBuilder.Router.Live,
-      HttpApiBuilder.Middleware.layer
-    ),
-    {
-      memoMap,
-      toHandler: (r) =>
-        Effect.gen(function*() {
-          const app = yield* Effect.provide(HttpApiBuilder.httpApp, r)
-          fast = process.env.BILLING_FAST_PATH === "0" ? undefined : yield* Effect.provide(makeFastPath(r), r)
-          return app
-        })
-    }
-  )
+  const web = HttpApiBuilder.toWebHandler(Layer.mergeAll(HttpLive, LoggingLive, TracingLive).pipe(Layer.provide(services)), {
+    memoMap
+  })
   return {
     runtime,
-    handler: (request: Request, context?: Context.Context<never>): Promise<Response> => {
-      const route = fast === undefined ? undefined : fastPathOf(request)
-      return route === undefined ? web.handler(request, context) : fast![route](request, context)
-    },
+    handler: web.handler,
     dispose: async () => {
       await web.dispose()
       await runtime.dispose()

@@ -112,14 +112,7 @@ export const CustomersRepoSql = Layer.effect(
     return {
       matches: (organizationId, ref) =>
         matching(sql, organizationId, ref).pipe(
-          Effect.map((rows) => {
-            const records = rows.map(toCustomerRecord)
-            return {
-              byId: Option.fromNullable(records.find((c) => c.id === ref)),
-              byExternalId: Option.fromNullable(records.find((c) => c.externalId === ref)),
-              byEmail: Option.fromNullable(records.find((c) => c.email?.toLowerCase() === ref.toLowerCase()))
-            }
-          }),
+          Effect.map((rows) => matchesOf(rows.map(toCustomerRecord), ref)),
           Effect.orDie
         ),
       insert: (customer) =>

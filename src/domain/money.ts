@@ -23,6 +23,8 @@ const MAX_ABS_SCALE = 64
  */
 export const parseDecimal = (input: string | number): Option.Option<Decimal> => {
   if (typeof input === "number") {
+    // Whole numbers (most quantities and prices) need no string round trip: exact, and far below the scale bounds.
+    if (Number.isSafeInteger(input)) return Option.some(BigDecimal.make(BigInt(input), 0))
     if (!Number.isFinite(input)) return Option.none()
     return parseDecimal(String(input))
   }
@@ -48,7 +50,8 @@ export const toDecimal = (input: Decimal | string | number): Decimal =>
 export const roundHalfUp = (d: Decimal): Decimal => BigDecimal.round(d, { scale: 0, mode: "half-from-zero" })
 
 /** For the wire and for quantities; exact for whole minor units up to 2^53. */
-export const toNumber = (d: Decimal): number => Number(format(d))
+export const toNumber = (d: Decimal): number =>
+  d.scale === 0 && d.value <= 9007199254740991n && d.value >= -9007199254740991n ? Number(d.value) : Number(format(d))
 
 /**
  * Plain decimal string, never an exponent (BigDecimal.format switches to exponent form at 16 digits of scale,

@@ -12,10 +12,11 @@ const FACTOR = 1_000_000n
 /** Whether a number can be held exactly as micro-units. */
 export const fitsMicro = (value: number): boolean =>
   Number.isFinite(value) && Math.abs(value) <= 9_000_000_000 &&
-  BigDecimal.normalize(toDecimal(value)).scale <= MICRO_SCALE
+  (Number.isInteger(value) || BigDecimal.normalize(toDecimal(value)).scale <= MICRO_SCALE)
 
 /** An exact decimal to micro-units, rounding any finer fraction up (never under-count consumption). */
 export const toMicro = (value: Decimal | number | string): bigint => {
+  if (typeof value === "number" && Number.isSafeInteger(value)) return BigInt(value) * FACTOR
   const d = toDecimal(value)
   const scaled = BigDecimal.scale(d, MICRO_SCALE + 12).value
   const divisor = 10n ** 12n

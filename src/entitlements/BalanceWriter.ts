@@ -1,4 +1,5 @@
-import { Cause, Deferred, Effect, Option } from "effect"
+import { SqlClient } from "@effect/sql"
+import { type Cause, Context, Deferred, Effect, Option } from "effect"
 import type { BalanceRow, EntitlementsRepoShape, StoredBalance, UsageEventRow } from "./EntitlementsRepo.ts"
 
 /**
@@ -214,7 +215,10 @@ export const makeBalanceWriter = (
           const fresh = [pending]
           lanes.set(lane, fresh)
           // A daemon: the batch completes (and answers everyone in it) even if the request that started it is gone.
-          yield* Effect.forkDaemon(drain(lane, fresh))
+          // Outside any transaction the caller might be in: a step is its own statement (or transaction).
+          yield* Effect.forkDaemon(
+            Effect.mapInputContext(drain(lane, fresh), (context: Context.Context<never>) => Context.omit(SqlClient.TransactionConnection)(context) as Context.Context<never>)
+          )
         }
         return (yield* Deferred.await(done)) as A
       })

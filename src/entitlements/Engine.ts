@@ -46,7 +46,8 @@ export interface EntitlementsShape {
 export class Entitlements extends Context.Tag("Entitlements")<Entitlements, EntitlementsShape>() {}
 
 const DAY_MS = 86_400_000
-const WRITER_LANES_PG = Number(process.env.BILLING_WRITER_LANES ?? 4)
+/** Write batches in flight at once on PostgreSQL (measured: 1–2 beat 4–8, bigger batches and fewer commits). */
+const WRITER_LANES_PG = 2
 
 const canonical = (value: unknown): unknown =>
   Array.isArray(value)
@@ -303,7 +304,7 @@ export const EntitlementsLive = Layer.effect(
           const subjects = feature === undefined
             ? []
             : [feature.id, ...(snapshot.creditSystemsByFeature.get(feature.slug) ?? []).map((s) => s.id)]
-          const context = yield* repo.context(org, input.customer, feature?.id ?? null, subjects)
+          const context = yield* repo.context(org, input.customer, feature?.id ?? null, subjects, inTransaction)
           if (context.catalogVersion !== version) {
             // Another sync (in any process) changed the catalog: decide over the current one.
             version = context.catalogVersion

@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
 import { type CustomerRecord, matching, toCustomerRecord } from "../customers/CustomersRepo.ts"
 import { microParam } from "../domain/quantity.ts"
+import { makeBatcher } from "./Batcher.ts"
 import type { SubscriptionRecord } from "../subscriptions/model.ts"
 import { toSubscriptionRecord } from "../subscriptions/SubscriptionsRepo.ts"
 
@@ -80,11 +81,16 @@ export type IdempotencyClaim =
  */
 export interface EntitlementsRepoShape {
   readonly readBalance: (org: string, customerId: string, subjectId: string) => Effect.Effect<Option.Option<StoredBalance>>
+  /**
+   * Concurrent reads are answered together (one statement for several on PostgreSQL); `inTransaction` reads on the
+   * caller's own transaction instead.
+   */
   readonly context: (
     org: string,
     customerRef: string,
     featureId: string | null,
-    subjectIds: ReadonlyArray<string>
+    subjectIds: ReadonlyArray<string>,
+    inTransaction?: boolean
   ) => Effect.Effect<EntitlementContext>
   /**
    * One step (one statement on PostgreSQL, one short transaction on SQLite) for several balances: each one's `next`
@@ -267,16 +273,17 @@ export const EntitlementsRepoSql = Layer.effect(
           WHERE organization_id = ${org} AND customer_id = ${customerId} AND subject_id = ${subjectId}
           ${lock ? forUpdate : sql.literal("")}`
 
+    // The functions' JSON already has the keys the mappers expect: no name transformation of (every key of) it.
+    const raw = sql.withoutTransforms()
     const sqliteText = (e: string) => `CAST(${e} AS TEXT)`
     const sqliteCustomer = json("json_object", customerColumns)
     const sqliteSubscription = json("json_object", subscriptionColumns)
     const sqliteConfig = json("json_object", configColumns(sqliteText))
     const sqliteBalance = json("json_object", balanceColumns(sqliteText))
 
-    const context: EntitlementsRepoShape["context"] = (org, ref, featureId, subjectIds) => {
-      const list = (value: unknown): Array<any> =>
-        value === null || value === undefined ? [] : typeof value === "string" ? JSON.parse(value) : value as Array<any>
-      const decode = (row: any): EntitlementContext => ({
+    const list = (value: unknown): Array<any> =>
+      value === null || value === undefined ? [] : typeof value === "string" ? JSON.parse(value) : value as Array<any>
+    const decode = (row: any): EntitlementContext => ({
         catalogVersion: Number(row.catalogVersion ?? 0),
         customers: list(row.customers).map(toCustomerRecord),
         // Oldest first, as `listLive` orders them (sorted here: an ORDER BY in SQLite's subquery costs more than the
@@ -285,16 +292,42 @@ export const EntitlementsRepoSql = Layer.effect(
           a.startedAt - b.startedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
         ),
         configs: list(row.configs).map((c) => ({ customerId: c.customerId, config: toFeatureConfig(c) })),
-        balances: list(row.balances).map((b) => ({ customerId: b.customerId, subjectId: b.subjectId, balance: toBalance(b) }))
-      })
+      balances: list(row.balances).map((b) => ({ customerId: b.customerId, subjectId: b.subjectId, balance: toBalance(b) }))
+    })
+
+    interface ContextRead {
+      readonly org: string
+      readonly ref: string
+      readonly refLower: string
+      readonly feature: string
+      readonly subjects: string
+    }
+    // Functions (migration 0006): their statements' plans are prepared once per connection. Reads that arrive while
+    // others are in flight go together, in one call.
+    const pgContext = (r: ContextRead) =>
+      Effect.map(
+        raw<{ context: unknown }>`SELECT entitlement_context(${r.org}, ${r.ref}, ${r.refLower}, ${r.feature},
+          ${r.subjects}) AS context`,
+        (rows) => decode(rows[0]!.context)
+      )
+    const pgContexts = makeBatcher<ContextRead, EntitlementContext>({
+      lanes: 4,
+      maxBatch: 128,
+      run: (reads) =>
+        reads.length === 1
+          ? Effect.map(Effect.orDie(pgContext(reads[0]!)), (one) => [one])
+          : Effect.map(
+            raw<{ contexts: ReadonlyArray<unknown> }>`SELECT entitlement_contexts(${JSON.stringify(reads)}) AS contexts`,
+            (rows) => rows[0]!.contexts.map(decode)
+          ).pipe(Effect.orDie)
+    })
+
+    const context: EntitlementsRepoShape["context"] = (org, ref, featureId, subjectIds, inTransaction = false) => {
       return sql.onDialectOrElse({
-        // A function (migration 0006): its statements' plans are prepared once per connection.
-        pg: () =>
-          Effect.map(
-            sql<{ context: unknown }>`SELECT entitlement_context(${org}, ${ref}, ${ref.toLowerCase()}, ${featureId ?? ""},
-              ${subjectIds.join(",")}) AS context`,
-            (rows) => decode(rows[0]!.context)
-          ),
+        pg: () => {
+          const read = { org, ref, refLower: ref.toLowerCase(), feature: featureId ?? "", subjects: subjectIds.join(",") }
+          return inTransaction ? pgContext(read) : pgContexts.submit(read)
+        },
         // The same read inline (bun:sqlite keeps the prepared statement); every part is an index lookup.
         orElse: () => {
           const subjects = subjectIds.length === 0 ? sql`0` : sql`subject_id IN ${sql.in(subjectIds)}`
@@ -333,24 +366,16 @@ export const EntitlementsRepoSql = Layer.effect(
       rollups: rollupsOf(c.events).map(rollupJson)
     })
 
-    /** SQLite: one balance's guarded write (inside the step's transaction); its new version or none. */
-    const sqliteWrite = (c: BalanceCommit) => {
+    /** SQLite: a balance that did not exist, unless it does by now (inside the step's transaction). */
+    const sqliteInsert = (c: BalanceCommit) => {
       const { next } = c
       return Effect.map(
-        c.expectedVersion === null
-          ? sql`INSERT INTO balances (organization_id, customer_id, subject_id, window_start, window_end, used,
-                  overage, bonus, addon, updated_at, version)
-                VALUES (${c.organizationId}, ${c.customerId}, ${c.subjectId}, ${next.windowStart},
-                  ${next.windowEnd}, ${microParam(next.used)}, ${microParam(next.overage)},
-                  ${microParam(next.bonus)}, ${microParam(next.addon)}, ${c.now}, 1)
-                ON CONFLICT DO NOTHING RETURNING version`
-          : sql`UPDATE balances SET window_start = ${next.windowStart}, window_end = ${next.windowEnd},
-                  used = ${microParam(next.used)}, overage = ${microParam(next.overage)},
-                  bonus = ${microParam(next.bonus)}, addon = ${microParam(next.addon)}, updated_at = ${c.now},
-                  version = version + 1
-                WHERE organization_id = ${c.organizationId} AND customer_id = ${c.customerId}
-                  AND subject_id = ${c.subjectId} AND version = ${c.expectedVersion}
-                RETURNING version`,
+        sql`INSERT INTO balances (organization_id, customer_id, subject_id, window_start, window_end, used, overage,
+              bonus, addon, updated_at, version)
+            VALUES (${c.organizationId}, ${c.customerId}, ${c.subjectId}, ${next.windowStart}, ${next.windowEnd},
+              ${microParam(next.used)}, ${microParam(next.overage)}, ${microParam(next.bonus)}, ${microParam(next.addon)},
+              ${c.now}, 1)
+            ON CONFLICT DO NOTHING RETURNING version`,
         (rows) => Option.fromNullable(rows[0]?.version).pipe(Option.map((v) => Number(v)))
       )
     }
@@ -361,42 +386,65 @@ export const EntitlementsRepoSql = Layer.effect(
         // if it matched; the statement commits on its own, so no row lock outlives it.
         pg: () =>
           Effect.map(
-            sql<{ versions: ReadonlyArray<number | null> }>`SELECT commit_balances(${
+            raw<{ versions: ReadonlyArray<number | null> }>`SELECT commit_balances(${
               JSON.stringify(commits.map(commitItem))
             }) AS versions`,
             (rows) => rows[0]!.versions.map((v) => Option.fromNullable(v).pipe(Option.map(Number)))
           ),
-        // The same in one transaction (SQLite's one connection serialises writers anyway): the guarded writes, then
-        // the events and rollups of those that matched, a few multi-row statements for the whole step.
+        // The same in one transaction (SQLite's one connection serialises writers anyway), in a few statements for the
+        // whole step: one guarded UPDATE of every existing balance (RETURNING says whose guard held), an INSERT for
+        // each new one, then the events and the rollups of those written.
         orElse: () =>
           sql.withTransaction(Effect.gen(function*() {
-            const versions: Array<Option.Option<number>> = []
-            const events: Array<UsageEventRow> = []
-            for (const c of commits) {
-              const version = yield* sqliteWrite(c)
-              versions.push(version)
-              if (Option.isSome(version)) for (const e of c.events) events.push(e)
+            const keyOf = (org: string, customer: string, subject: string) => `${org}\u0000${customer}\u0000${subject}`
+            const written = new Map<string, number>()
+            const existing = commits.filter((c) => c.expectedVersion !== null)
+            for (let i = 0; i < existing.length; i += 200) {
+              const rows = existing.slice(i, i + 200).map((c) =>
+                sql`(${c.organizationId}, ${c.customerId}, ${c.subjectId}, ${c.expectedVersion}, ${c.next.windowStart},
+                  ${c.next.windowEnd}, ${microParam(c.next.used)}, ${microParam(c.next.overage)},
+                  ${microParam(c.next.bonus)}, ${microParam(c.next.addon)}, ${c.now})`
+              )
+              const updated = yield* sql<{ o: string; c: string; s: string; v: number }>`UPDATE balances SET
+                  window_start = v.column5, window_end = v.column6, used = v.column7, overage = v.column8,
+                  bonus = v.column9, addon = v.column10, updated_at = v.column11, version = balances.version + 1
+                FROM (VALUES ${sql.csv(rows)}) AS v
+                WHERE balances.organization_id = v.column1 AND balances.customer_id = v.column2
+                  AND balances.subject_id = v.column3 AND balances.version = v.column4
+                RETURNING balances.organization_id AS o, balances.customer_id AS c, balances.subject_id AS s,
+                  balances.version AS v`
+              for (const u of updated) written.set(keyOf(u.o, u.c, u.s), Number(u.v))
             }
+            for (const c of commits) {
+              if (c.expectedVersion !== null) continue
+              const inserted = yield* sqliteInsert(c)
+              if (Option.isSome(inserted)) written.set(keyOf(c.organizationId, c.customerId, c.subjectId), inserted.value)
+            }
+            const versions = commits.map((c) =>
+              Option.fromNullable(written.get(keyOf(c.organizationId, c.customerId, c.subjectId)))
+            )
+            const events = commits.flatMap((c, i) => (Option.isSome(versions[i]!) ? c.events : []))
             for (let i = 0; i < events.length; i += 500) {
               yield* sql`INSERT INTO usage_events ${sql.insert(events.slice(i, i + 500).map(eventRow))}`
             }
-            const byCustomer = new Map<string, Array<UsageEventRow>>()
+            const rollups = new Map<string, { e: UsageEventRow; bucketStart: number; value: bigint; records: number }>()
             for (const e of events) {
-              const key = `${e.organizationId}\u0000${e.customerId}`
-              const list = byCustomer.get(key)
-              if (list === undefined) byCustomer.set(key, [e])
-              else list.push(e)
+              const bucketStart = e.createdAt - (e.createdAt % ROLLUP_MS)
+              const key = `${e.organizationId}\u0000${e.customerId}\u0000${e.featureId}\u0000${bucketStart}`
+              const current = rollups.get(key)
+              if (current === undefined) rollups.set(key, { e, bucketStart, value: e.value, records: 1 })
+              else rollups.set(key, { ...current, value: current.value + e.value, records: current.records + 1 })
             }
-            for (const list of byCustomer.values()) {
-              for (const r of rollupsOf(list)) {
-                yield* sql`INSERT INTO usage_rollups (organization_id, customer_id, feature_id, bucket_start, value,
-                      records)
-                    VALUES (${list[0]!.organizationId}, ${list[0]!.customerId}, ${r.featureId}, ${r.bucketStart},
-                      ${microParam(r.value)}, ${r.records})
-                    ON CONFLICT (organization_id, customer_id, feature_id, bucket_start)
-                    DO UPDATE SET value = usage_rollups.value + excluded.value,
-                      records = usage_rollups.records + excluded.records`
-              }
+            const sums = [...rollups.values()]
+            for (let i = 0; i < sums.length; i += 500) {
+              const rows = sums.slice(i, i + 500).map((r) =>
+                sql`(${r.e.organizationId}, ${r.e.customerId}, ${r.e.featureId}, ${r.bucketStart}, ${microParam(r.value)},
+                  ${r.records})`
+              )
+              yield* sql`INSERT INTO usage_rollups (organization_id, customer_id, feature_id, bucket_start, value, records)
+                VALUES ${sql.csv(rows)}
+                ON CONFLICT (organization_id, customer_id, feature_id, bucket_start)
+                DO UPDATE SET value = usage_rollups.value + excluded.value, records = usage_rollups.records + excluded.records`
             }
             return versions
           }))

@@ -143,7 +143,8 @@ export const OrganizationsRepoSql = Layer.scoped(
           Effect.map((rows) => rows.length === 1),
           Effect.tap(() => Effect.sync(forgetKeys)),
           Effect.tap((revoked) =>
-            revoked && Option.isSome(pg) ? pg.value.notify(KEY_CHANNEL, keyId).pipe(Effect.ignore) : Effect.void
+            // pg_notify: PgClient.notify sends `NOTIFY channel, $1`, which PostgreSQL does not accept.
+            revoked && Option.isSome(pg) ? sql`SELECT pg_notify(${KEY_CHANNEL}, ${keyId})`.pipe(Effect.ignore) : Effect.void
           ),
           Effect.orDie
         ),

@@ -59,6 +59,21 @@ BEGIN
 END
 $$`
 
+/** Several reads of `entitlement_context` in one call (concurrent requests, src/entitlements/Batcher.ts), in order. */
+const ENTITLEMENT_CONTEXTS_FUNCTION = `
+CREATE FUNCTION entitlement_contexts(p_reads JSON)
+RETURNS JSON LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  r JSON;
+  results JSON[] := '{}';
+BEGIN
+  FOR r IN SELECT value FROM json_array_elements(p_reads) LOOP
+    results := results || entitlement_context(r->>'org', r->>'ref', r->>'refLower', r->>'feature', r->>'subjects');
+  END LOOP;
+  RETURN array_to_json(results);
+END
+$$`
+
 /**
  * One step of the balance writer (src/entitlements/BalanceWriter.ts): for each item, the balance's new state only if
  * it is still at `expected` (null: only if it does not exist yet), and then, only if that matched, its events and
@@ -473,7 +488,7 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
       `ALTER TABLE balances ADD COLUMN version BIGINT NOT NULL DEFAULT 0`
     )
     yield* sql.onDialectOrElse({
-      pg: () => statements(ENTITLEMENT_CONTEXT_FUNCTION, COMMIT_BALANCES_FUNCTION),
+      pg: () => statements(ENTITLEMENT_CONTEXT_FUNCTION, ENTITLEMENT_CONTEXTS_FUNCTION, COMMIT_BALANCES_FUNCTION),
       orElse: () => Effect.void
     })
   })
