@@ -488,8 +488,14 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
       `ALTER TABLE balances ADD COLUMN version BIGINT NOT NULL DEFAULT 0`
     )
     yield* sql.onDialectOrElse({
-      pg: () => statements(ENTITLEMENT_CONTEXT_FUNCTION, ENTITLEMENT_CONTEXTS_FUNCTION, COMMIT_BALANCES_FUNCTION),
+      pg: () => statements(ENTITLEMENT_CONTEXT_FUNCTION, COMMIT_BALANCES_FUNCTION),
       orElse: () => Effect.void
     })
-  })
+  }),
+  // Concurrent reads batched into one call (src/entitlements/Batcher.ts); PostgreSQL only, as the read itself.
+  "0007_batched_reads": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.onDialectOrElse({
+      pg: () => statements(ENTITLEMENT_CONTEXTS_FUNCTION),
+      orElse: () => Effect.void
+    }))
 }
