@@ -1,5 +1,5 @@
-import { SqlClient } from "@effect/sql"
-import { type Cause, Context, Deferred, Effect, Option } from "effect"
+import { type Cause, Deferred, Effect, Option } from "effect"
+import { outsideTransaction } from "./Batcher.ts"
 import type { BalanceRow, EntitlementsRepoShape, StoredBalance, UsageEventRow } from "./EntitlementsRepo.ts"
 
 /**
@@ -216,9 +216,7 @@ export const makeBalanceWriter = (
           lanes.set(lane, fresh)
           // A daemon: the batch completes (and answers everyone in it) even if the request that started it is gone.
           // Outside any transaction the caller might be in: a step is its own statement (or transaction).
-          yield* Effect.forkDaemon(
-            Effect.mapInputContext(drain(lane, fresh), (context: Context.Context<never>) => Context.omit(SqlClient.TransactionConnection)(context) as Context.Context<never>)
-          )
+          yield* Effect.forkDaemon(outsideTransaction(drain(lane, fresh)))
         }
         return (yield* Deferred.await(done)) as A
       })

@@ -8,6 +8,13 @@ import { type Cause, Context, Deferred, Effect } from "effect"
  *
  * Never for work inside a transaction: the step runs in its own fiber, on a connection of its own.
  */
+/**
+ * The effect without the caller's transaction, if any: a batch's step is its own statement (or transaction), on a
+ * connection of its own, whoever happened to start it.
+ */
+export const outsideTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.mapInputContext(effect, (context: Context.Context<R>) => Context.omit(SqlClient.TransactionConnection)(context) as Context.Context<R>)
+
 export interface Batcher<I, O> {
   readonly submit: (item: I) => Effect.Effect<O>
 }
@@ -61,7 +68,7 @@ export const makeBatcher = <I, O>(options: {
           running++
           // A daemon (its batch answers everyone in it even if this request is gone), outside any transaction the
           // caller might be in: a step is its own statement.
-          yield* Effect.forkDaemon(Effect.mapInputContext(drain, (context: Context.Context<never>) => Context.omit(SqlClient.TransactionConnection)(context) as Context.Context<never>))
+          yield* Effect.forkDaemon(outsideTransaction(drain))
         }
         return yield* Deferred.await(done)
       })

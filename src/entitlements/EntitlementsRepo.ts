@@ -284,14 +284,14 @@ export const EntitlementsRepoSql = Layer.effect(
     const list = (value: unknown): Array<any> =>
       value === null || value === undefined ? [] : typeof value === "string" ? JSON.parse(value) : value as Array<any>
     const decode = (row: any): EntitlementContext => ({
-        catalogVersion: Number(row.catalogVersion ?? 0),
-        customers: list(row.customers).map(toCustomerRecord),
-        // Oldest first, as `listLive` orders them (sorted here: an ORDER BY in SQLite's subquery costs more than the
-        // whole rest of the read).
-        subscriptions: list(row.subscriptions).map(toSubscriptionRecord).sort((a, b) =>
-          a.startedAt - b.startedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
-        ),
-        configs: list(row.configs).map((c) => ({ customerId: c.customerId, config: toFeatureConfig(c) })),
+      catalogVersion: Number(row.catalogVersion ?? 0),
+      customers: list(row.customers).map(toCustomerRecord),
+      // Oldest first, as `listLive` orders them (sorted here: an ORDER BY in SQLite's subquery costs more than the
+      // whole rest of the read).
+      subscriptions: list(row.subscriptions).map(toSubscriptionRecord).sort((a, b) =>
+        a.startedAt - b.startedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+      ),
+      configs: list(row.configs).map((c) => ({ customerId: c.customerId, config: toFeatureConfig(c) })),
       balances: list(row.balances).map((b) => ({ customerId: b.customerId, subjectId: b.subjectId, balance: toBalance(b) }))
     })
 
