@@ -28,7 +28,7 @@ const config = await app.runtime.runPromise(startup).catch(async (error: unknown
 })
 
 const logLevel = parseLogLevel(config.logLevel)
-const server = serve(app, { port: config.port, logLevel })
+const server = serve(app, { port: config.port, logLevel, requestTimeoutMs: config.requestTimeoutMs })
 writeLogLine(logLevel, LogLevel.Info, "listening", {
   url: `http://localhost:${server.port}`,
   environment: config.appEnv,

@@ -1,10 +1,11 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Clock, Data, Effect, Exit, FiberId, Option } from "effect"
+import { Cause, Clock, Effect, Option } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { type ApiError, errorBody, type Issue } from "../api/errors.ts"
 import { AppConfig } from "../platform/config.ts"
 import { readableIssues } from "./issues.ts"
 import { makeRateLimiter } from "./rateLimit.ts"
+import { RequestFiber } from "./RequestFiber.ts"
 import { RequestId } from "./RequestId.ts"
 
 /** JSON bodies nested deeper than this are refused before anything parses them (decisions.md, Hardening). */
@@ -89,14 +90,11 @@ export const jsonTextProblem = (text: string, maxDepth: number): string | undefi
   return undefined
 }
 
-class RequestTimedOut extends Data.TaggedError("RequestTimedOut")<{ readonly afterMs: number }> {}
-
 /**
  * The API-wide middleware, around routing, authentication and every handler:
  * - per-key rate limiting (`RATE_LIMIT_RPS`, `RATE_LIMIT_BURST`): 429 `rate_limited` with `Retry-After`;
  * - JSON bodies nested deeper than {@link MAX_JSON_DEPTH}, or with U+0000 or unpaired surrogates in strings: 400;
- * - the request timeout (`REQUEST_TIMEOUT_MS`): the handler is interrupted (an open transaction rolls back, a
- *   running PostgreSQL statement is cancelled) and the answer is 503 `unavailable`;
+ * - the request's fiber is left in its {@link RequestFiber} slot, for the request timeout of src/http/server.ts;
  * - every failure leaves as the spec's error body. Typed endpoint errors pass through to HttpApi's own
  *   encoder; what HttpApi would otherwise render its own way (validation, unknown routes, malformed JSON,
  *   defects) is rendered here.
@@ -108,10 +106,11 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
     const limiter = config.rateLimitRps > 0
       ? makeRateLimiter({ rps: config.rateLimitRps, burst: config.rateLimitBurst })
       : undefined
-    const timeoutMs = config.requestTimeoutMs
 
     const guarded = (app: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, any>) =>
       Effect.gen(function*() {
+        const slot = yield* Effect.serviceOption(RequestFiber)
+        if (Option.isSome(slot)) yield* Effect.withFiberRuntime((fiber) => Effect.sync(() => (slot.value.fiber = fiber)))
         const request = yield* HttpServerRequest.HttpServerRequest
         if (limiter !== undefined) {
           const key = request.headers.authorization
@@ -139,43 +138,8 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
         return yield* app
       })
 
-    /**
-     * The request timeout. The handler runs in its own fiber; at the deadline the answer is the 503 and that fiber is
-     * interrupted: an open transaction rolls back, a running PostgreSQL statement is cancelled, and one still waiting
-     * for a connection (an uninterruptible wait in @effect/sql) is interrupted as soon as it gets one, before its
-     * first statement. The answer does not wait for that, so it leaves at the deadline whatever the handler was
-     * doing. A plain timer and one fork per request: about a third of `Effect.timeout`'s cost.
-     */
-    const timed = (
-      self: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, any>
-    ): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, any> =>
-      // The fiber's own outcome is its Exit value, so a failing handler is never an "unhandled error" of a fiber
-      // (which Effect logs at debug with the full cause: SQL, values, stack).
-      timeoutMs <= 0 ? self : Effect.flatMap(Effect.forkDaemon(Effect.exit(self)), (fiber) =>
-        Effect.async<HttpServerResponse.HttpServerResponse, unknown>((resume) => {
-          let settled = false
-          const timer = setTimeout(() => {
-            if (settled) return
-            settled = true
-            resume(Effect.fail(new RequestTimedOut({ afterMs: timeoutMs })))
-            fiber.unsafeInterruptAsFork(FiberId.none)
-          }, timeoutMs)
-          fiber.addObserver((exit) => {
-            clearTimeout(timer)
-            if (settled) return
-            settled = true
-            resume(Exit.isSuccess(exit) ? exit.value : Exit.failCause(exit.cause))
-          })
-          return Effect.sync(() => {
-            clearTimeout(timer)
-            settled = true
-            fiber.unsafeInterruptAsFork(FiberId.none)
-          })
-        }))
-
     return (app: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, any>) =>
-      // The limits first, in the request's own fiber: a refused request costs no fork and no timer.
-      guarded(timed(app)).pipe(
+      guarded(app).pipe(
         Effect.catchAllCause((cause) => {
           const failure = Cause.failureOption(cause)
           if (Option.isSome(failure)) {
@@ -193,16 +157,6 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
             }
             if (isTagged(error, "RouteNotFound")) {
               return Effect.succeed(respond("NotFound", 404, "not_found", "No such route"))
-            }
-            if (error instanceof RequestTimedOut) {
-              return Effect.logWarning("request timed out", { afterMs: error.afterMs }).pipe(
-                Effect.as(respond(
-                  "Unavailable",
-                  503,
-                  "unavailable",
-                  "The request did not finish in time and was stopped; nothing was changed"
-                ))
-              )
             }
             return Effect.failCause(cause)
           }

@@ -1,7 +1,8 @@
-import { Context, LogLevel } from "effect"
+import { Context, FiberId, LogLevel } from "effect"
 import { errorBody } from "../api/errors.ts"
 import type { App } from "../app.ts"
 import { writeLogLine } from "../platform/logging.ts"
+import { RequestFiber, type RequestFiberSlot } from "./RequestFiber.ts"
 import { RequestId } from "./RequestId.ts"
 
 export const MAX_BODY_BYTES = 1024 * 1024
@@ -86,11 +87,47 @@ export interface ServeOptions {
   readonly port: number
   readonly hostname?: string
   readonly logLevel?: LogLevel.LogLevel
+  /** `REQUEST_TIMEOUT_MS`; 0 or unset: no limit. */
+  readonly requestTimeoutMs?: number
 }
+
+const TIMED_OUT_MESSAGE = "The request did not finish in time and was stopped; nothing was changed"
+
+/**
+ * The request timeout: at the deadline the answer is 503 `unavailable` and the request's fiber is interrupted (an
+ * open transaction rolls back, a running PostgreSQL statement is cancelled; one still waiting for a connection, an
+ * uninterruptible wait in @effect/sql, stops as soon as it gets one, before its first statement). The answer does not
+ * wait for that: it leaves at the deadline whatever the handler was doing. A timer per request and nothing else
+ * (a fiber per request for the same cost 15–20% of the service's CPU under load: docs/decisions.md, "Performance").
+ */
+const beforeDeadline = (
+  answer: Promise<Response>,
+  timeoutMs: number,
+  slot: RequestFiberSlot,
+  onTimeout: () => void
+): Promise<Response> =>
+  new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      slot.fiber?.unsafeInterruptAsFork(FiberId.none)
+      onTimeout()
+      resolve(json(503, errorBody("Unavailable", "unavailable", TIMED_OUT_MESSAGE), {}))
+    }, timeoutMs)
+    answer.then(
+      (response) => {
+        clearTimeout(timer)
+        resolve(response)
+      },
+      (error: unknown) => {
+        clearTimeout(timer)
+        reject(error)
+      }
+    )
+  })
 
 /** Bun's server in front of the Effect handler: request ids, limits and one access-log line each. */
 export const serve = (app: Pick<App, "handler">, options: ServeOptions) => {
   const minimum = options.logLevel ?? LogLevel.Info
+  const timeoutMs = options.requestTimeoutMs ?? 0
   return Bun.serve({
     port: options.port,
     hostname: options.hostname ?? "0.0.0.0",
@@ -103,8 +140,16 @@ export const serve = (app: Pick<App, "handler">, options: ServeOptions) => {
       const url = new URL(request.url)
       const refused = headersTooLarge(request)
       const bounded = refused ?? await boundChunkedBody(withEmptyBodyAsObject(request, url))
-      const response = (bounded instanceof Response ? bounded : precheck(bounded, url)) ??
-        (await app.handler(bounded as Request, Context.make(RequestId, requestId) as Context.Context<never>))
+      let response = bounded instanceof Response ? bounded : precheck(bounded, url)
+      if (response === undefined) {
+        const slot: RequestFiberSlot = { fiber: undefined }
+        const context = Context.make(RequestId, requestId).pipe(Context.add(RequestFiber, slot))
+        const answer = app.handler(bounded as Request, context as Context.Context<never>)
+        response = await (timeoutMs > 0
+          ? beforeDeadline(answer, timeoutMs, slot, () =>
+            writeLogLine(minimum, LogLevel.Warning, "request timed out", { requestId, afterMs: timeoutMs }))
+          : answer)
+      }
       response.headers.set("x-request-id", requestId)
       writeLogLine(minimum, LogLevel.Info, "request", {
         requestId,

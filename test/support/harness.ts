@@ -4,7 +4,7 @@ import { makeClient } from "../../src/api/client.ts"
 import { type App, makeApp } from "../../src/app.ts"
 import { serve } from "../../src/http/server.ts"
 import { Organizations } from "../../src/organizations/Organizations.ts"
-import { AppConfigTest, type AppConfigShape } from "../../src/platform/config.ts"
+import { AppConfig, AppConfigTest, type AppConfigShape } from "../../src/platform/config.ts"
 
 export interface Database {
   readonly name: "sqlite" | "postgresql"
@@ -49,8 +49,8 @@ export const startServer = async (
 ): Promise<TestServer> => {
   const app = makeApp(AppConfigTest(config), options)
   // Build the layers (and run migrations) before the first request.
-  await app.runtime.runPromise(Effect.void)
-  const server = serve(app, { port: 0, hostname: "127.0.0.1", logLevel: LogLevel.None })
+  const { requestTimeoutMs } = await app.runtime.runPromise(AppConfig)
+  const server = serve(app, { port: 0, hostname: "127.0.0.1", logLevel: LogLevel.None, requestTimeoutMs })
   const baseUrl = `http://127.0.0.1:${server.port}`
   const run = <A, E>(effect: Effect.Effect<A, E, AppServices>) => app.runtime.runPromise(effect)
 
