@@ -97,8 +97,8 @@ const TIMED_OUT_MESSAGE = "The request did not finish in time and was stopped; n
  * The request timeout: at the deadline the answer is 503 `unavailable` and the request's fiber is interrupted (an
  * open transaction rolls back, a running PostgreSQL statement is cancelled; one still waiting for a connection, an
  * uninterruptible wait in @effect/sql, stops as soon as it gets one, before its first statement). The answer does not
- * wait for that: it leaves at the deadline whatever the handler was doing. A timer per request and nothing else
- * (a fiber per request for the same cost 15–20% of the service's CPU under load: docs/decisions.md, "Performance").
+ * wait for that: it leaves at the deadline whatever the handler was doing. A timer per request and nothing else:
+ * forking the handler instead cost 15–20% of the service's CPU under load (docs/decisions.md, "Hardening").
  */
 const beforeDeadline = (
   answer: Promise<Response>,
