@@ -1,5 +1,5 @@
 import { FetchHttpClient, HttpApiBuilder } from "@effect/platform"
-import { type Clock, Effect, Layer, ManagedRuntime } from "effect"
+import { type Clock, Context, Effect, Layer, ManagedRuntime, Option } from "effect"
 import { InvoicesLive } from "./billing/Invoices.ts"
 import { InvoicesRepoSql } from "./billing/InvoicesRepo.ts"
 import { CatalogLive } from "./catalog/CatalogLive.ts"
@@ -13,6 +13,10 @@ import { CreditsLive } from "./entitlements/Credits.ts"
 import { EntitlementsLive } from "./entitlements/Engine.ts"
 import { EntitlementsRepoSql } from "./entitlements/EntitlementsRepo.ts"
 import { HttpLive } from "./http/ApiLive.ts"
+import { AuthenticationLive } from "./http/Authentication.ts"
+import { type HotPath, makeHotPath } from "./http/hotPath.ts"
+import { RequestFiber } from "./http/RequestFiber.ts"
+import { RequestId } from "./http/RequestId.ts"
 import { OrganizationsLive } from "./organizations/Organizations.ts"
 import { OrganizationsRepoSql } from "./organizations/OrganizationsRepo.ts"
 import type { AppConfig } from "./platform/config.ts"
@@ -80,11 +84,30 @@ export const ServicesLive = Layer.mergeAll(
   Layer.provideMerge(DatabaseLive)
 )
 
+/** The path of an absolute URL: after "scheme://host", up to "?" or "#". */
+const pathOf = (url: string): string => {
+  const start = url.indexOf("/", url.indexOf("//") + 2)
+  if (start < 0) return "/"
+  let end = url.length
+  const query = url.indexOf("?", start)
+  if (query >= 0) end = query
+  const hash = url.indexOf("#", start)
+  if (hash >= 0 && hash < end) end = hash
+  return url.slice(start, end)
+}
+
 /**
  * The application for one configuration: a runtime of its services (for start-up work and the CLI)
  * and a fetch handler serving the API. Both share one memo map, so one database pool serves both.
  */
-export const makeApp = <E>(config: Layer.Layer<AppConfig, E>, options: { readonly clock?: Clock.Clock } = {}) => {
+export const makeApp = <E>(
+  config: Layer.Layer<AppConfig, E>,
+  options: {
+    readonly clock?: Clock.Clock
+    /** false: check/track through HttpApi too (tests hold the two paths to the same answers). */
+    readonly hotPath?: boolean
+  } = {}
+) => {
   const memoMap = Effect.runSync(Layer.makeMemoMap)
   // A clock of the caller's (tests that move time) replaces the default one for the whole application.
   const clock = options.clock === undefined ? Layer.empty : Layer.setClock(options.clock)
@@ -96,11 +119,44 @@ export const makeApp = <E>(config: Layer.Layer<AppConfig, E>, options: { readonl
   const web = HttpApiBuilder.toWebHandler(Layer.mergeAll(HttpLive, LoggingLive, TracingLive).pipe(Layer.provide(services)), {
     memoMap
   })
+  // check/track in front of HttpApi (src/http/hotPath.ts), ready with the runtime; until then, HttpApi.
+  const hotRuntime = ManagedRuntime.make(AuthenticationLive.pipe(Layer.provideMerge(services)), memoMap)
+  let hot: Option.Option<HotPath> = Option.none()
+  let hotAnswers = 0
+  const hotReady = options.hotPath === false
+    ? Promise.resolve()
+    : hotRuntime.runPromise(makeHotPath(hotRuntime.runFork)).then((h) => {
+      hot = h
+    }, () => undefined)
+  const handler = async (request: Request, context?: Context.Context<never>): Promise<Response> => {
+    if (Option.isNone(hot)) return web.handler(request, context)
+    const route = hot.value.routeOf(request.method, pathOf(request.url))
+    if (route === undefined) return web.handler(request, context)
+    const text = await request.text()
+    const answer = await hot.value.handle(
+      route,
+      request,
+      text,
+      context === undefined ? undefined : Option.getOrUndefined(Context.getOption(context, RequestId)),
+      context === undefined ? undefined : Option.getOrUndefined(Context.getOption(context, RequestFiber))
+    )
+    if (answer !== undefined) {
+      hotAnswers++
+      return answer
+    }
+    // Refused before the engine: HttpApi renders the refusal, from the same body.
+    return web.handler(new Request(request.url, { method: request.method, headers: request.headers, body: text }), context)
+  }
   return {
     runtime,
-    handler: web.handler,
+    handler,
+    /** Resolves once check/track can take the path in front of HttpApi (or know they cannot). */
+    ready: hotReady,
+    /** How many requests the path in front of HttpApi has answered. */
+    hotPathAnswers: () => hotAnswers,
     dispose: async () => {
       await web.dispose()
+      await hotRuntime.dispose()
       await runtime.dispose()
     }
   }

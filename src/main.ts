@@ -27,6 +27,7 @@ const config = await app.runtime.runPromise(startup).catch(async (error: unknown
   process.exit(1)
 })
 
+await app.ready
 const logLevel = parseLogLevel(config.logLevel)
 const server = serve(app, { port: config.port, logLevel, requestTimeoutMs: config.requestTimeoutMs })
 writeLogLine(logLevel, LogLevel.Info, "listening", {

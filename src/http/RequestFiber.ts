@@ -9,3 +9,6 @@ export interface RequestFiberSlot {
 }
 
 export class RequestFiber extends Context.Tag("RequestFiber")<RequestFiber, RequestFiberSlot>() {}
+
+/** The answer's message when the request timeout stopped a request. */
+export const TIMED_OUT_MESSAGE = "The request did not finish in time and was stopped; nothing was changed"

@@ -38,7 +38,7 @@ export const isDatabaseUnavailable = (defect: unknown): boolean => {
 }
 
 /** A short description of a defect for the server log: never its stack, SQL text or bound values. */
-const describeDefect = (defect: unknown) => {
+export const describeDefect = (defect: unknown) => {
   const tag = isTagged(defect, "SqlError") ? "SqlError" : defect instanceof Error ? defect.name : typeof defect
   const cause = (defect as { cause?: { code?: unknown } } | null)?.cause
   return { defect: tag, code: cause && typeof cause === "object" && "code" in cause ? String(cause.code) : undefined }

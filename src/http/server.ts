@@ -2,7 +2,7 @@ import { Context, FiberId, LogLevel } from "effect"
 import { errorBody } from "../api/errors.ts"
 import type { App } from "../app.ts"
 import { writeLogLine } from "../platform/logging.ts"
-import { RequestFiber, type RequestFiberSlot } from "./RequestFiber.ts"
+import { RequestFiber, type RequestFiberSlot, TIMED_OUT_MESSAGE } from "./RequestFiber.ts"
 import { RequestId } from "./RequestId.ts"
 
 export const MAX_BODY_BYTES = 1024 * 1024
@@ -90,8 +90,6 @@ export interface ServeOptions {
   /** `REQUEST_TIMEOUT_MS`; 0 or unset: no limit. */
   readonly requestTimeoutMs?: number
 }
-
-const TIMED_OUT_MESSAGE = "The request did not finish in time and was stopped; nothing was changed"
 
 /**
  * The request timeout: at the deadline the answer is 503 `unavailable` and the request's fiber is interrupted (an

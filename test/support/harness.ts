@@ -45,11 +45,12 @@ export type Client = Effect.Effect.Success<ReturnType<typeof makeClient>>
 /** The service on a real port, as a vendor would reach it. */
 export const startServer = async (
   config: Partial<AppConfigShape> = {},
-  options: { readonly clock?: Clock.Clock } = {}
+  options: { readonly clock?: Clock.Clock; readonly hotPath?: boolean } = {}
 ): Promise<TestServer> => {
   const app = makeApp(AppConfigTest(config), options)
   // Build the layers (and run migrations) before the first request.
   const { requestTimeoutMs } = await app.runtime.runPromise(AppConfig)
+  await app.ready
   const server = serve(app, { port: 0, hostname: "127.0.0.1", logLevel: LogLevel.None, requestTimeoutMs })
   const baseUrl = `http://127.0.0.1:${server.port}`
   const run = <A, E>(effect: Effect.Effect<A, E, AppServices>) => app.runtime.runPromise(effect)

@@ -1,0 +1,110 @@
+/**
+ * `POST /v1/check` and `/v1/track` are answered in front of HttpApi (src/http/hotPath.ts) when the request is
+ * authenticated and well formed, and by HttpApi otherwise. The same requests, in the same order, against a service
+ * with that path and one without it must get the same answers, byte for byte once instants are set aside; and the
+ * well-formed ones must really have taken it.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { syncCatalog } from "./support/catalog.ts"
+import { databases, startServer, type TestServer } from "./support/harness.ts"
+
+const catalog = {
+  features: [{ slug: "calls", name: "Calls", type: "metered" }, { slug: "sso", name: "SSO", type: "boolean" }],
+  plans: [{
+    slug: "p",
+    name: "P",
+    autoEnable: true,
+    features: [{ slug: "calls", limit: 3, overage: "block" }, { slug: "sso" }]
+  }]
+}
+
+interface Req {
+  readonly path: string
+  readonly body?: string
+  readonly headers?: Record<string, string>
+  readonly auth?: "key" | "none" | "bad"
+  /** Whether the path in front of HttpApi answers it (else HttpApi does). */
+  readonly hot: boolean
+}
+
+const body = (value: unknown) => JSON.stringify(value)
+
+const requests: ReadonlyArray<Req> = [
+  { path: "/v1/track", body: body({ customer: "c", feature: "calls", value: 2 }), hot: true },
+  { path: "/v1/check", body: body({ customer: "c", feature: "calls", value: 2 }), hot: true },
+  { path: "/v1/check", body: body({ customer: "c", feature: "sso" }), hot: true },
+  { path: "/v1/check", body: body({ customer: "c", feature: "calls", sendEvent: true }), headers: { "idempotency-key": "k1" }, hot: true },
+  { path: "/v1/check", body: body({ customer: "c", feature: "calls", sendEvent: true }), headers: { "idempotency-key": "k1" }, hot: true },
+  // The same key with another request: 409 from the engine.
+  { path: "/v1/track", body: body({ customer: "c", feature: "calls", value: 5 }), headers: { "idempotency-key": "k1" }, hot: true },
+  { path: "/v1/track", body: body({ customer: "c", feature: "calls" }), hot: true },
+  { path: "/v1/track", body: body({ customer: "c", feature: "calls" }), hot: true },
+  { path: "/v1/track", body: body({ customer: "ghost", feature: "calls" }), hot: true },
+  { path: "/v1/track", body: body({ customer: "new", feature: "calls", customerData: { email: "new@example.com" } }), hot: true },
+  { path: "/v1/check", body: body({ customer: "new", feature: "calls", value: 0 }), hot: true },
+  { path: "/v1/track", body: body({ customer: "c", feature: "nope" }), hot: true },
+  { path: "/v1/track", body: body({ customer: "c", feature: "calls", entity: "seat-1" }), hot: true },
+  { path: "/v1/track", body: body({ customer: "c", feature: "calls", value: 1.0000001 }), hot: true },
+  { path: "/v1/track", body: body({ customer: "c", feature: "calls", metadata: { run: 1 } }), hot: true },
+  { path: "/v1/check", body: "{}", hot: false },
+  { path: "/v1/track", body: body({ customer: "", feature: 3, value: -1 }), hot: false },
+  { path: "/v1/track", body: "{\"customer\": ", hot: false },
+  { path: "/v1/track", body: `{"customer":"c","feature":"calls","x":${"[".repeat(70)}${"]".repeat(70)}}`, hot: false },
+  { path: "/v1/track", body: "customer=c", headers: { "content-type": "text/plain" }, hot: false },
+  { path: "/v1/track", body: body({ customer: "c", feature: "calls" }), headers: { "idempotency-key": "" }, hot: false },
+  { path: "/v1/check", body: body({ customer: "c", feature: "calls" }), auth: "none", hot: false },
+  { path: "/v1/check", body: body({ customer: "c", feature: "calls" }), auth: "bad", hot: false },
+  { path: "/v1/check/", body: body({ customer: "c", feature: "calls" }), hot: false }
+]
+
+/** Instants and generated ids differ between two services; nothing else may. */
+const normalise = (text: string) =>
+  text.replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, "<instant>").replace(/\b(cus|evt|sub)_[0-9a-z]+/g, "<$1>")
+
+for (const database of databases()) {
+  describe(`check and track in front of HttpApi on ${database.name}`, () => {
+    let hot: TestServer
+    let plain: TestServer
+    const keys = new Map<TestServer, string>()
+    beforeAll(async () => {
+      hot = await startServer(database.config)
+      plain = await startServer(database.config, { hotPath: false })
+      for (const server of [hot, plain]) {
+        const org = await server.createOrg()
+        keys.set(server, org.apiKey)
+        await syncCatalog(server, org.apiKey, catalog)
+        const created = await server.fetch("/v1/customers", {
+          method: "POST",
+          apiKey: org.apiKey,
+          body: body({ id: "c", email: "c@example.com" })
+        })
+        expect(created.status).toBe(200)
+      }
+    })
+    afterAll(async () => {
+      await hot.close()
+      await plain.close()
+    })
+
+    test("answers exactly as HttpApi does, and takes only the well-formed, authenticated requests", async () => {
+      expect(plain.app.hotPathAnswers()).toBe(0)
+      for (const req of requests) {
+        const before = hot.app.hotPathAnswers()
+        const answers = []
+        for (const server of [hot, plain]) {
+          const apiKey = req.auth === "none" ? undefined : req.auth === "bad" ? "sk_test_wrong" : keys.get(server)!
+          const response = await server.fetch(req.path, {
+            method: "POST",
+            ...(apiKey === undefined ? {} : { apiKey }),
+            ...(req.body === undefined ? {} : { body: req.body }),
+            ...(req.headers === undefined ? {} : { headers: req.headers })
+          })
+          answers.push({ status: response.status, type: response.headers.get("content-type"), body: normalise(await response.text()) })
+        }
+        expect({ req, answer: answers[0] }).toEqual({ req, answer: answers[1] })
+        expect({ req, hot: hot.app.hotPathAnswers() - before }).toEqual({ req, hot: req.hot ? 1 : 0 })
+      }
+      expect(plain.app.hotPathAnswers()).toBe(0)
+    })
+  })
+}
