@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Clock, Effect, Option } from "effect"
 import { BillingApi } from "../api/Api.ts"
-import { type ApiError, errorBody, type Issue } from "../api/errors.ts"
+import { type ApiError, errorBody, errorStatus, type Issue } from "../api/errors.ts"
 import { AppConfig } from "../platform/config.ts"
 import { readableIssues } from "./issues.ts"
 import { makeRateLimiter } from "./rateLimit.ts"
@@ -38,11 +38,30 @@ export const isDatabaseUnavailable = (defect: unknown): boolean => {
 }
 
 /** A short description of a defect for the server log: never its stack, SQL text or bound values. */
-export const describeDefect = (defect: unknown) => {
+const describeDefect = (defect: unknown) => {
   const tag = isTagged(defect, "SqlError") ? "SqlError" : defect instanceof Error ? defect.name : typeof defect
   const cause = (defect as { cause?: { code?: unknown } } | null)?.cause
   return { defect: tag, code: cause && typeof cause === "object" && "code" in cause ? String(cause.code) : undefined }
 }
+
+/**
+ * How a defect is answered and logged, by this middleware and by src/http/hotPath.ts alike: a lost database is 503
+ * (the request changed nothing), anything else 500; the log line says which defect, never its stack, SQL or values.
+ */
+export const defectAnswer = (defect: unknown) =>
+  isDatabaseUnavailable(defect)
+    ? {
+      log: Effect.logWarning("database unavailable", describeDefect(defect)),
+      tag: "Unavailable" as const,
+      code: "unavailable",
+      message: "The service is temporarily unavailable; nothing was changed"
+    }
+    : {
+      log: Effect.logError("unexpected failure", describeDefect(defect)),
+      tag: "InternalError" as const,
+      code: "internal_error",
+      message: "An unexpected error occurred"
+    }
 
 const hexAt = (text: string, at: number) => {
   const digits = text.slice(at, at + 4)
@@ -166,19 +185,8 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
             if (isTagged(value, "RequestError") && (value as { reason?: string }).reason === "Decode") {
               return Effect.succeed(respond("BadRequest", 400, "invalid_request", "The request body is not valid JSON"))
             }
-            if (isDatabaseUnavailable(value)) {
-              return Effect.logWarning("database unavailable", describeDefect(value)).pipe(
-                Effect.as(respond(
-                  "Unavailable",
-                  503,
-                  "unavailable",
-                  "The service is temporarily unavailable; nothing was changed"
-                ))
-              )
-            }
-            return Effect.logError("unexpected failure", describeDefect(value)).pipe(
-              Effect.as(respond("InternalError", 500, "internal_error", "An unexpected error occurred"))
-            )
+            const answer = defectAnswer(value)
+            return Effect.as(answer.log, respond(answer.tag, errorStatus[answer.tag][0], answer.code, answer.message))
           }
           return Effect.failCause(cause)
         }),

@@ -4,7 +4,7 @@ import { errorBody, errorStatus } from "../api/errors.ts"
 import { Authentication, type Organization } from "../api/security.ts"
 import { Entitlements } from "../entitlements/Engine.ts"
 import { AppConfig } from "../platform/config.ts"
-import { describeDefect, isDatabaseUnavailable, jsonTextProblem, MAX_JSON_DEPTH } from "./errorMiddleware.ts"
+import { defectAnswer, jsonTextProblem, MAX_JSON_DEPTH } from "./errorMiddleware.ts"
 import { type RequestFiberSlot, TIMED_OUT_MESSAGE } from "./RequestFiber.ts"
 import { toApiError } from "./toApiError.ts"
 
@@ -78,18 +78,11 @@ export const makeHotPath = (
           onRight: (body) => json(200, body)
         })
       }).pipe(
-        // As the API middleware renders them (src/http/errorMiddleware.ts).
-        Effect.catchAllDefect((defect) =>
-          isDatabaseUnavailable(defect)
-            ? Effect.as(
-              Effect.logWarning("database unavailable", describeDefect(defect)),
-              wireError("Unavailable", "unavailable", "The service is temporarily unavailable; nothing was changed")
-            )
-            : Effect.as(
-              Effect.logError("unexpected failure", describeDefect(defect)),
-              wireError("InternalError", "internal_error", "An unexpected error occurred")
-            )
-        )
+        // As the API middleware renders them.
+        Effect.catchAllDefect((defect) => {
+          const answer = defectAnswer(defect)
+          return Effect.as(answer.log, wireError(answer.tag, answer.code, answer.message))
+        })
       )
 
     const handle: HotPath["handle"] = (route, request, text, requestId, slot) => {
