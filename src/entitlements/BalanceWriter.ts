@@ -175,17 +175,22 @@ export const makeBalanceWriter = (
       }
     })
 
+  /** One batch's step; whoever it has not answered fails with it (their draws were not written). */
+  const step = (batch: Array<Pending>) =>
+    Effect.flatMap(Effect.exit(commit(batch)), (exit) =>
+      exit._tag === "Failure"
+        ? Effect.forEach(batch, (pending) => Deferred.failCause(pending.done, exit.cause as Cause.Cause<never>), {
+          discard: true
+        })
+        : Effect.void)
+
   /** Runs the lane's batches until nobody waits; then the lane closes (synchronously after its last check). */
   const drain = (lane: number, queue: Array<Pending>): Effect.Effect<void> => {
     let batch: Array<Pending> = []
     return Effect.gen(function*() {
       while (queue.length > 0) {
         batch = queue.splice(0, MAX_BATCH)
-        const exit = yield* Effect.exit(commit(batch))
-        if (exit._tag === "Failure") {
-          // Whoever the failed step had not answered yet fails with it (their draws were not written).
-          for (const pending of batch) yield* Deferred.failCause(pending.done, exit.cause as Cause.Cause<never>)
-        }
+        yield* step(batch)
       }
       lanes.delete(lane)
     }).pipe(
@@ -203,22 +208,29 @@ export const makeBalanceWriter = (
 
   return {
     draw: <A>(key: BalanceKey, seen: StoredBalance | null, decide: (stored: StoredBalance | null) => Decision<A>) =>
-      Effect.gen(function*() {
-        const done = yield* Deferred.make<unknown>()
-        const id = `${key.organizationId}\u0000${key.customerId}\u0000${key.subjectId}`
-        const lane = options.lanes <= 1 ? 0 : hash(id) % options.lanes
-        const pending: Pending = { key, id, seen, decide, done }
-        const queue = lanes.get(lane)
-        if (queue !== undefined) {
-          queue.push(pending)
-        } else {
-          const fresh = [pending]
-          lanes.set(lane, fresh)
-          // A daemon: the batch completes (and answers everyone in it) even if the request that started it is gone.
-          // Outside any transaction the caller might be in: a step is its own statement (or transaction).
-          yield* Effect.forkDaemon(outsideTransaction(drain(lane, fresh)))
-        }
-        return (yield* Deferred.await(done)) as A
-      })
+      // Uninterruptible but for the wait: a lane, once opened, is always written and closed.
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function*() {
+          const done = yield* Deferred.make<unknown>()
+          const id = `${key.organizationId}\u0000${key.customerId}\u0000${key.subjectId}`
+          const lane = options.lanes <= 1 ? 0 : hash(id) % options.lanes
+          const pending: Pending = { key, id, seen, decide, done }
+          const queue = lanes.get(lane)
+          if (queue !== undefined) {
+            queue.push(pending)
+          } else {
+            // The lane was idle: this request writes its own draw, in its own fiber (a fiber per request was measured
+            // to cost more than the write). Whatever arrives meanwhile is written by a daemon, batch after batch, so
+            // this request answers as soon as its own step has committed. Outside any transaction the caller might be
+            // in: a step is its own statement (or transaction).
+            const fresh: Array<Pending> = []
+            lanes.set(lane, fresh)
+            yield* outsideTransaction(step([pending]))
+            if (fresh.length > 0) yield* Effect.forkDaemon(outsideTransaction(drain(lane, fresh)))
+            else lanes.delete(lane)
+          }
+          return (yield* restore(Deferred.await(done))) as A
+        })
+      )
   }
 }
