@@ -84,18 +84,6 @@ export const ServicesLive = Layer.mergeAll(
   Layer.provideMerge(DatabaseLive)
 )
 
-/** The path of an absolute URL: after "scheme://host", up to "?" or "#". */
-const pathOf = (url: string): string => {
-  const start = url.indexOf("/", url.indexOf("//") + 2)
-  if (start < 0) return "/"
-  let end = url.length
-  const query = url.indexOf("?", start)
-  if (query >= 0) end = query
-  const hash = url.indexOf("#", start)
-  if (hash >= 0 && hash < end) end = hash
-  return url.slice(start, end)
-}
-
 /**
  * The application for one configuration: a runtime of its services (for start-up work and the CLI)
  * and a fetch handler serving the API. Both share one memo map, so one database pool serves both.
@@ -130,7 +118,7 @@ export const makeApp = <E>(
     }, () => undefined)
   const handler = async (request: Request, context?: Context.Context<never>): Promise<Response> => {
     if (Option.isNone(hot)) return web.handler(request, context)
-    const route = hot.value.routeOf(request.method, pathOf(request.url))
+    const route = hot.value.routeOf(request.method, new URL(request.url).pathname)
     if (route === undefined) return web.handler(request, context)
     const text = await request.text()
     const answer = await hot.value.handle(

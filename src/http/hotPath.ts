@@ -6,6 +6,7 @@ import { Entitlements } from "../entitlements/Engine.ts"
 import { AppConfig } from "../platform/config.ts"
 import { defectAnswer, jsonTextProblem, MAX_JSON_DEPTH } from "./errorMiddleware.ts"
 import { type RequestFiberSlot, TIMED_OUT_MESSAGE } from "./RequestFiber.ts"
+import { json } from "./server.ts"
 import { toApiError } from "./toApiError.ts"
 
 /**
@@ -33,22 +34,21 @@ export interface HotPath {
   ) => Promise<Response | undefined>
 }
 
-type RunFork = <A>(effect: Effect.Effect<A, never, Authentication | Entitlements>) => Fiber.RuntimeFiber<A, unknown>
+type RunFork = <A>(effect: Effect.Effect<A>) => Fiber.RuntimeFiber<A, unknown>
 
 const BEARER = "Bearer ".length
 
-const json = (status: number, body: unknown) =>
-  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } })
-
 const wireError = (tag: Parameters<typeof errorBody>[0], code: string, message: string) =>
-  json(errorStatus[tag][0], errorBody(tag, code, message))
+  json(errorStatus[tag][0], errorBody(tag, code, message), {})
 
 export const makeHotPath = (
   runFork: RunFork
-): Effect.Effect<Option.Option<HotPath>, never, AppConfig> =>
+): Effect.Effect<Option.Option<HotPath>, never, AppConfig | Authentication | Entitlements> =>
   Effect.gen(function*() {
     const config = yield* AppConfig
     if (config.rateLimitRps > 0 || Option.isSome(config.otlpEndpoint)) return Option.none()
+    const authentication = yield* Authentication
+    const engine = yield* Entitlements
     const decodeHeaders = Schema.decodeUnknownEither(IdempotencyHeaders)
     const decode = { check: Schema.decodeUnknownEither(CheckRequest), track: Schema.decodeUnknownEither(TrackRequest) }
     const encode = Schema.encodeEither(EntitlementState)
@@ -61,21 +61,20 @@ export const makeHotPath = (
     ) =>
       Effect.gen(function*() {
         // HttpApi offers a security handler the request's services; ours (src/http/Authentication.ts) uses none.
-        const authenticate = (yield* Authentication).bearerAuth(token) as unknown as Effect.Effect<Organization, unknown>
+        const authenticate = authentication.bearerAuth(token) as unknown as Effect.Effect<Organization, unknown>
         const org = yield* Effect.either(authenticate)
         if (Either.isLeft(org)) return undefined
-        const engine = yield* Entitlements
         const mode = route === "track" ? "track" : (payload as CheckRequest).sendEvent === true ? "check_send" : "check"
         const state = yield* Effect.either(
           engine.evaluate(org.right.id, mode, { ...payload, value: payload.value ?? 1 }, idempotencyKey)
         )
         if (Either.isLeft(state)) {
           const wire = toApiError(state.left)
-          return json(errorStatus[wire._tag][0], errorBody(wire._tag, wire.code, wire.message, wire.details))
+          return json(errorStatus[wire._tag][0], errorBody(wire._tag, wire.code, wire.message, wire.details), {})
         }
         return Either.match(encode(state.right), {
           onLeft: () => wireError("InternalError", "internal_error", "An unexpected error occurred"),
-          onRight: (body) => json(200, body)
+          onRight: (body) => json(200, body, {})
         })
       }).pipe(
         // As the API middleware renders them.

@@ -15,7 +15,8 @@ export const MAX_HEADER_BYTES = 8 * 1024
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
 
-const json = (status: number, body: unknown, headers: Record<string, string>) =>
+/** A JSON answer written outside HttpApi. */
+export const json = (status: number, body: unknown, headers: Record<string, string>) =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } })
 
 const headerBytes = (headers: Headers): number => {
