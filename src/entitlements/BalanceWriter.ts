@@ -43,6 +43,12 @@ export interface BalanceWriter {
 export interface BalanceWriterOptions {
   /** Batches written at the same time (each on its own connection); SQLite's one connection wants 1. */
   readonly lanes: number
+  /**
+   * An idle lane waits one turn of the event loop before its first step, so that the requests that arrived together
+   * share it. For a synchronous database (SQLite): its step runs on this thread and ends before anyone else can join,
+   * so without the wait every draw would be a step, a transaction and a commit of its own.
+   */
+  readonly gather?: boolean
 }
 
 interface Pending {
@@ -76,6 +82,11 @@ const freshest = (candidates: ReadonlyArray<StoredBalance | null | undefined>): 
   for (const c of candidates) if (c != null && (best === null || c.version > best.version)) best = c
   return best
 }
+
+/** One turn of the event loop: what has arrived by then (requests read in the same turn) runs first. */
+const nextTurn = Effect.async<void>((resume) => {
+  setImmediate(() => resume(Effect.void))
+})
 
 const hash = (text: string) => {
   let h = 0
@@ -225,7 +236,13 @@ export const makeBalanceWriter = (
             // in: a step is its own statement (or transaction).
             const fresh: Array<Pending> = []
             lanes.set(lane, fresh)
-            yield* outsideTransaction(step([pending]))
+            if (options.gather === true) {
+              fresh.push(pending)
+              yield* nextTurn
+              yield* outsideTransaction(step(fresh.splice(0, MAX_BATCH)))
+            } else {
+              yield* outsideTransaction(step([pending]))
+            }
             if (fresh.length > 0) yield* Effect.forkDaemon(outsideTransaction(drain(lane, fresh)))
             else lanes.delete(lane)
           }

@@ -99,9 +99,10 @@ export const EntitlementsLive = Layer.effect(
     const customers = yield* Customers
     const ids = yield* Ids
     // PostgreSQL writes a few batches at once, each on its own connection; SQLite has one connection.
-    const writer = makeBalanceWriter(repo, {
-      lanes: sql.onDialectOrElse({ pg: () => WRITER_LANES_PG, orElse: () => 1 })
-    })
+    const writer = makeBalanceWriter(
+      repo,
+      sql.onDialectOrElse({ pg: () => ({ lanes: WRITER_LANES_PG }), orElse: () => ({ lanes: 1, gather: true }) })
+    )
 
     /** The plan's overage terms, unless the customer has a per-feature override (which wins whole). */
     const overageTerms = (config: Option.Option<FeatureConfigRow>, grant: Grant) => {

@@ -7,6 +7,7 @@ import { join } from "node:path"
 import pg from "pg"
 import { AppConfig } from "../config.ts"
 import { migrations } from "./migrations.ts"
+import { walCheckpointer } from "./walCheckpoint.ts"
 
 const INT8_OID = 20
 
@@ -68,7 +69,8 @@ export const DatabaseLive = Layer.unwrapEffect(
       onNone: () => {
         if (config.dataDir === ":memory:") return migrated(sqliteLayer(":memory:"))
         mkdirSync(config.dataDir, { recursive: true })
-        return migrated(sqliteLayer(join(config.dataDir, "billing.db")))
+        const filename = join(config.dataDir, "billing.db")
+        return walCheckpointer(filename).pipe(Layer.provideMerge(migrated(sqliteLayer(filename))))
       }
     })
   )
