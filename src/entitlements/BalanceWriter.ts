@@ -1,5 +1,5 @@
 import { type Cause, Deferred, Effect, Option } from "effect"
-import { outsideTransaction } from "./Batcher.ts"
+import { nextTurn, outsideTransaction } from "./Batcher.ts"
 import type { BalanceRow, EntitlementsRepoShape, StoredBalance, UsageEventRow } from "./EntitlementsRepo.ts"
 
 /**
@@ -82,11 +82,6 @@ const freshest = (candidates: ReadonlyArray<StoredBalance | null | undefined>): 
   for (const c of candidates) if (c != null && (best === null || c.version > best.version)) best = c
   return best
 }
-
-/** One turn of the event loop: what has arrived by then (requests read in the same turn) runs first. */
-const nextTurn = Effect.async<void>((resume) => {
-  setImmediate(() => resume(Effect.void))
-})
 
 const hash = (text: string) => {
   let h = 0

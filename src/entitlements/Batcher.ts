@@ -11,8 +11,8 @@ export const outsideTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Eff
 /**
  * Runs many small requests as few database steps (docs/decisions.md, "Performance"): up to `lanes` steps at a time;
  * whatever arrives while they are all busy waits and goes, `maxBatch` at most, into the next free one. A request that
- * finds a lane idle runs its own step at once, so a quiet service adds no wait and no fiber. `run` answers a batch in
- * order.
+ * finds a lane idle runs the step itself, in its own fiber (a quiet service adds no fiber): at once, or with `gather`
+ * after one turn of the event loop, together with whatever arrived in that turn. `run` answers a batch in order.
  *
  * Never for work inside a transaction: a step runs outside the caller's transaction, on a connection of its own.
  */
@@ -25,9 +25,20 @@ interface Entry<I, O> {
   readonly done: Deferred.Deferred<O>
 }
 
+/**
+ * One turn of the event loop (a macrotask): whatever the server reads in the same turn gets this far first. Spent by a
+ * lane that was idle before its first step, so that requests that arrived together share one step instead of each
+ * taking one (database round trips, not CPU, are what a request costs most on a machine with few cores).
+ */
+export const nextTurn: Effect.Effect<void> = Effect.async<void>((resume) => {
+  setImmediate(() => resume(Effect.void))
+})
+
 export const makeBatcher = <I, O>(options: {
   readonly lanes: number
   readonly maxBatch: number
+  /** An idle lane first waits for the requests of the same turn of the event loop (`nextTurn`). */
+  readonly gather?: boolean
   readonly run: (items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<O>>
 }): Batcher<I, O> => {
   const queue: Array<Entry<I, O>> = []
@@ -76,7 +87,15 @@ export const makeBatcher = <I, O>(options: {
             // A free lane: this request runs its own step, in its own fiber (a fiber per request was measured to
             // cost more than the read). Whatever queued meanwhile goes to a daemon, batch after batch.
             running++
-            yield* outsideTransaction(step([entry]))
+            if (options.gather === true) {
+              queue.push(entry)
+              yield* nextTurn
+              // Another lane's step may have taken everything meanwhile, this entry included.
+              const batch = queue.splice(0, options.maxBatch)
+              if (batch.length > 0) yield* outsideTransaction(step(batch))
+            } else {
+              yield* outsideTransaction(step([entry]))
+            }
             if (queue.length > 0) yield* Effect.forkDaemon(outsideTransaction(drain))
             else running--
           } else {

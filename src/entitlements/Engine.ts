@@ -46,8 +46,13 @@ export interface EntitlementsShape {
 export class Entitlements extends Context.Tag("Entitlements")<Entitlements, EntitlementsShape>() {}
 
 const DAY_MS = 86_400_000
-/** Write batches in flight at once on PostgreSQL (measured: 1–2 beat 4–8, bigger batches and fewer commits). */
-const WRITER_LANES_PG = 2
+/**
+ * Write batches in flight at once, and each idle lane waiting for the draws of the same turn of the event loop
+ * (docs/decisions.md, "Performance"). One lane on both databases: SQLite has one connection; on PostgreSQL one lane
+ * beat 2, 4 and 8 at peak and at half of it (fewer, bigger batches: fewer round trips and fewer busy backends on a
+ * machine whose cores the service shares with the database).
+ */
+const WRITER = { lanes: 1, gather: true } as const
 
 const canonical = (value: unknown): unknown =>
   Array.isArray(value)
@@ -99,10 +104,7 @@ export const EntitlementsLive = Layer.effect(
     const customers = yield* Customers
     const ids = yield* Ids
     // PostgreSQL writes a few batches at once, each on its own connection; SQLite has one connection.
-    const writer = makeBalanceWriter(
-      repo,
-      sql.onDialectOrElse({ pg: () => ({ lanes: WRITER_LANES_PG }), orElse: () => ({ lanes: 1, gather: true }) })
-    )
+    const writer = makeBalanceWriter(repo, WRITER)
 
     /** The plan's overage terms, unless the customer has a per-feature override (which wins whole). */
     const overageTerms = (config: Option.Option<FeatureConfigRow>, grant: Grant) => {

@@ -3,6 +3,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { type CustomerRecord, matching, toCustomerRecord } from "../customers/CustomersRepo.ts"
 import { microParam } from "../domain/quantity.ts"
 import { makeBatcher } from "./Batcher.ts"
+import { PgPool, poolQuery } from "../platform/db/PgPool.ts"
 import type { SubscriptionRecord } from "../subscriptions/model.ts"
 import { toSubscriptionRecord } from "../subscriptions/SubscriptionsRepo.ts"
 
@@ -304,20 +305,33 @@ export const EntitlementsRepoSql = Layer.effect(
     }
     // Functions (migration 0006): their statements' plans are prepared once per connection. Reads that arrive while
     // others are in flight go together, in one call.
-    const pgContext = (r: ContextRead) =>
+    // Outside a transaction, straight on the pool when it is ours to use (src/platform/db/PgPool.ts); the same
+    // statement through the SqlClient otherwise.
+    const pool = yield* Effect.serviceOption(PgPool)
+    const pgCall = <Row extends object>(text: string, values: ReadonlyArray<unknown>) =>
+      Option.isSome(pool) ? poolQuery<Row>(pool.value, text, values) : raw.unsafe<Row>(text, values)
+    const readOne = (r: ContextRead) => [r.org, r.ref, r.refLower, r.feature, r.subjects]
+    const pgContext = (r: ContextRead, inTransaction: boolean) =>
       Effect.map(
-        raw<{ context: unknown }>`SELECT entitlement_context(${r.org}, ${r.ref}, ${r.refLower}, ${r.feature},
-          ${r.subjects}) AS context`,
+        inTransaction
+          ? raw<{ context: unknown }>`SELECT entitlement_context(${r.org}, ${r.ref}, ${r.refLower}, ${r.feature},
+              ${r.subjects}) AS context`
+          : pgCall<{ context: unknown }>(`SELECT entitlement_context($1, $2, $3, $4, $5) AS context`, readOne(r)),
         (rows) => decode(rows[0]!.context)
       )
     const pgContexts = makeBatcher<ContextRead, EntitlementContext>({
-      lanes: 4,
+      // One read in flight, gathering what arrives meanwhile and in its turn: measured against 2 and 4 lanes, fewer
+      // round trips and busy backends gave both the higher peak and the lower p99 at half of it.
+      lanes: 1,
+      gather: true,
       maxBatch: 128,
       run: (reads) =>
         reads.length === 1
-          ? Effect.map(Effect.orDie(pgContext(reads[0]!)), (one) => [one])
+          ? Effect.map(Effect.orDie(pgContext(reads[0]!, false)), (one) => [one])
           : Effect.map(
-            raw<{ contexts: ReadonlyArray<unknown> }>`SELECT entitlement_contexts(${JSON.stringify(reads)}) AS contexts`,
+            pgCall<{ contexts: ReadonlyArray<unknown> }>(`SELECT entitlement_contexts($1) AS contexts`, [
+              JSON.stringify(reads)
+            ]),
             (rows) => rows[0]!.contexts.map(decode)
           ).pipe(Effect.orDie)
     })
@@ -326,7 +340,7 @@ export const EntitlementsRepoSql = Layer.effect(
       return sql.onDialectOrElse({
         pg: () => {
           const read = { org, ref, refLower: ref.toLowerCase(), feature: featureId ?? "", subjects: subjectIds.join(",") }
-          return inTransaction ? pgContext(read) : pgContexts.submit(read)
+          return inTransaction ? pgContext(read, true) : pgContexts.submit(read)
         },
         // The same read inline (bun:sqlite keeps the prepared statement); every part is an index lookup.
         orElse: () => {
@@ -386,9 +400,9 @@ export const EntitlementsRepoSql = Layer.effect(
         // if it matched; the statement commits on its own, so no row lock outlives it.
         pg: () =>
           Effect.map(
-            raw<{ versions: ReadonlyArray<number | null> }>`SELECT commit_balances(${
+            pgCall<{ versions: ReadonlyArray<number | null> }>(`SELECT commit_balances($1) AS versions`, [
               JSON.stringify(commits.map(commitItem))
-            }) AS versions`,
+            ]),
             (rows) => rows[0]!.versions.map((v) => Option.fromNullable(v).pipe(Option.map(Number)))
           ),
         // The same in one transaction (SQLite's one connection serialises writers anyway), in a few statements for the

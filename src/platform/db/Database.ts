@@ -1,12 +1,14 @@
 import { Migrator, SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
-import { Duration, Effect, Layer, Option, String as Str } from "effect"
+import { SqlError } from "@effect/sql/SqlError"
+import { Duration, Effect, Layer, Option, Redacted, String as Str } from "effect"
 import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import pg from "pg"
 import { AppConfig } from "../config.ts"
 import { migrations } from "./migrations.ts"
+import { PgPool } from "./PgPool.ts"
 import { walCheckpointer } from "./walCheckpoint.ts"
 
 const INT8_OID = 20
@@ -26,16 +28,41 @@ const pgTypes: pg.CustomTypesConfig = {
 
 export const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
 
-const pgLayer = (url: Parameters<typeof PgClient.layer>[0]["url"]) =>
-  PgClient.layer({
-    url,
-    transformQueryNames: Str.camelToSnake,
-    transformResultNames: Str.snakeToCamel,
-    types: pgTypes,
-    maxConnections: 20,
-    connectTimeout: Duration.seconds(5),
-    idleTimeout: Duration.seconds(30)
-  })
+/**
+ * The pool is ours (what `PgClient.layer` would build, with the same options) so that check/track can also send
+ * their few statements on it directly (./PgPool.ts); everything else goes through the `SqlClient` over it.
+ */
+const pgLayer = (url: Redacted.Redacted, tracing: boolean) => {
+  const pool = Effect.acquireRelease(
+    Effect.gen(function*() {
+      const pool = new pg.Pool({
+        connectionString: Redacted.value(url),
+        connectionTimeoutMillis: 5_000,
+        idleTimeoutMillis: 30_000,
+        max: 20,
+        application_name: "billing-service",
+        types: pgTypes
+      })
+      // A connection lost while idle: the pool drops it and connects anew when asked; nothing to do here.
+      pool.on("error", () => undefined)
+      yield* Effect.tryPromise({
+        try: () => pool.query("SELECT 1"),
+        catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
+      }).pipe(Effect.timeoutFail({
+        duration: Duration.seconds(5),
+        onTimeout: () => new SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" })
+      }), Effect.tapError(() => Effect.promise(() => pool.end())))
+      return pool
+    }),
+    (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+  )
+  return Layer.unwrapScoped(Effect.map(pool, (pool) =>
+    PgClient.layerFromPool({
+      acquire: Effect.succeed(pool),
+      transformQueryNames: Str.camelToSnake,
+      transformResultNames: Str.snakeToCamel
+    }).pipe(Layer.merge(tracing ? Layer.empty : Layer.succeed(PgPool, pool)))))
+}
 
 const sqliteLayer = (filename: string) =>
   Layer.effectDiscard(
@@ -65,7 +92,7 @@ const migrated = <E, R>(client: Layer.Layer<SqlClient.SqlClient, E, R>) =>
 export const DatabaseLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     Option.match(config.databaseUrl, {
-      onSome: (url) => migrated(pgLayer(url)),
+      onSome: (url) => migrated(pgLayer(url, Option.isSome(config.otlpEndpoint))),
       onNone: () => {
         if (config.dataDir === ":memory:") return migrated(sqliteLayer(":memory:"))
         mkdirSync(config.dataDir, { recursive: true })
