@@ -44,9 +44,9 @@ export interface BalanceWriterOptions {
   /** Batches written at the same time (each on its own connection); SQLite's one connection wants 1. */
   readonly lanes: number
   /**
-   * An idle lane waits one turn of the event loop before its first step, so that the requests that arrived together
-   * share it. For a synchronous database (SQLite): its step runs on this thread and ends before anyone else can join,
-   * so without the wait every draw would be a step, a transaction and a commit of its own.
+   * An idle lane waits one turn of the event loop before its first step (`nextTurn`), so that the draws that arrived
+   * together share it. On SQLite, whose steps run on this thread and end before anyone else can join, without it every
+   * draw would be a transaction and a commit of its own.
    */
   readonly gather?: boolean
 }

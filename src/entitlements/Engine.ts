@@ -103,7 +103,6 @@ export const EntitlementsLive = Layer.effect(
     const catalog = yield* Catalog
     const customers = yield* Customers
     const ids = yield* Ids
-    // PostgreSQL writes a few batches at once, each on its own connection; SQLite has one connection.
     const writer = makeBalanceWriter(repo, WRITER)
 
     /** The plan's overage terms, unless the customer has a per-feature override (which wins whole). */
