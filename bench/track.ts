@@ -3,7 +3,8 @@
  * on PostgreSQL and on the embedded SQLite, and checks every balance against the events after every run.
  *
  *   node_modules/.bin/bun bench/track.ts [--db pg,sqlite] [--seconds 10] [--ceiling-seconds 5] [--customers 10000]
- *     [--connections 8,32,64] [--rss-seconds 60] [--pg postgres://postgres@127.0.0.1:5432] [--keep]
+ *     [--connections 8,32,64] [--rss-seconds 60] [--routes track,check] [--pg postgres://postgres@127.0.0.1:5432]
+ *     [--skip-ceiling] [--keep]
  *
  * It starts and stops everything it needs:
  * - a scratch PostgreSQL database `billing_bench_track` (dropped and re-created; dropped again at the end unless
@@ -53,7 +54,9 @@ const { values: args } = parseArgs({
     "rss-seconds": { type: "string", default: "60" },
     routes: { type: "string", default: "track,check" },
     pg: { type: "string", default: process.env.BENCH_PG ?? "postgres://postgres@127.0.0.1:5432" },
-    keep: { type: "boolean", default: false }
+    keep: { type: "boolean", default: false },
+    // The service alone (PostgreSQL): no ceiling runs, no ratios; for repeating one phase quickly.
+    "skip-ceiling": { type: "boolean", default: false }
   }
 })
 
@@ -489,7 +492,8 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
         await db.close()
       }
     }
-    if (kind === "pg") {
+    const ceiling = kind === "pg" && !args["skip-ceiling"]
+    if (ceiling) {
       for (const name of ["current", "v1"] as const) {
         console.log(
           `ceiling: Bun.sql replaying the statements of an allowed track, ${
@@ -508,7 +512,7 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
     }
 
     // 2. The service over HTTP.
-    console.log(`service over HTTP${kind === "pg" ? " (ratio = req/s / peak ceiling of the same balances)" : ""}`)
+    console.log(`service over HTTP${ceiling ? " (ratio = req/s / peak ceiling of the same balances)" : ""}`)
     header()
     const peak = { rate: 0, connections: CONNECTIONS[0]!, hotRate: 0, hotConnections: CONNECTIONS[0]! }
     for (const route of ROUTES) {
@@ -526,7 +530,7 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
             peak.hotConnections = connections
           }
           const what = `${route === "track" ? "track" : "check+send"} ${scenario === "hot" ? "hot" : "many"}`
-          line(what, connections, result, kind === "pg" ? result.rate / ceilingPeak[scenario] : null, wrong)
+          line(what, connections, result, ceiling ? result.rate / ceilingPeak[scenario] : null, wrong)
         }
       }
     }
@@ -548,7 +552,7 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
           })
         )
         line(`track ${scenario} @${rate.toFixed(0)}/s`, Math.max(...CONNECTIONS), result, null, wrong)
-        if (kind === "pg") {
+        if (ceiling) {
           // The database's own latency at that rate, for reference: the raw driver running this version's statements
           // (one hot balance: the first version's, which queue on the row lock instead of retrying a moved version).
           const script = scenario === "hot" ? "v1" : "current"
@@ -571,7 +575,7 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
       )
       console.log(`memory after ${RSS_SECONDS} s of track at ${peak.connections} connections`)
       header()
-      line(`track many ${RSS_SECONDS}s`, peak.connections, result, kind === "pg" ? result.rate / ceilingPeak.many : null, wrong)
+      line(`track many ${RSS_SECONDS}s`, peak.connections, result, ceiling ? result.rate / ceilingPeak.many : null, wrong)
       const memory = processTree(service.pid).map(memoryOf)
       const total = memory.reduce((sum, m) => sum + m.rssMb, 0)
       for (const m of memory) console.log(`  pid ${m.pid}: RSS ${m.rssMb.toFixed(0)} MB (peak ${m.hwmMb.toFixed(0)} MB)`)
