@@ -7,7 +7,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { AppConfigTest } from "../config.ts"
 import { DatabaseLive } from "./Database.ts"
-import { BACKSTOP_PAGES } from "./walCheckpoint.ts"
+import { SqliteClient } from "@effect/sql-sqlite-bun"
+import { BACKSTOP_PAGES, walCheckpointer } from "./walCheckpoint.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "billing-wal-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -47,4 +48,12 @@ test("the log is copied into the database file by the worker, not by the committ
   expect(copied).toBe(50)
   // Closed cleanly: the worker's last checkpoint and the connection's close leave no log behind.
   expect(existsSync(join(dir, "billing.db-wal")) ? statSync(join(dir, "billing.db-wal")).size : 0).toBe(0)
+})
+
+test("a worker that cannot open the database leaves checkpoints to the service's connection, at SQLite's default", async () => {
+  const client = SqliteClient.layer({ filename: join(dir, "fallback.db") })
+  const layer = walCheckpointer(join(dir, "missing", "billing.db")).pipe(Layer.provideMerge(client))
+  const program = Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ wal_autocheckpoint: number }>`PRAGMA wal_autocheckpoint`)
+  const [setting] = await Effect.runPromise(Effect.scoped(Effect.provide(program, layer)))
+  expect(setting!.wal_autocheckpoint).toBe(1_000)
 })

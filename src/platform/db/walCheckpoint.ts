@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer } from "effect"
+import { type Duration, Effect, Layer } from "effect"
 import type { CheckpointerStart } from "./walCheckpointWorker.ts"
 
 /**
@@ -14,38 +14,60 @@ import type { CheckpointerStart } from "./walCheckpointWorker.ts"
  * only be rewound after a checkpoint that ran between two commits: the backstop's).
  */
 export const BACKSTOP_PAGES = 10_000
+/** SQLite's own default, kept when the worker cannot run. */
+const DEFAULT_PAGES = 1_000
 const INTERVAL_MS = 50
 
-const onceMessage = (worker: Worker, expected: string) =>
-  Effect.async<void>((resume) => {
-    const listener = (event: MessageEvent) => {
-      if (event.data === expected) {
-        worker.removeEventListener("message", listener)
-        resume(Effect.void)
-      }
+/** The worker's first answer: one of `answers`, or "failed" if it threw (an error event) or said nothing in time. */
+const firstAnswer = (worker: Worker, answers: ReadonlyArray<string>, within: Duration.DurationInput) =>
+  Effect.async<string>((resume) => {
+    const done = (answer: string) => {
+      worker.removeEventListener("message", onMessage)
+      worker.removeEventListener("error", onError)
+      resume(Effect.succeed(answer))
     }
-    worker.addEventListener("message", listener)
-  })
+    const onMessage = (event: MessageEvent) => {
+      if (typeof event.data === "string" && answers.includes(event.data)) done(event.data)
+    }
+    const onError = (event: Event) => {
+      event.preventDefault()
+      done("failed")
+    }
+    worker.addEventListener("message", onMessage)
+    worker.addEventListener("error", onError)
+    return Effect.sync(() => {
+      worker.removeEventListener("message", onMessage)
+      worker.removeEventListener("error", onError)
+    })
+  }).pipe(Effect.timeoutTo({ duration: within, onTimeout: () => "failed", onSuccess: (answer) => answer }))
 
-/** For a database file in WAL mode (not `:memory:`), after the connection is open and migrated. */
+/**
+ * For a database file in WAL mode (not `:memory:`), after the connection is open and migrated. Should the worker not
+ * start, the service's connection keeps checkpointing as SQLite does by default, and a warning says so.
+ */
 export const walCheckpointer = (filename: string) =>
   Layer.scopedDiscard(
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      yield* sql.unsafe(`PRAGMA wal_autocheckpoint = ${BACKSTOP_PAGES}`)
       const worker = yield* Effect.acquireRelease(
         Effect.sync(() => new Worker(new URL("./walCheckpointWorker.ts", import.meta.url).href)),
         (worker) =>
           Effect.gen(function*() {
             worker.postMessage("stop")
             // The last checkpoint leaves the file whole; a worker that does not answer is ended regardless.
-            yield* onceMessage(worker, "stopped").pipe(Effect.timeoutOption("2 seconds"))
+            yield* firstAnswer(worker, ["stopped"], "2 seconds")
             worker.terminate()
           })
       )
       worker.unref()
       const start: CheckpointerStart = { filename, intervalMs: INTERVAL_MS }
       worker.postMessage(start)
-      yield* onceMessage(worker, "started").pipe(Effect.timeoutOption("5 seconds"))
+      const answer = yield* firstAnswer(worker, ["started", "failed"], "5 seconds")
+      if (answer === "started") {
+        yield* sql.unsafe(`PRAGMA wal_autocheckpoint = ${BACKSTOP_PAGES}`)
+      } else {
+        yield* sql.unsafe(`PRAGMA wal_autocheckpoint = ${DEFAULT_PAGES}`)
+        yield* Effect.logWarning("the WAL checkpoint worker did not start; checkpoints stay on the service's thread")
+      }
     })
   )

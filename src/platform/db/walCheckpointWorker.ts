@@ -32,8 +32,13 @@ self.onmessage = (event: MessageEvent<CheckpointerStart | "stop">) => {
     self.postMessage("stopped")
     return
   }
-  db = new Database(event.data.filename, { readwrite: true, create: false })
-  db.run("PRAGMA busy_timeout = 1000")
+  try {
+    db = new Database(event.data.filename, { readwrite: true, create: false })
+    db.run("PRAGMA busy_timeout = 1000")
+  } catch {
+    self.postMessage("failed")
+    return
+  }
   timer = setInterval(checkpoint, event.data.intervalMs)
   self.postMessage("started")
 }
