@@ -310,13 +310,14 @@ export const EntitlementsRepoSql = Layer.effect(
     const pool = yield* Effect.serviceOption(PgPool)
     const pgCall = <Row extends object>(text: string, values: ReadonlyArray<unknown>) =>
       Option.isSome(pool) ? poolQuery<Row>(pool.value, text, values) : raw.unsafe<Row>(text, values)
+    const CONTEXT_STATEMENT = `SELECT entitlement_context($1, $2, $3, $4, $5) AS context`
     const readOne = (r: ContextRead) => [r.org, r.ref, r.refLower, r.feature, r.subjects]
+    // Inside a transaction, on the transaction's own connection (the SqlClient finds it).
     const pgContext = (r: ContextRead, inTransaction: boolean) =>
       Effect.map(
         inTransaction
-          ? raw<{ context: unknown }>`SELECT entitlement_context(${r.org}, ${r.ref}, ${r.refLower}, ${r.feature},
-              ${r.subjects}) AS context`
-          : pgCall<{ context: unknown }>(`SELECT entitlement_context($1, $2, $3, $4, $5) AS context`, readOne(r)),
+          ? raw.unsafe<{ context: unknown }>(CONTEXT_STATEMENT, readOne(r))
+          : pgCall<{ context: unknown }>(CONTEXT_STATEMENT, readOne(r)),
         (rows) => decode(rows[0]!.context)
       )
     const pgContexts = makeBatcher<ContextRead, EntitlementContext>({

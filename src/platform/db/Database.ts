@@ -29,8 +29,9 @@ const pgTypes: pg.CustomTypesConfig = {
 export const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
 
 /**
- * The pool is ours (what `PgClient.layer` would build, with the same options) so that check/track can also send
- * their few statements on it directly (./PgPool.ts); everything else goes through the `SqlClient` over it.
+ * The pool is ours (what `PgClient.layer` built from our options before, under our own application name) so that
+ * check/track can also send their few statements on it directly (./PgPool.ts); everything else goes through the
+ * `SqlClient` over it.
  */
 const pgLayer = (url: Redacted.Redacted, tracing: boolean) => {
   const pool = Effect.acquireRelease(
