@@ -4,7 +4,7 @@
  *
  *   node_modules/.bin/bun bench/track.ts [--db pg,sqlite] [--seconds 10] [--ceiling-seconds 5] [--customers 10000]
  *     [--connections 8,32,64] [--rss-seconds 60] [--routes track,check] [--pg postgres://postgres@127.0.0.1:5432]
- *     [--skip-ceiling] [--keep]
+ *     [--skip-ceiling] [--rate N] [--keep]
  *
  * It starts and stops everything it needs:
  * - a scratch PostgreSQL database `billing_bench_track` (dropped and re-created; dropped again at the end unless
@@ -29,9 +29,10 @@
  * acknowledged (200, allowed) answers, and the usage rollups add up to the events. Any mismatch or error exits 1.
  *
  * Columns: req/s; p50/p99 latency; errors (non-200 or not allowed); ratio = req/s over the peak ceiling of the same
- * balances (PostgreSQL: the highest rate either ceiling script reached at any connection count); cpu = the service's
- * CPU time per request (all its processes); idle = the machine's idle CPU during the run (2 cores shared by the bench
- * client, the service and the database).
+ * balances (PostgreSQL: the highest rate either ceiling script reached at any connection count); cpu µs/req = CPU time
+ * per request of the service (all its processes), of PostgreSQL (all its processes, exited ones included) and of this
+ * bench process (the client; in the ceiling runs, the raw driver); idle = the machine's idle CPU during the run (2
+ * cores shared by the bench client, the service and the database).
  *
  * Experiments: BENCH_SERVICE_FLAGS (extra flags for the service's bun, e.g. "--cpu-prof-md --cpu-prof-dir=/tmp/p"),
  * BENCH_SERVICE (another entry point), BENCH_SERVICE_LOG (keep the service's log lines in a file).
@@ -56,7 +57,9 @@ const { values: args } = parseArgs({
     pg: { type: "string", default: process.env.BENCH_PG ?? "postgres://postgres@127.0.0.1:5432" },
     keep: { type: "boolean", default: false },
     // The service alone (PostgreSQL): no ceiling runs, no ratios; for repeating one phase quickly.
-    "skip-ceiling": { type: "boolean", default: false }
+    "skip-ceiling": { type: "boolean", default: false },
+    // Phase 3 at this rate (req/s) instead of half of the measured peak: two versions compared at the same load.
+    rate: { type: "string" }
   }
 })
 
@@ -106,6 +109,23 @@ const cpuTicks = (pids: ReadonlyArray<number>) =>
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
     return sum + Number(fields[11] ?? 0) + Number(fields[12] ?? 0)
   }, 0)
+/**
+ * The database server's CPU ticks: every postgres process, plus what the postmaster has reaped of its exited children
+ * (the ceiling's connections come and go).
+ */
+const databaseTicks = () => {
+  let sum = 0
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    const stat = readProc(`/proc/${entry}/stat`)
+    if (!stat.includes("(postgres)")) continue
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    sum += Number(fields[11] ?? 0) + Number(fields[12] ?? 0)
+    const parent = readProc(`/proc/${fields[1]}/stat`)
+    if (!parent.includes("(postgres)")) sum += Number(fields[13] ?? 0) + Number(fields[14] ?? 0)
+  }
+  return sum
+}
 const machineIdle = () => {
   const cpu = readProc("/proc/stat").split("\n")[0]!.split(/\s+/).slice(1).map(Number)
   return { idle: cpu[3]! + cpu[4]!, total: cpu.reduce((a, b) => a + b, 0) }
@@ -145,10 +165,12 @@ const startService = async (env: Record<string, string>): Promise<Service> => {
   // BENCH_SERVICE: another entry point (an experiment); the default is the service itself.
   const child = Bun.spawn([BUN, ...flags, process.env.BENCH_SERVICE ?? "src/main.ts"], {
     cwd: ROOT,
-    // As `npm start` and the Dockerfile run it (BUN_JSC_forceRAMSize: see docs/decisions.md, "Performance").
+    // As `npm start` and the Dockerfile run it (BUN_JSC_forceRAMSize, MIMALLOC_PURGE_DELAY: see docs/decisions.md,
+    // "Performance").
     env: {
       LOG_LEVEL: "info",
       BUN_JSC_forceRAMSize: "1073741824",
+      MIMALLOC_PURGE_DELAY: "-1",
       ...process.env,
       ...env,
       PORT: String(port),
@@ -301,6 +323,10 @@ interface RunResult {
   readonly errors: number
   readonly acknowledged: Map<string, number>
   readonly cpuUsPerRequest: number | null
+  /** PostgreSQL's CPU per request (all its processes; null on SQLite, which runs inside the service). */
+  readonly dbUsPerRequest: number | null
+  /** This bench process's CPU per request: the load generator's own share of the machine. */
+  readonly clientUsPerRequest: number
   readonly idle: number
 }
 
@@ -316,6 +342,8 @@ const drive = async (
     readonly once: (customer: string) => Promise<boolean>
     readonly rate?: number
     readonly pids?: ReadonlyArray<number>
+    /** Count PostgreSQL's CPU too. */
+    readonly database?: boolean
   }
 ): Promise<RunResult> => {
   const latencies: Array<number> = []
@@ -323,6 +351,8 @@ const drive = async (
   let errors = 0
   let slot = 0
   const cpu0 = options.pids === undefined ? 0 : cpuTicks(options.pids)
+  const db0 = options.database === true ? databaseTicks() : 0
+  const client0 = process.cpuUsage()
   const idle0 = machineIdle()
   const started = performance.now()
   const deadline = started + options.seconds * 1000
@@ -353,6 +383,8 @@ const drive = async (
   const elapsed = (performance.now() - started) / 1000
   const idle1 = machineIdle()
   const cpu1 = options.pids === undefined ? 0 : cpuTicks(options.pids)
+  const db1 = options.database === true ? databaseTicks() : 0
+  const client = process.cpuUsage(client0)
   const sorted = Float64Array.from(latencies).sort()
   return {
     requests: latencies.length,
@@ -362,6 +394,8 @@ const drive = async (
     errors,
     acknowledged,
     cpuUsPerRequest: options.pids === undefined ? null : ((cpu1 - cpu0) * TICK_MS * 1000) / Math.max(1, latencies.length),
+    dbUsPerRequest: options.database === true ? ((db1 - db0) * TICK_MS * 1000) / Math.max(1, latencies.length) : null,
+    clientUsPerRequest: (client.user + client.system) / Math.max(1, latencies.length),
     idle: (idle1.idle - idle0.idle) / Math.max(1, idle1.total - idle0.total)
   }
 }
@@ -388,16 +422,18 @@ const picker = (scenario: Scenario) =>
 
 const pad = (s: string | number, n: number) => String(s).padStart(n)
 const ms = (v: number) => v.toFixed(v < 10 ? 2 : 1)
+const cpuColumn = (r: RunResult) =>
+  [r.cpuUsPerRequest, r.dbUsPerRequest, r.clientUsPerRequest].map((v) => v === null ? "-" : v.toFixed(0)).join("/")
 const header = () =>
   console.log(
     `  ${"what".padEnd(22)}${pad("conns", 6)}${pad("req/s", 8)}${pad("p50 ms", 9)}${pad("p99 ms", 9)}${pad("errors", 8)}` +
-      `${pad("ratio", 7)}${pad("cpu µs/req", 11)}${pad("idle", 6)}  exact`
+      `${pad("ratio", 7)}${pad("cpu µs/req svc/db/client", 26)}${pad("idle", 6)}  exact`
   )
 const line = (what: string, connections: number | string, r: RunResult, ratio: number | null, wrong: number) =>
   console.log(
     `  ${what.padEnd(22)}${pad(connections, 6)}${pad(r.rate.toFixed(0), 8)}${pad(ms(r.p50), 9)}${pad(ms(r.p99), 9)}` +
       `${pad(r.errors, 8)}${pad(ratio === null ? "-" : `${(ratio * 100).toFixed(0)}%`, 7)}` +
-      `${pad(r.cpuUsPerRequest === null ? "-" : r.cpuUsPerRequest.toFixed(0), 11)}${pad(`${(r.idle * 100).toFixed(0)}%`, 6)}  ` +
+      `${pad(cpuColumn(r), 26)}${pad(`${(r.idle * 100).toFixed(0)}%`, 6)}  ` +
       (wrong === 0 ? "ok" : `${wrong} WRONG`)
   )
 
@@ -438,6 +474,7 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
     if (kind === "pg") await store.rows("ANALYZE")
     const ids = await loadIds(store, service.apiKey)
     const pids = processTree(service.pid)
+    const database = kind === "pg"
 
     console.log(
       `\n${kind === "pg" ? "PostgreSQL" : "SQLite (embedded default)"}: ${CUSTOMERS} balances + 1 hot; ` +
@@ -485,7 +522,8 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
               await script(db, ctx, byName.get(customer)!)
               return true
             },
-            ...(rate === undefined ? {} : { rate })
+            ...(rate === undefined ? {} : { rate }),
+            database: true
           })
         )
       } finally {
@@ -519,7 +557,7 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
       for (const scenario of ["many", "hot"] as const) {
         for (const connections of CONNECTIONS) {
           const { result, wrong } = await measured(() =>
-            drive({ connections, seconds: SECONDS, pick: picker(scenario), once: httpOnce(service, route), pids })
+            drive({ connections, seconds: SECONDS, pick: picker(scenario), once: httpOnce(service, route), pids, database })
           )
           if (route === "track" && scenario === "many" && result.rate > peak.rate) {
             peak.rate = result.rate
@@ -537,10 +575,10 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
 
     // 3. Half of the peak, open loop: latency as a client at that load sees it.
     if (ROUTES.includes("track")) {
-      console.log("service at half of its peak track rate (open loop)")
+      console.log(args.rate === undefined ? "service at half of its peak track rate (open loop)" : `service at ${args.rate} track/s (open loop)`)
       header()
       for (const scenario of ["many", "hot"] as const) {
-        const rate = (scenario === "hot" ? peak.hotRate : peak.rate) / 2
+        const rate = args.rate === undefined ? (scenario === "hot" ? peak.hotRate : peak.rate) / 2 : Number(args.rate)
         const { result, wrong } = await measured(() =>
           drive({
             connections: Math.max(...CONNECTIONS),
@@ -548,7 +586,8 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
             pick: picker(scenario),
             once: httpOnce(service, "track"),
             rate,
-            pids
+            pids,
+            database
           })
         )
         line(`track ${scenario} @${rate.toFixed(0)}/s`, Math.max(...CONNECTIONS), result, null, wrong)
@@ -570,7 +609,8 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
           seconds: RSS_SECONDS,
           pick: picker("many"),
           once: httpOnce(service, "track"),
-          pids
+          pids,
+          database
         })
       )
       console.log(`memory after ${RSS_SECONDS} s of track at ${peak.connections} connections`)
