@@ -170,7 +170,7 @@ const startService = async (env: Record<string, string>): Promise<Service> => {
     env: {
       LOG_LEVEL: "info",
       BUN_JSC_forceRAMSize: "1073741824",
-      MIMALLOC_PURGE_DELAY: "-1",
+      MIMALLOC_PURGE_DELAY: "10000",
       ...process.env,
       ...env,
       PORT: String(port),
