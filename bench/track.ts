@@ -70,6 +70,8 @@ const CEILING_SECONDS = Number(args["ceiling-seconds"])
 const CUSTOMERS = Number(args.customers)
 const CONNECTIONS = args.connections!.split(",").map(Number)
 const RSS_SECONDS = Number(args["rss-seconds"])
+const RATE = args.rate === undefined ? undefined : Number(args.rate)
+if (RATE !== undefined && !(RATE > 0)) throw new Error(`--rate must be a positive number of requests per second`)
 const ROUTES = args.routes!.split(",") as Array<Route>
 const SCRATCH_DB = "billing_bench_track"
 const FEATURE = "bench-calls"
@@ -103,12 +105,12 @@ const processTree = (pid: number): Array<number> => {
   }
   return out
 }
+/** The fields of /proc/<pid>/stat after the command name (which may hold spaces): [1] ppid, [11] utime, [12] stime,
+ * [13] cutime, [14] cstime (reaped children), in clock ticks. */
+const statFields = (stat: string) => stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+const ticks = (fields: ReadonlyArray<string>, from: number) => Number(fields[from] ?? 0) + Number(fields[from + 1] ?? 0)
 const cpuTicks = (pids: ReadonlyArray<number>) =>
-  pids.reduce((sum, pid) => {
-    const stat = readProc(`/proc/${pid}/stat`)
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return sum + Number(fields[11] ?? 0) + Number(fields[12] ?? 0)
-  }, 0)
+  pids.reduce((sum, pid) => sum + ticks(statFields(readProc(`/proc/${pid}/stat`)), 11), 0)
 /**
  * The database server's CPU ticks: every postgres process, plus what the postmaster has reaped of its exited children
  * (the ceiling's connections come and go).
@@ -119,10 +121,9 @@ const databaseTicks = () => {
     if (!/^\d+$/.test(entry)) continue
     const stat = readProc(`/proc/${entry}/stat`)
     if (!stat.includes("(postgres)")) continue
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    sum += Number(fields[11] ?? 0) + Number(fields[12] ?? 0)
-    const parent = readProc(`/proc/${fields[1]}/stat`)
-    if (!parent.includes("(postgres)")) sum += Number(fields[13] ?? 0) + Number(fields[14] ?? 0)
+    const fields = statFields(stat)
+    sum += ticks(fields, 11)
+    if (!readProc(`/proc/${fields[1]}/stat`).includes("(postgres)")) sum += ticks(fields, 13)
   }
   return sum
 }
@@ -575,10 +576,10 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
 
     // 3. Half of the peak, open loop: latency as a client at that load sees it.
     if (ROUTES.includes("track")) {
-      console.log(args.rate === undefined ? "service at half of its peak track rate (open loop)" : `service at ${args.rate} track/s (open loop)`)
+      console.log(RATE === undefined ? "service at half of its peak track rate (open loop)" : `service at ${RATE} track/s (open loop)`)
       header()
       for (const scenario of ["many", "hot"] as const) {
-        const rate = args.rate === undefined ? (scenario === "hot" ? peak.hotRate : peak.rate) / 2 : Number(args.rate)
+        const rate = RATE ?? (scenario === "hot" ? peak.hotRate : peak.rate) / 2
         const { result, wrong } = await measured(() =>
           drive({
             connections: Math.max(...CONNECTIONS),
