@@ -7,7 +7,7 @@ import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import pg from "pg"
 import { AppConfig } from "../config.ts"
-import { migrations } from "./migrations.ts"
+import { migrations } from "./migrations/index.ts"
 import { PgPool } from "./PgPool.ts"
 import { walCheckpointer } from "./walCheckpoint.ts"
 

@@ -1,0 +1,23 @@
+import type { SqlClient } from "@effect/sql"
+import type { Effect } from "effect"
+import m0001 from "./0001_organizations_customers.ts"
+import m0002 from "./0002_catalog_entitlements.ts"
+import m0003 from "./0003_usage_rollups.ts"
+import m0004 from "./0004_payments.ts"
+import m0005 from "./0005_usage_rollups_by_customer.ts"
+import m0006 from "./0006_hot_path.ts"
+import m0007 from "./0007_batched_reads.ts"
+
+/**
+ * The schema's versions in order, one file each. A migration that has landed is never edited: a change is a new file.
+ * Where PostgreSQL and SQLite differ, a migration says so with `sql.onDialectOrElse`.
+ */
+export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
+  "0001_organizations_customers": m0001,
+  "0002_catalog_entitlements": m0002,
+  "0003_usage_rollups": m0003,
+  "0004_payments": m0004,
+  "0005_usage_rollups_by_customer": m0005,
+  "0006_hot_path": m0006,
+  "0007_batched_reads": m0007
+}
