@@ -1,8 +1,8 @@
 import { Clock, Effect, Layer } from "effect"
 import { Invoices } from "../billing/Invoices.ts"
 import { Subscriptions } from "../subscriptions/Subscriptions.ts"
-import { Addons } from "./Addons.ts"
-import { PaymentEffects } from "./Payments.ts"
+import { Addons } from "../payments/Addons.ts"
+import { PaymentEffects } from "../payments/Payments.ts"
 
 /** What each kind of confirmed payment does, wired to the features that own the paid-for objects. */
 export const PaymentEffectsLive = Layer.effect(

@@ -4,10 +4,10 @@ import { BillingApi } from "../api/Api.ts"
 import { NotFound } from "../api/errors.ts"
 import { AppConfig } from "../platform/config.ts"
 import { Webhooks } from "../webhooks/Webhooks.ts"
-import type { CheckoutRecord } from "./PaymentsRepo.ts"
-import { PaymentsRepo } from "./PaymentsRepo.ts"
-import { ProviderAccounts } from "./ProviderAccounts.ts"
-import { SIGNATURE_HEADER, sign, type SimulatedEvent, simulatedMethodToken } from "./simulated/SimulatedAdapter.ts"
+import type { CheckoutRecord } from "../payments/PaymentsRepo.ts"
+import { PaymentsRepo } from "../payments/PaymentsRepo.ts"
+import { ProviderAccounts } from "../payments/ProviderAccounts.ts"
+import { SIGNATURE_HEADER, sign, type SimulatedEvent, simulatedMethodToken } from "../payments/simulated/SimulatedAdapter.ts"
 
 const escape = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" })[c]!)

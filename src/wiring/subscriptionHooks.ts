@@ -1,7 +1,7 @@
 import { Effect, Layer } from "effect"
 import { PlansAutoEnabledHook } from "../catalog/Catalog.ts"
 import { CustomerCreatedHook } from "../customers/Customers.ts"
-import { Subscriptions } from "./Subscriptions.ts"
+import { Subscriptions } from "../subscriptions/Subscriptions.ts"
 
 /** New customers and newly auto-enabled plans meet here: both attach free `autoEnable` plans. */
 export const SubscriptionHooksLive = Layer.mergeAll(
