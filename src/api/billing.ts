@@ -118,7 +118,9 @@ export const PayInvoiceResult = Schema.Struct({
   paid: Schema.Boolean,
   checkoutUrl: Schema.NullOr(UriString).annotations({ description: "Set when the charge could not be made here" }),
   invoice: InvoiceSummary,
-  code: Schema.String.annotations({ description: "Outcome, e.g. `invoice_paid`, `already_paid`, `checkout_required`" }),
+  code: Schema.Literal("invoice_paid", "already_paid", "checkout_required", "payment_processing").annotations({
+    description: "`payment_processing`: a payment of this invoice is in flight at the provider (no second charge is made)"
+  }),
   message: Schema.String
 }).annotations({ identifier: "PayInvoiceResult" })
 export type PayInvoiceResult = typeof PayInvoiceResult.Type
@@ -160,6 +162,10 @@ export class BillingGroup extends HttpApiGroup.make("billing")
       .addError(UnprocessableError)
       .addError(BadGatewayError)
       .annotate(OpenApi.Summary, "Pay an invoice")
+      .annotate(
+        OpenApi.Description,
+        "Accepts an `Idempotency-Key` header: requests with the same key answer from the one payment attempt it claimed; the same key with a different request is 409 `idempotency_conflict`."
+      )
   )
   .addError(BadRequestError)
   .middleware(Authentication)

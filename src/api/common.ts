@@ -78,3 +78,14 @@ export const UriString = Schema.String.annotations({ format: "uri" })
 export const OptionalCustomerQuery = Schema.Struct({
   customer: Schema.optionalWith(CustomerRef, { exact: true })
 }).annotations({ parseOptions: { errors: "all" } })
+
+/**
+ * `Idempotency-Key` (decisions.md §5, §7): a repeat within 24 h returns the first answer (check/track), or answers
+ * from the one payment attempt the key claimed (pack purchases, attach, invoice payment).
+ */
+export const IdempotencyHeaders = Schema.Struct({
+  "idempotency-key": Schema.optionalWith(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)), {
+    exact: true
+  })
+}).annotations({ parseOptions: { errors: "all" } })
+export type IdempotencyHeaders = typeof IdempotencyHeaders.Type

@@ -1,6 +1,16 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { CustomerRef, Email, IsoDateTime, Metadata, NonEmptyString, oneOf, optionalWithServerDefault, Quantity } from "./common.ts"
+import {
+  CustomerRef,
+  Email,
+  IdempotencyHeaders,
+  IsoDateTime,
+  Metadata,
+  NonEmptyString,
+  oneOf,
+  optionalWithServerDefault,
+  Quantity
+} from "./common.ts"
 import { BadRequestError, ConflictError } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
@@ -124,14 +134,6 @@ export const TrackRequest = Schema.Struct({
   metadata: Schema.optionalWith(Metadata, { exact: true })
 }).annotations({ identifier: "TrackRequest", parseOptions: { errors: "all" } })
 export type TrackRequest = typeof TrackRequest.Type
-
-/** `Idempotency-Key` (decisions.md §5): a repeat within 24 h returns the first answer. */
-export const IdempotencyHeaders = Schema.Struct({
-  "idempotency-key": Schema.optionalWith(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)), {
-    exact: true
-  })
-}).annotations({ parseOptions: { errors: "all" } })
-export type IdempotencyHeaders = typeof IdempotencyHeaders.Type
 
 export class EntitlementsGroup extends HttpApiGroup.make("entitlements")
   .add(

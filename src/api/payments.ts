@@ -37,6 +37,9 @@ export const AddonPurchase = Schema.Struct({
   balance: Schema.NullOr(Schema.Number).annotations({
     description: "New purchased-credits balance; null until the checkout completes"
   }),
+  code: Schema.Literal("credits_added", "checkout_required", "payment_processing").annotations({
+    description: "`payment_processing`: a charge is in flight at the provider; the credits are added once it is confirmed"
+  }),
   message: Schema.String
 }).annotations({ identifier: "AddonPurchase" })
 export type AddonPurchase = typeof AddonPurchase.Type
@@ -45,7 +48,10 @@ export type AddonPurchase = typeof AddonPurchase.Type
 export const WalletSetupRequest = Schema.Struct({
   customer: CustomerRef,
   callbackUrl: Schema.optionalWith(Url, { exact: true }),
-  provider: Schema.optionalWith(NonEmptyString.pipe(Schema.maxLength(64)), { exact: true })
+  provider: Schema.optionalWith(NonEmptyString.pipe(Schema.maxLength(64)), { exact: true }),
+  currency: Schema.optionalWith(Schema.String.pipe(Schema.pattern(/^[A-Za-z]{3}$/)), { exact: true }).annotations({
+    description: "Currency of the small card-saving charge where the provider needs one (Paystack: its minimum)"
+  })
 }).annotations({ identifier: "WalletSetupRequest", parseOptions: { errors: "all" } })
 export type WalletSetupRequest = typeof WalletSetupRequest.Type
 
@@ -100,6 +106,10 @@ export class PaymentsGroup extends HttpApiGroup.make("payments")
       .addError(UnprocessableError)
       .addError(BadGatewayError)
       .annotate(OpenApi.Summary, "Purchase a credit pack")
+      .annotate(
+        OpenApi.Description,
+        "Accepts an `Idempotency-Key` header: requests with the same key answer from the one payment attempt it claimed; the same key with a different request is 409 `idempotency_conflict`."
+      )
   )
   .add(
     HttpApiEndpoint.post("createWalletSetup", "/v1/wallet/setup")

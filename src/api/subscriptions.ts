@@ -1,6 +1,14 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { CustomerRef, EpochMillis, IsoDateTime, NonEmptyString, OptionalCustomerQuery, UriString, Url } from "./common.ts"
+import {
+  CustomerRef,
+  EpochMillis,
+  IsoDateTime,
+  NonEmptyString,
+  OptionalCustomerQuery,
+  UriString,
+  Url
+} from "./common.ts"
 import { CustomerData } from "./entitlements.ts"
 import {
   BadGatewayError,
@@ -74,6 +82,9 @@ export const SubscriptionCheckout = Schema.Struct({
   activatedDirectly: Schema.Boolean.annotations({
     description: "True when a free plan or a charge on a saved method activated it without checkout"
   }),
+  code: Schema.Literal("activated", "checkout_required", "payment_processing").annotations({
+    description: "`payment_processing`: the first payment is in flight at the provider; no new checkout is opened"
+  }),
   message: Schema.String
 }).annotations({ identifier: "SubscriptionCheckout" })
 export type SubscriptionCheckout = typeof SubscriptionCheckout.Type
@@ -96,6 +107,10 @@ export class SubscriptionsGroup extends HttpApiGroup.make("subscriptions")
       .addError(UnprocessableError)
       .addError(BadGatewayError)
       .annotate(OpenApi.Summary, "Attach a plan to a customer")
+      .annotate(
+        OpenApi.Description,
+        "Accepts an `Idempotency-Key` header: requests with the same key answer from the one payment attempt it claimed; the same key with a different request is 409 `idempotency_conflict`."
+      )
   )
   .add(
     HttpApiEndpoint.get("listSubscriptions", "/v1/subscriptions")

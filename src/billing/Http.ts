@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { CurrentOrganization } from "../api/security.ts"
 import { mapDomainErrors } from "../http/toApiError.ts"
+import { idempotencyKeyOf } from "../platform/idempotencyKey.ts"
 import { InvoicePayments } from "./InvoicePayments.ts"
 import { Invoices, toWireInvoice } from "./Invoices.ts"
 
@@ -29,9 +30,12 @@ export const BillingHttp = HttpApiBuilder.group(BillingApi, "billing", (handlers
           Effect.map((customers) => ({ success: true, customers })),
           mapDomainErrors
         ))
-      // Payment collection is built separately (it uses `Invoices.get` / `markPaid`).
       .handle("payInvoice", ({ path, payload }) =>
-        Effect.flatMap(CurrentOrganization, (org) => invoicePayments.pay(org.id, path.id, payload.callbackUrl ?? null)).pipe(
+        Effect.gen(function*() {
+          const org = yield* CurrentOrganization
+          const idempotency = yield* idempotencyKeyOf("pay", { id: path.id, ...payload })
+          return yield* invoicePayments.pay(org.id, path.id, payload.callbackUrl ?? null, idempotency)
+        }).pipe(
           Effect.map((outcome) => ({
             success: true,
             paid: outcome.paid,

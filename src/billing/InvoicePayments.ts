@@ -3,13 +3,14 @@ import { Customers } from "../customers/Customers.ts"
 import { Conflict, type NotFound, PaymentFailed, type ProviderFailure } from "../domain/errors.ts"
 import { roundHalfUp, toDecimal, toNumber } from "../domain/money.ts"
 import { Payments } from "../payments/Payments.ts"
+import type { IdempotencyKey } from "../platform/idempotencyKey.ts"
 import { Invoices, type InvoiceRecord } from "./Invoices.ts"
 
 export interface PayOutcome {
   readonly paid: boolean
   readonly checkoutUrl: string | null
   readonly invoice: InvoiceRecord
-  readonly code: "invoice_paid" | "already_paid" | "checkout_required"
+  readonly code: "invoice_paid" | "already_paid" | "checkout_required" | "payment_processing"
   readonly message: string
 }
 
@@ -18,7 +19,8 @@ export interface InvoicePaymentsShape {
   readonly pay: (
     org: string,
     invoiceId: string,
-    callbackUrl: string | null
+    callbackUrl: string | null,
+    idempotency?: IdempotencyKey | undefined
   ) => Effect.Effect<PayOutcome, NotFound | Conflict | PaymentFailed | ProviderFailure>
 }
 
@@ -35,7 +37,7 @@ export const InvoicePaymentsLive = Layer.effect(
     const customers = yield* Customers
 
     return {
-      pay: (org, invoiceId, callbackUrl) =>
+      pay: (org, invoiceId, callbackUrl, idempotency) =>
         Effect.gen(function*() {
           const invoice = yield* invoices.get(org, invoiceId)
           if (invoice.status === "paid") {
@@ -55,7 +57,9 @@ export const InvoicePaymentsLive = Layer.effect(
             currency: invoice.currency,
             description: `Invoice ${invoice.number}`,
             callbackUrl,
-            provider: null
+            provider: null,
+            payable: invoices.lockPayable(org, invoice.id),
+            ...(idempotency === undefined ? {} : { idempotency })
           }).pipe(
             Effect.catchTag("ProviderNotConfigured", (e) => Effect.fail(new PaymentFailed({ message: e.message })))
           )
@@ -63,6 +67,20 @@ export const InvoicePaymentsLive = Layer.effect(
           switch (result._tag) {
             case "Paid":
               return { paid: true, checkoutUrl: null, invoice: current, code: "invoice_paid" as const, message: "Paid with the saved payment method" }
+            case "NotPayable":
+              // Paid (or voided) between the first read and the claim's lock.
+              if (current.status === "paid") {
+                return { paid: true, checkoutUrl: null, invoice: current, code: "already_paid" as const, message: "The invoice is already paid" }
+              }
+              return yield* new Conflict({ code: "invoice_not_open", message: `The invoice is ${current.status}, not open` })
+            case "Processing":
+              return {
+                paid: false,
+                checkoutUrl: null,
+                invoice: current,
+                code: "payment_processing" as const,
+                message: "A payment of this invoice is in progress at the provider; its outcome arrives by webhook"
+              }
             case "Checkout":
               return {
                 paid: false,

@@ -37,6 +37,11 @@ export interface InvoicesShape {
   ) => Effect.Effect<ReadonlyArray<CustomerUnbilledUsage>, NotFound | Conflict>
   readonly get: (org: string, invoiceId: string) => Effect.Effect<InvoiceRecord, NotFound>
   /**
+   * Inside a payment's claim: locks the invoice and says whether it can still take a payment (`open` or
+   * `uncollectible`), so a payment settling at the same moment is seen (decisions.md §7, money moves once).
+   */
+  readonly lockPayable: (org: string, invoiceId: string) => Effect.Effect<boolean>
+  /**
    * Records a collected payment: `open` or `uncollectible` → `paid` with `amountPaid = amount` (minor units) and
    * `paidAt` (epoch ms). Idempotent: an invoice already `paid` is returned unchanged. `void`/`draft`: `Conflict`
    * `invoice_not_open`. Joins the caller's transaction when there is one.
@@ -251,6 +256,10 @@ export const InvoicesLive = Layer.effect(
           Effect.catchTag("SqlError", Effect.die)
         )
 
-    return { generate, list, unbilled, get, markPaid, createInvoice }
+    const lockPayable = (org: string, invoiceId: string) =>
+      Effect.map(repo.lockStatus(org, invoiceId), (status) =>
+        Option.exists(status, (s) => s === "open" || s === "uncollectible"))
+
+    return { generate, list, unbilled, get, lockPayable, markPaid, createInvoice }
   })
 )

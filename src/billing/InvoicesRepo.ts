@@ -59,6 +59,8 @@ export interface InvoicesRepoShape {
   readonly find: (org: string, id: string) => Effect.Effect<Option.Option<InvoiceRecord>>
   /** Newest first; every customer's when `customerId` is undefined. */
   readonly list: (org: string, customerId: string | undefined) => Effect.Effect<ReadonlyArray<InvoiceRecord>>
+  /** The invoice's status, its row locked until the transaction ends (PostgreSQL; SQLite serialises writers). */
+  readonly lockStatus: (org: string, id: string) => Effect.Effect<Option.Option<InvoiceRecord["status"]>>
   /** `open`/`uncollectible` → `paid`; false when the invoice was in another status (nothing written). */
   readonly markPaid: (org: string, id: string, amountPaid: string, paidAt: number, now: number) => Effect.Effect<boolean>
 }
@@ -184,6 +186,9 @@ export const InvoicesRepoSql = Layer.effect(
           Effect.map((rows) => rows.map(toRecord)),
           Effect.orDie
         ),
+      lockStatus: (org, id) =>
+        sql<{ status: InvoiceRecord["status"] }>`SELECT status FROM invoices WHERE organization_id = ${org} AND id = ${id}
+            ${forUpdate}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0]?.status)), Effect.orDie),
       markPaid: (org, id, amountPaid, paidAt, now) =>
         sql<{ id: string }>`UPDATE invoices SET status = 'paid', amount_paid = ${amountPaid}, paid_at = ${paidAt},
               next_attempt_at = NULL, updated_at = ${now}

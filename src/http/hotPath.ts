@@ -1,5 +1,6 @@
 import { Effect, Either, Exit, type Fiber, Option, type ParseResult, Redacted, Schema } from "effect"
-import { CheckRequest, EntitlementState, IdempotencyHeaders, TrackRequest } from "../api/entitlements.ts"
+import { IdempotencyHeaders } from "../api/common.ts"
+import { CheckRequest, EntitlementState, TrackRequest } from "../api/entitlements.ts"
 import { errorBody, errorStatus } from "../api/errors.ts"
 import { Authentication, type Organization } from "../api/security.ts"
 import { Entitlements } from "../entitlements/Engine.ts"

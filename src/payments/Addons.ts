@@ -1,7 +1,7 @@
 import { BigDecimal, Context, Effect, Layer } from "effect"
 import { Catalog } from "../catalog/Catalog.ts"
 import { Customers } from "../customers/Customers.ts"
-import { type Conflict, InvalidInput, NotFound, type ProviderFailure, type ProviderNotConfigured } from "../domain/errors.ts"
+import { type Conflict, InvalidInput, NotFound, PaymentFailed, type ProviderFailure, type ProviderNotConfigured } from "../domain/errors.ts"
 import { roundHalfUp, toDecimal, toNumber } from "../domain/money.ts"
 import { microToNumber, toMicro } from "../domain/quantity.ts"
 import { Credits } from "../entitlements/Credits.ts"
@@ -13,6 +13,8 @@ export interface AddonRequest {
   readonly quantity: number
   readonly currency?: string | undefined
   readonly callbackUrl?: string | undefined
+  /** The request's Idempotency-Key and a hash of its body: one purchase per key. */
+  readonly idempotency?: { readonly key: string; readonly requestHash: string } | undefined
 }
 
 export interface AddonResult {
@@ -21,6 +23,8 @@ export interface AddonResult {
   readonly quantity: number
   readonly credits: number
   readonly balance: number | null
+  /** `credits_added`, `checkout_required`, or `payment_processing` (the charge's outcome is not known yet). */
+  readonly code: "credits_added" | "checkout_required" | "payment_processing"
   readonly message: string
 }
 
@@ -29,7 +33,7 @@ export interface AddonsShape {
   readonly purchase: (
     org: string,
     request: AddonRequest
-  ) => Effect.Effect<AddonResult, NotFound | Conflict | InvalidInput | ProviderNotConfigured | ProviderFailure>
+  ) => Effect.Effect<AddonResult, NotFound | Conflict | InvalidInput | PaymentFailed | ProviderNotConfigured | ProviderFailure>
   /** The payment effect: add the pack's credits × quantity to the customer's purchased credits. */
   readonly grant: (org: string, customerId: string, packId: string, quantity: number) => Effect.Effect<bigint>
 }
@@ -80,7 +84,8 @@ export const AddonsLive = Layer.effect(
             description: `${request.quantity} × ${pack.name}`,
             callbackUrl: request.callbackUrl ?? null,
             provider: pack.provider,
-            quantity: request.quantity
+            quantity: request.quantity,
+            ...(request.idempotency === undefined ? {} : { idempotency: request.idempotency })
           })
           if (result._tag === "Paid") {
             const balance = yield* credits.balances(org, customer.id, pack.creditSystemId)
@@ -90,16 +95,30 @@ export const AddonsLive = Layer.effect(
               quantity: request.quantity,
               credits: bought,
               balance: microToNumber(balance.addon),
+              code: "credits_added" as const,
               message: `Added ${bought} credits`
             }
           }
-          if (result._tag === "Failed") return yield* Effect.die(new Error("checkout fallback expected"))
+          if (result._tag === "Processing") {
+            return {
+              requiresCheckout: false,
+              checkoutUrl: null,
+              quantity: request.quantity,
+              credits: bought,
+              balance: null,
+              code: "payment_processing" as const,
+              message: "The charge is in progress at the provider; the credits are added once it is confirmed"
+            }
+          }
+          if (result._tag === "Failed") return yield* new PaymentFailed({ message: result.message })
+          if (result._tag === "NotPayable") return yield* Effect.die(new Error("a pack purchase is always payable"))
           return {
             requiresCheckout: true,
             checkoutUrl: result.checkoutUrl,
             quantity: request.quantity,
             credits: bought,
             balance: null,
+            code: "checkout_required" as const,
             message: result.chargeFailure === null
               ? "Send the customer to the checkout; the credits are added when the payment is confirmed"
               : `The saved method could not be charged (${result.chargeFailure}); send the customer to the checkout`

@@ -4,6 +4,7 @@ import { BillingApi } from "../api/Api.ts"
 import { CurrentOrganization } from "../api/security.ts"
 import { Customers } from "../customers/Customers.ts"
 import { mapDomainErrors } from "../http/toApiError.ts"
+import { idempotencyKeyOf } from "../platform/idempotencyKey.ts"
 import { Addons } from "./Addons.ts"
 import { Payments } from "./Payments.ts"
 
@@ -14,7 +15,11 @@ export const PaymentsHttp = HttpApiBuilder.group(BillingApi, "payments", (handle
     const customers = yield* Customers
     return handlers
       .handle("purchaseAddon", ({ payload }) =>
-        Effect.flatMap(CurrentOrganization, (org) => addons.purchase(org.id, payload)).pipe(
+        Effect.gen(function*() {
+          const org = yield* CurrentOrganization
+          const idempotency = yield* idempotencyKeyOf("addon", payload)
+          return yield* addons.purchase(org.id, { ...payload, idempotency })
+        }).pipe(
           Effect.map((r) => ({ success: true, ...r })),
           mapDomainErrors
         ))
@@ -24,7 +29,8 @@ export const PaymentsHttp = HttpApiBuilder.group(BillingApi, "payments", (handle
           const customer = yield* customers.resolve(org.id, payload.customer)
           return yield* payments.setup(org.id, customer, {
             callbackUrl: payload.callbackUrl ?? null,
-            provider: payload.provider ?? null
+            provider: payload.provider ?? null,
+            currency: payload.currency ?? null
           })
         }).pipe(mapDomainErrors))
       .handle("removePaymentMethod", ({ payload }) =>

@@ -75,6 +75,8 @@ export type ChargeResult =
   /** The method needs the customer present (3-D Secure): fall back to checkout. */
   | { readonly _tag: "ActionRequired"; readonly message: string }
   | { readonly _tag: "Declined"; readonly message: string }
+  /** The provider no longer knows the saved method (deactivated authorization, detached PaymentMethod). */
+  | { readonly _tag: "MethodGone"; readonly message: string }
   /** Accepted, outcome to arrive by webhook. */
   | { readonly _tag: "Pending"; readonly providerReference: string }
 
@@ -88,6 +90,18 @@ export interface MethodDetails extends SavedMethod {
   readonly reusable: boolean
   /** Identifies the same card across payments, to avoid saving it twice. */
   readonly fingerprint: string | null
+}
+
+/**
+ * How the provider says a reference ended. `not_found`: the provider has no payment under it (a request that never
+ * reached it; Stripe's search can lag a minute behind, so callers wait before they believe it). `amount` and
+ * `currency`, when the provider says them, are compared with the attempt's before anything is applied.
+ */
+export interface VerifyResult {
+  readonly status: "succeeded" | "failed" | "pending" | "not_found"
+  readonly method: MethodDetails | null
+  readonly amount?: number | undefined
+  readonly currency?: string | undefined
 }
 
 /** A provider's webhook, reduced to what our flows act on. */
@@ -129,10 +143,7 @@ export interface PaymentAdapter {
   readonly createCheckout: (account: ProviderAccount, request: CheckoutRequest) => Effect.Effect<CheckoutSession, ProviderError>
   readonly charge: (account: ProviderAccount, request: ChargeRequest) => Effect.Effect<ChargeResult, ProviderError>
   /** Asks the provider how a reference ended (for callbacks and reconciliation). */
-  readonly verify: (
-    account: ProviderAccount,
-    reference: string
-  ) => Effect.Effect<{ readonly status: "succeeded" | "failed" | "pending"; readonly method: MethodDetails | null }, ProviderError>
+  readonly verify: (account: ProviderAccount, reference: string) => Effect.Effect<VerifyResult, ProviderError>
   readonly refund: (account: ProviderAccount, reference: string, amount: number | null) => Effect.Effect<void, ProviderError>
   readonly removeMethod: (account: ProviderAccount, method: SavedMethod) => Effect.Effect<void, ProviderError>
   /** Checks the signature over the raw body, in constant time; never parses before it passes. */

@@ -1,28 +1,19 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Either, Layer, Option } from "effect"
 import type { CustomerRecord } from "../customers/CustomersRepo.ts"
-import { NotFound, ProviderFailure, ProviderNotConfigured } from "../domain/errors.ts"
+import { Conflict, NotFound, ProviderFailure, ProviderNotConfigured } from "../domain/errors.ts"
 import { Encryption } from "../platform/encryption.ts"
 import { Ids } from "../platform/ids.ts"
 import { Adapters } from "./Adapters.ts"
-import type { MethodDetails, PaymentAdapter, PaymentMetadata, ProviderError, ProviderEvent, ProviderName } from "./PaymentProvider.ts"
+import { isUniqueViolation } from "./claims.ts"
+import { type MethodSaver, makeMethodSaver } from "./methods.ts"
+import type { PaymentAdapter, PaymentMetadata, ProviderError, ProviderEvent, ProviderName } from "./PaymentProvider.ts"
 import { ProviderAccounts, type ResolvedAccount } from "./ProviderAccounts.ts"
-import { type CheckoutRecord, type PaymentMethodRecord, PaymentsRepo, type Purpose } from "./PaymentsRepo.ts"
+import { type CheckoutRecord, type PaymentMethodRecord, type PaymentRecord, PaymentsRepo, type Purpose } from "./PaymentsRepo.ts"
+import { makeSettlement } from "./settlement.ts"
+import { setupCharge } from "./setupCharge.ts"
 
-/** What a confirmed payment does to our objects: activate a subscription, add credits, pay an invoice. */
-export type PaymentEffect = (org: string, paid: {
-  readonly customerId: string
-  readonly targetId: string
-  readonly quantity: number
-  readonly amount: string
-  readonly currency: string
-  readonly reference: string
-}) => Effect.Effect<void>
-
-/** Filled by the features that own the targets; read when a payment is confirmed (webhook or direct charge). */
-export class PaymentEffects extends Context.Reference<PaymentEffects>()("PaymentEffects", {
-  defaultValue: (): Partial<Record<Purpose, PaymentEffect>> => ({})
-}) {}
+export { type PaidTarget, type PaymentEffect, PaymentEffects } from "./PaymentEffects.ts"
 
 export interface CollectRequest {
   readonly purpose: Exclude<Purpose, "setup">
@@ -36,27 +27,58 @@ export interface CollectRequest {
   readonly quantity?: number
   /** Charge a saved method only; no checkout fallback (renewals run with nobody present). */
   readonly offSessionOnly?: boolean
+  /**
+   * Locks the paid-for object inside the claim's transaction and says whether it can still be paid: the claim and
+   * the settlement of another attempt then cannot interleave (an invoice paid a moment ago is not charged again).
+   */
+  readonly payable?: Effect.Effect<boolean>
+  /** One attempt per key (a pack purchase's Idempotency-Key) instead of one per request. */
+  readonly idempotency?: { readonly key: string; readonly requestHash: string }
 }
 
 export type CollectResult =
   | { readonly _tag: "Paid"; readonly reference: string }
-  | { readonly _tag: "Checkout"; readonly checkoutUrl: string; readonly reference: string; readonly accessCode: string | null; readonly chargeFailure: string | null }
+  /** An attempt is in flight (this one or another's): its outcome is not known yet. */
+  | { readonly _tag: "Processing"; readonly reference: string }
+  | {
+    readonly _tag: "Checkout"
+    readonly checkoutUrl: string
+    readonly reference: string
+    readonly accessCode: string | null
+    readonly chargeFailure: string | null
+  }
   | { readonly _tag: "Failed"; readonly message: string }
+  /** `payable` said no: nothing was claimed. */
+  | { readonly _tag: "NotPayable" }
 
 export interface PaymentsShape {
   /** Fails as `collect` would when no provider can take the payment: checked before anything is created. */
   readonly ensureProvider: (org: string, provider: string | null) => Effect.Effect<void, ProviderNotConfigured>
-  /** Charge the customer's saved method, else open a hosted checkout (decisions.md §7). */
-  readonly collect: (org: string, customer: CustomerRecord, request: CollectRequest) => Effect.Effect<CollectResult, ProviderNotConfigured | ProviderFailure>
+  /** Charge the customer's saved method, else open a hosted checkout (decisions.md §7), moving money once. */
+  readonly collect: (
+    org: string,
+    customer: CustomerRecord,
+    request: CollectRequest
+  ) => Effect.Effect<CollectResult, ProviderNotConfigured | ProviderFailure | Conflict>
   readonly setup: (
     org: string,
     customer: CustomerRecord,
-    options: { readonly callbackUrl: string | null; readonly provider: string | null }
+    options: {
+      readonly callbackUrl: string | null
+      readonly provider: string | null
+      /** The currency the provider's card-saving charge is made in, where it needs one (Paystack). */
+      readonly currency?: string | null
+    }
   ) => Effect.Effect<{ readonly url: string; readonly reference: string }, ProviderNotConfigured | ProviderFailure>
   readonly methods: (org: string, customerId: string) => Effect.Effect<ReadonlyArray<PaymentMethodRecord>>
   readonly removeMethod: (org: string, customerId: string, methodId: string) => Effect.Effect<void, NotFound | ProviderFailure>
   /** A verified provider event's effects; runs inside the webhook's transaction. `false` = nothing to do. */
   readonly applyEvent: (org: string, provider: ProviderName, event: ProviderEvent) => Effect.Effect<boolean>
+  /**
+   * Settles attempts left processing and checkouts left open by asking their provider (a lost answer, a pending
+   * charge, a hosted payment whose webhook never came). Safe in every process at once.
+   */
+  readonly reconcile: Effect.Effect<{ readonly settled: number; readonly stillProcessing: number }>
 }
 
 export class Payments extends Context.Tag("Payments")<Payments, PaymentsShape>() {}
@@ -64,12 +86,16 @@ export class Payments extends Context.Tag("Payments")<Payments, PaymentsShape>()
 const providerFailure = (e: ProviderError) =>
   new ProviderFailure({ message: `The payment provider failed (${e.reason}): ${e.message}` })
 
-/** Paystack has no setup mode: a small charge saves the card (decisions: refunded by the vendor's ops). */
-const SETUP_AMOUNTS: Record<ProviderName, { amount: number; currency: string }> = {
-  paystack: { amount: 5000, currency: "NGN" },
-  stripe: { amount: 0, currency: "USD" },
-  simulated: { amount: 0, currency: "NGN" }
-}
+/** Attempts are re-verified this long after they were last looked at. */
+const RECHECK_MS = 60_000
+/** Open checkouts are verified less often: most are simply not paid yet. */
+const CHECKOUT_RECHECK_MS = 10 * 60_000
+const RECONCILE_BATCH = 50
+
+type Claimed =
+  | { readonly kind: "answer"; readonly result: CollectResult }
+  | { readonly kind: "charge"; readonly attempt: PaymentRecord; readonly method: PaymentMethodRecord }
+  | { readonly kind: "open"; readonly checkout: CheckoutRecord }
 
 export const PaymentsLive = Layer.effect(
   Payments,
@@ -80,11 +106,13 @@ export const PaymentsLive = Layer.effect(
     const adapters = yield* Adapters
     const encryption = yield* Encryption
     const ids = yield* Ids
+    const methodSaver: MethodSaver = makeMethodSaver(repo, encryption, ids)
+    const settlement = makeSettlement(sql, repo, methodSaver, ids)
 
-    const adapterOf = (resolved: ResolvedAccount): Effect.Effect<PaymentAdapter, ProviderNotConfigured> => {
-      const adapter = adapters.get(resolved.account.provider)
+    const adapterOf = (provider: ProviderName): Effect.Effect<PaymentAdapter, ProviderNotConfigured> => {
+      const adapter = adapters.get(provider)
       return adapter === undefined
-        ? Effect.fail(new ProviderNotConfigured({ message: `The provider '${resolved.account.provider}' is not available` }))
+        ? Effect.fail(new ProviderNotConfigured({ message: `The provider '${provider}' is not available` }))
         : Effect.succeed(adapter)
     }
 
@@ -96,252 +124,329 @@ export const PaymentsLive = Layer.effect(
       reference
     })
 
-    // Deterministic per attempt, and within Paystack's alphabet (letters, digits, '-', '.', '=').
-    const nextReference = (org: string, targetId: string) =>
-      Effect.map(repo.attemptsFor(org, targetId), (n) => `${targetId.replaceAll("_", "-")}-${n + 1}`)
+    // A fresh reference per attempt, spent when claimed (never derived from a count that a lost answer leaves
+    // unchanged); within Paystack's alphabet (letters, digits, '-', '.', '=').
+    const newReference = Effect.map(ids.next("pay"), (id) => id.replaceAll("_", "-"))
 
-    const saveMethod = (org: string, customerId: string, provider: ProviderName, method: MethodDetails) =>
-      Effect.gen(function*() {
-        if (!method.reusable) return
-        const existing = yield* repo.activeMethods(org, customerId)
-        if (method.fingerprint !== null && existing.some((m) => m.provider === provider && m.fingerprint === method.fingerprint)) return
-        const now = yield* Clock.currentTimeMillis
-        yield* repo.insertMethod({
-          organizationId: org,
-          id: yield* ids.next("pm"),
-          customerId,
-          provider,
-          token: encryption.encrypt(method.token),
-          providerCustomerId: method.providerCustomerId,
-          email: method.email,
-          type: method.type,
-          brand: method.brand,
-          last4: method.last4,
-          expMonth: method.expMonth,
-          expYear: method.expYear,
-          fingerprint: method.fingerprint,
-          isDefault: existing.length === 0,
-          status: "active",
-          createdAt: now,
-          updatedAt: now
-        })
-      })
+    const emailOf = (customer: CustomerRecord, method?: PaymentMethodRecord) =>
+      customer.email ?? method?.email ?? `${customer.id}@customers.invalid`
 
-    /** Records a confirmed payment and applies its effect, together. */
-    const confirm = (org: string, provider: ProviderName, paid: {
-      readonly purpose: Purpose
-      readonly customerId: string
-      readonly targetId: string
-      readonly quantity: number
-      readonly amount: string
-      readonly currency: string
-      readonly reference: string
-      readonly providerReference: string | null
-    }) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        yield* repo.insertPayment({
-          organizationId: org,
-          id: yield* ids.next("pay"),
-          reference: paid.reference,
-          provider,
-          purpose: paid.purpose,
-          customerId: paid.customerId,
-          targetId: paid.targetId,
-          amount: paid.amount,
-          currency: paid.currency,
-          status: "succeeded",
-          providerReference: paid.providerReference,
-          failureMessage: null,
-          createdAt: now,
-          updatedAt: now
-        })
-        const effects = yield* PaymentEffects
-        const effect = effects[paid.purpose]
-        if (effect !== undefined) yield* effect(org, paid)
-      })
+    /** What an existing attempt or checkout answers a request that finds it. */
+    const answerFromCheckout = (c: CheckoutRecord): CollectResult =>
+      c.status === "completed"
+        ? { _tag: "Paid", reference: c.reference }
+        : c.status === "open" && c.checkoutUrl !== null
+        ? { _tag: "Checkout", checkoutUrl: c.checkoutUrl, reference: c.reference, accessCode: c.accessCode, chargeFailure: null }
+        : c.status === "open"
+        ? { _tag: "Processing", reference: c.reference }
+        : { _tag: "Failed", message: "The checkout was not completed" }
+    const answerFromPayment = (p: PaymentRecord): CollectResult =>
+      p.status === "succeeded"
+        ? { _tag: "Paid", reference: p.reference }
+        : p.status === "processing"
+        ? { _tag: "Processing", reference: p.reference }
+        : { _tag: "Failed", message: p.failureMessage ?? "The payment failed" }
 
-    const recordFailure = (org: string, provider: ProviderName, purpose: Purpose, customerId: string, targetId: string, reference: string, amount: string, currency: string, message: string) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        yield* repo.insertPayment({
-          organizationId: org,
-          id: yield* ids.next("pay"),
-          reference,
-          provider,
-          purpose,
-          customerId,
-          targetId,
-          amount,
-          currency,
-          status: "failed",
-          providerReference: null,
-          failureMessage: message,
-          createdAt: now,
-          updatedAt: now
-        })
-      })
+    const keyConflict = () =>
+      new Conflict({ code: "idempotency_conflict", message: "This Idempotency-Key was used with a different request" })
 
-    const openCheckout = (
+    /**
+     * The claim: one short transaction that decides what this request may do and records it before any provider
+     * is called. Whoever finds an attempt already in flight answers from it.
+     */
+    const claim = (
       org: string,
       customer: CustomerRecord,
-      resolved: ResolvedAccount,
-      adapter: PaymentAdapter,
-      args: { purpose: Purpose; targetId: string; amount: number; currency: string; description: string; callbackUrl: string | null; quantity: number; mode: "payment" | "setup" }
+      provider: ProviderName,
+      request: CollectRequest,
+      allowCharge: boolean
     ) =>
-      Effect.gen(function*() {
-        const reference = yield* nextReference(org, args.targetId)
-        const provider = resolved.account.provider
-        const method = (yield* repo.activeMethods(org, customer.id)).find((m) => m.provider === provider)
-        const session = yield* adapter.createCheckout(resolved.account, {
-          reference,
-          mode: args.mode,
-          amount: args.amount,
-          currency: args.currency,
-          email: customer.email ?? `${customer.id}@customers.invalid`,
-          description: args.description,
-          callbackUrl: args.callbackUrl,
-          providerCustomerId: method?.providerCustomerId ?? null,
-          metadata: metadataFor(org, customer.id, args.purpose, args.targetId, reference)
-        }).pipe(Effect.mapError(providerFailure))
+      sql.withTransaction(Effect.gen(function*() {
+        if (request.payable !== undefined && !(yield* request.payable)) {
+          return { kind: "answer", result: { _tag: "NotPayable" } } satisfies Claimed
+        }
+        const targeted = request.purpose !== "addon"
+        const key = request.idempotency
+        if (key !== undefined) {
+          const checkout = yield* repo.findCheckoutByKey(org, key.key)
+          const payment = yield* repo.findPaymentByKey(org, key.key)
+          const hash = Option.isSome(payment) ? payment.value.requestHash : Option.map(checkout, (c) => c.data.requestHash)
+            .pipe(Option.getOrNull)
+          if ((Option.isSome(checkout) || Option.isSome(payment)) && hash !== key.requestHash) return yield* keyConflict()
+          if (Option.isSome(checkout)) return { kind: "answer", result: answerFromCheckout(checkout.value) } satisfies Claimed
+          if (Option.isSome(payment)) return { kind: "answer", result: answerFromPayment(payment.value) } satisfies Claimed
+        }
+        if (targeted) {
+          const inFlight = yield* repo.inFlightFor(org, request.targetId)
+          if (Option.isSome(inFlight)) return { kind: "answer", result: answerFromPayment(inFlight.value) } satisfies Claimed
+        }
         const now = yield* Clock.currentTimeMillis
-        const record: CheckoutRecord = {
+        const reference = yield* newReference
+        const method = allowCharge
+          ? (yield* repo.activeMethods(org, customer.id)).find((m) => m.provider === provider)
+          : undefined
+        if (method !== undefined) {
+          // A page opened earlier for the same thing must not be paid as well: a late payment there is recorded and
+          // not applied (see settlement.ts).
+          if (targeted) yield* repo.supersedeCheckouts(org, request.targetId, now)
+          const attempt: PaymentRecord = {
+            organizationId: org,
+            id: yield* ids.next("pay"),
+            reference,
+            provider,
+            purpose: request.purpose,
+            customerId: customer.id,
+            targetId: request.targetId,
+            quantity: request.quantity ?? 1,
+            amount: String(request.amount),
+            currency: request.currency,
+            status: "processing",
+            providerReference: null,
+            failureMessage: null,
+            methodId: method.id,
+            idempotencyKey: key?.key ?? null,
+            requestHash: key?.requestHash ?? null,
+            applied: true,
+            amountRefunded: "0",
+            disputed: false,
+            checkedAt: null,
+            settledAt: null,
+            createdAt: now,
+            updatedAt: now
+          }
+          yield* repo.insertPayment(attempt)
+          return { kind: "charge", attempt, method } satisfies Claimed
+        }
+        if (targeted) {
+          const open = yield* repo.openCheckoutFor(org, request.targetId)
+          if (Option.isSome(open)) return { kind: "answer", result: answerFromCheckout(open.value) } satisfies Claimed
+        }
+        if (request.offSessionOnly === true) {
+          return { kind: "answer", result: { _tag: "Failed", message: "No saved payment method" } } satisfies Claimed
+        }
+        const checkout: CheckoutRecord = {
           organizationId: org,
           id: yield* ids.next("chk"),
           reference,
           provider,
-          purpose: args.purpose,
+          purpose: request.purpose,
           customerId: customer.id,
-          targetId: args.targetId,
-          quantity: args.quantity,
-          amount: String(args.amount),
-          currency: args.currency,
+          targetId: request.targetId,
+          quantity: request.quantity ?? 1,
+          amount: String(request.amount),
+          currency: request.currency,
           status: "open",
-          checkoutUrl: session.checkoutUrl,
-          accessCode: session.accessCode,
-          data: { description: args.description, callbackUrl: args.callbackUrl },
+          checkoutUrl: null,
+          accessCode: null,
+          data: {
+            description: request.description,
+            callbackUrl: request.callbackUrl,
+            ...(key === undefined ? {} : { requestHash: key.requestHash })
+          },
+          idempotencyKey: key?.key ?? null,
           createdAt: now,
           updatedAt: now
         }
-        yield* repo.insertCheckout(record)
+        yield* repo.insertCheckout(checkout)
+        return { kind: "open", checkout } satisfies Claimed
+      })).pipe(
+        // Two claimers of one key (or one target without a `payable` lock) raced to insert: the loser, once the
+        // winner has committed, finds its attempt and answers from it.
+        Effect.retry({ times: 1, while: (e) => e._tag === "SqlError" && isUniqueViolation(e) }),
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+    /** The hosted page of a claimed checkout, from the provider. */
+    const openPage = (org: string, customer: CustomerRecord, resolved: ResolvedAccount, checkout: CheckoutRecord, mode: "payment" | "setup") =>
+      Effect.gen(function*() {
+        const adapter = yield* adapterOf(resolved.account.provider)
+        const method = (yield* repo.activeMethods(org, customer.id)).find((m) => m.provider === resolved.account.provider)
+        const session = yield* adapter.createCheckout(resolved.account, {
+          reference: checkout.reference,
+          mode,
+          amount: Number(checkout.amount),
+          currency: checkout.currency,
+          email: emailOf(customer),
+          description: String(checkout.data.description ?? ""),
+          callbackUrl: (checkout.data.callbackUrl as string | null | undefined) ?? null,
+          providerCustomerId: method?.providerCustomerId ?? null,
+          metadata: metadataFor(org, customer.id, checkout.purpose, checkout.targetId, checkout.reference)
+        }).pipe(
+          Effect.tapError(() =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) => repo.closeCheckout(org, checkout.reference, "failed", now))
+          ),
+          Effect.mapError(providerFailure)
+        )
+        yield* repo.setCheckoutPage(org, checkout.id, session.checkoutUrl, session.accessCode, yield* Clock.currentTimeMillis)
         return session
       })
 
-    const collect = (org: string, customer: CustomerRecord, request: CollectRequest) =>
+    /** Calls the provider for a claimed charge and settles what its answer settles. */
+    const charge = (org: string, customer: CustomerRecord, resolved: ResolvedAccount, attempt: PaymentRecord, method: PaymentMethodRecord) =>
+      Effect.gen(function*() {
+        const adapter = yield* adapterOf(resolved.account.provider)
+        const answer = yield* adapter.charge(resolved.account, {
+          reference: attempt.reference,
+          amount: Number(attempt.amount),
+          currency: attempt.currency,
+          email: emailOf(customer, method),
+          method: { token: encryption.decrypt(method.token), providerCustomerId: method.providerCustomerId, email: method.email },
+          metadata: metadataFor(org, customer.id, attempt.purpose, attempt.targetId, attempt.reference)
+        }).pipe(Effect.either)
+        const now = yield* Clock.currentTimeMillis
+        if (Either.isLeft(answer)) {
+          const e = answer.left
+          // No answer, or one that does not say whether money moved: the attempt stays processing and is settled
+          // by the webhook or the reconciler, never charged again blindly.
+          if (e.reason === "timeout" || e.reason === "unavailable" || e.reason === "duplicate") {
+            yield* Effect.logWarning("charge outcome unknown; left processing", { reference: attempt.reference, reason: e.reason })
+            return { _tag: "Processing", reference: attempt.reference } as const
+          }
+          yield* settlement.failed(org, attempt.reference, `${e.reason}: ${e.message}`, now)
+          return yield* Effect.fail(providerFailure(e))
+        }
+        const result = answer.right
+        switch (result._tag) {
+          case "Succeeded": {
+            yield* settlement.succeeded(org, attempt, { providerReference: result.providerReference, method: null })
+            return { _tag: "Paid", reference: attempt.reference } as const
+          }
+          case "Pending":
+            yield* repo.touchProcessing(org, attempt.reference, result.providerReference, now)
+            return { _tag: "Processing", reference: attempt.reference } as const
+          case "MethodGone":
+            yield* methodSaver.markUnusable(org, method.id, now)
+            yield* settlement.failed(org, attempt.reference, result.message, now)
+            return { _tag: "Declined", message: result.message } as const
+          case "Declined":
+          case "ActionRequired":
+            yield* settlement.failed(org, attempt.reference, result.message, now)
+            return { _tag: "Declined", message: result.message } as const
+        }
+      })
+
+    const collect: PaymentsShape["collect"] = (org, customer, request) =>
       Effect.gen(function*() {
         const resolved = yield* accounts.resolve(org, request.provider)
-        const adapter = yield* adapterOf(resolved)
+        yield* adapterOf(resolved.account.provider)
         const provider = resolved.account.provider
-        const quantity = request.quantity ?? 1
-        const saved = (yield* repo.activeMethods(org, customer.id)).find((m) => m.provider === provider)
+        const first = yield* claim(org, customer, provider, request, true)
         let chargeFailure: string | null = null
-        if (saved !== undefined) {
-          const reference = yield* nextReference(org, request.targetId)
-          const result = yield* adapter.charge(resolved.account, {
-            reference,
-            amount: request.amount,
-            currency: request.currency,
-            email: customer.email ?? saved.email ?? `${customer.id}@customers.invalid`,
-            method: { token: encryption.decrypt(saved.token), providerCustomerId: saved.providerCustomerId, email: saved.email },
-            metadata: metadataFor(org, customer.id, request.purpose, request.targetId, reference)
-          }).pipe(Effect.mapError(providerFailure))
-          if (result._tag === "Succeeded") {
-            yield* sql.withTransaction(confirm(org, provider, {
-              purpose: request.purpose,
-              customerId: customer.id,
-              targetId: request.targetId,
-              quantity,
-              amount: String(request.amount),
-              currency: request.currency,
-              reference,
-              providerReference: result.providerReference
-            })).pipe(Effect.orDie)
-            return { _tag: "Paid", reference } as const
-          }
-          chargeFailure = result._tag === "Pending" ? "The charge is pending at the provider" : result.message
-          yield* recordFailure(org, provider, request.purpose, customer.id, request.targetId, reference, String(request.amount), request.currency, chargeFailure)
+        let claimed: Claimed = first
+        if (first.kind === "charge") {
+          const outcome = yield* charge(org, customer, resolved, first.attempt, first.method)
+          if (outcome._tag !== "Declined") return outcome
+          chargeFailure = outcome.message
+          if (request.offSessionOnly === true) return { _tag: "Failed", message: outcome.message } as const
+          // The saved method failed with the customer absent: a hosted page, claimed like any attempt.
+          const { idempotency: _key, ...withoutKey } = request
+          claimed = yield* claim(org, customer, provider, withoutKey, false)
         }
-        if (request.offSessionOnly === true) return { _tag: "Failed", message: chargeFailure ?? "No saved payment method" } as const
-        const session = yield* openCheckout(org, customer, resolved, adapter, {
-          purpose: request.purpose,
-          targetId: request.targetId,
-          amount: request.amount,
-          currency: request.currency,
-          description: request.description,
-          callbackUrl: request.callbackUrl,
-          quantity,
-          mode: "payment"
-        })
-        return { _tag: "Checkout", checkoutUrl: session.checkoutUrl, reference: session.reference, accessCode: session.accessCode, chargeFailure } as const
+        if (claimed.kind === "answer") {
+          return claimed.result._tag === "Checkout" ? { ...claimed.result, chargeFailure } : claimed.result
+        }
+        if (claimed.kind === "charge") return yield* Effect.die(new Error("a checkout claim never charges"))
+        const session = yield* openPage(org, customer, resolved, claimed.checkout, "payment")
+        return {
+          _tag: "Checkout",
+          checkoutUrl: session.checkoutUrl,
+          reference: claimed.checkout.reference,
+          accessCode: session.accessCode,
+          chargeFailure
+        } as const
       })
 
-    const applyEvent = (org: string, provider: ProviderName, event: ProviderEvent) =>
+    const setup: PaymentsShape["setup"] = (org, customer, options) =>
       Effect.gen(function*() {
-        if (event._tag === "Ignored") return false
-        const checkout = yield* repo.findCheckout(org, event.reference)
-        if (Option.isNone(checkout)) return false
-        const c = checkout.value
-        if (event._tag === "PaymentFailed") {
-          yield* recordFailure(org, provider, c.purpose, c.customerId, c.targetId, `${c.reference}_failed_${event.eventKey}`, c.amount, c.currency, event.message)
-          return true
+        const resolved = yield* accounts.resolve(org, options.provider)
+        yield* adapterOf(resolved.account.provider)
+        const { amount, currency } = setupCharge(resolved.account.provider, options.currency ?? null)
+        const now = yield* Clock.currentTimeMillis
+        const checkout: CheckoutRecord = {
+          organizationId: org,
+          id: yield* ids.next("chk"),
+          reference: yield* newReference,
+          provider: resolved.account.provider,
+          purpose: "setup",
+          customerId: customer.id,
+          targetId: customer.id,
+          quantity: 1,
+          amount: String(amount),
+          currency,
+          status: "open",
+          checkoutUrl: null,
+          accessCode: null,
+          data: { description: "Save a payment method", callbackUrl: options.callbackUrl },
+          idempotencyKey: null,
+          createdAt: now,
+          updatedAt: now
         }
-        if (event.method !== null) yield* saveMethod(org, c.customerId, provider, event.method)
-        // The checkout completes once: a second, different event for it (a provider retry with a new id) does nothing.
-        const first = yield* repo.completeCheckout(org, c.reference, yield* Clock.currentTimeMillis)
-        if (!first || c.purpose === "setup") return first
-        yield* confirm(org, provider, {
-          purpose: c.purpose,
-          customerId: c.customerId,
-          targetId: c.targetId,
-          quantity: c.quantity,
-          amount: c.amount,
-          currency: c.currency,
-          reference: c.reference,
-          providerReference: null
-        })
-        return true
+        yield* repo.insertCheckout(checkout)
+        const session = yield* openPage(org, customer, resolved, checkout, "setup")
+        return { url: session.checkoutUrl, reference: checkout.reference }
       })
+
+    const removeMethod: PaymentsShape["removeMethod"] = (org, customerId, methodId) =>
+      Effect.gen(function*() {
+        const method = yield* repo.findMethod(org, methodId)
+        if (Option.isNone(method) || method.value.customerId !== customerId || method.value.status !== "active") {
+          return yield* new NotFound({ code: "payment_method_not_found", message: `No payment method '${methodId}'` })
+        }
+        const m = method.value
+        const resolved = yield* accounts.forWebhook(org, m.provider)
+        const adapter = adapters.get(m.provider)
+        if (Option.isSome(resolved) && adapter !== undefined) {
+          yield* adapter.removeMethod(resolved.value.account, {
+            token: encryption.decrypt(m.token),
+            providerCustomerId: m.providerCustomerId,
+            email: m.email
+          }).pipe(Effect.mapError(providerFailure))
+        }
+        yield* repo.setMethodStatus(org, methodId, "removed", yield* Clock.currentTimeMillis)
+      })
+
+    /** Asks the provider about one stale attempt or checkout and settles what it says. */
+    const reconcileOne = (item: { readonly kind: "payment"; readonly p: PaymentRecord } | { readonly kind: "checkout"; readonly c: CheckoutRecord }) =>
+      Effect.gen(function*() {
+        const record = item.kind === "payment" ? item.p : item.c
+        const org = record.organizationId
+        const resolved = yield* accounts.forWebhook(org, record.provider)
+        const adapter = adapters.get(record.provider)
+        if (Option.isNone(resolved) || adapter === undefined) return false
+        const asked = item.kind === "payment" ? item.p.providerReference ?? item.p.reference : item.c.reference
+        const verified = yield* adapter.verify(resolved.value.account, asked).pipe(Effect.either)
+        if (Either.isLeft(verified)) return false
+        const now = yield* Clock.currentTimeMillis
+        return yield* settlement.fromVerify(item, verified.right, now)
+      }).pipe(
+        Effect.catchAllCause((cause) => Effect.logError("reconcile failed for one attempt", cause).pipe(Effect.as(false)))
+      )
+
+    const reconcile: PaymentsShape["reconcile"] = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const stale = yield* repo.claimStale(
+        { payments: now - RECHECK_MS, checkouts: now - CHECKOUT_RECHECK_MS },
+        now,
+        RECONCILE_BATCH
+      )
+      let settled = 0
+      let paymentsSettled = 0
+      for (const p of stale.payments) {
+        if (yield* reconcileOne({ kind: "payment", p })) paymentsSettled++
+      }
+      for (const c of stale.checkouts) if (yield* reconcileOne({ kind: "checkout", c })) settled++
+      return { settled: settled + paymentsSettled, stillProcessing: stale.payments.length - paymentsSettled }
+    })
 
     return {
-      ensureProvider: (org, provider) => Effect.asVoid(Effect.flatMap(accounts.resolve(org, provider), adapterOf)),
+      ensureProvider: (org, provider) =>
+        Effect.asVoid(Effect.flatMap(accounts.resolve(org, provider), (r) => adapterOf(r.account.provider))),
       collect,
-      setup: (org, customer, options) =>
-        Effect.gen(function*() {
-          const resolved = yield* accounts.resolve(org, options.provider)
-          const adapter = yield* adapterOf(resolved)
-          const { amount, currency } = SETUP_AMOUNTS[resolved.account.provider]
-          const session = yield* openCheckout(org, customer, resolved, adapter, {
-            purpose: "setup",
-            targetId: customer.id,
-            amount,
-            currency,
-            description: "Save a payment method",
-            callbackUrl: options.callbackUrl,
-            quantity: 1,
-            mode: "setup"
-          })
-          return { url: session.checkoutUrl, reference: session.reference }
-        }),
+      setup,
       methods: (org, customerId) => repo.activeMethods(org, customerId),
-      removeMethod: (org, customerId, methodId) =>
-        Effect.gen(function*() {
-          const method = yield* repo.findMethod(org, methodId)
-          if (Option.isNone(method) || method.value.customerId !== customerId || method.value.status !== "active") {
-            return yield* new NotFound({ code: "payment_method_not_found", message: `No payment method '${methodId}'` })
-          }
-          const m = method.value
-          const resolved = yield* accounts.forWebhook(org, m.provider)
-          const adapter = adapters.get(m.provider)
-          if (Option.isSome(resolved) && adapter !== undefined) {
-            yield* adapter.removeMethod(resolved.value.account, {
-              token: encryption.decrypt(m.token),
-              providerCustomerId: m.providerCustomerId,
-              email: m.email
-            }).pipe(Effect.mapError(providerFailure))
-          }
-          yield* repo.removeMethod(org, methodId, yield* Clock.currentTimeMillis)
-        }),
-      applyEvent
+      removeMethod,
+      applyEvent: settlement.applyEvent,
+      reconcile
     }
   })
 )

@@ -9,6 +9,8 @@ export interface PaymentMethodRecord {
   readonly provider: ProviderName
   /** Encrypted at rest; decrypted by the service only to charge or detach. */
   readonly token: string
+  /** SHA-256 of the provider's token: one saved method per authorization (the token itself is encrypted). */
+  readonly tokenHash: string | null
   readonly providerCustomerId: string | null
   readonly email: string | null
   readonly type: string
@@ -18,7 +20,8 @@ export interface PaymentMethodRecord {
   readonly expYear: number | null
   readonly fingerprint: string | null
   readonly isDefault: boolean
-  readonly status: "active" | "removed"
+  /** `unusable`: the provider refused it as gone (deactivated authorization, detached PaymentMethod). */
+  readonly status: "active" | "removed" | "unusable"
   readonly createdAt: number
   readonly updatedAt: number
 }
@@ -36,14 +39,22 @@ export interface CheckoutRecord {
   readonly quantity: number
   readonly amount: string
   readonly currency: string
-  readonly status: "open" | "completed" | "failed"
+  /** `superseded`: a charge on a saved method was claimed for the same target after this page was opened. */
+  readonly status: "open" | "completed" | "failed" | "superseded"
+  /** Null while the provider is being asked for the page (the checkout is already claimed). */
   readonly checkoutUrl: string | null
   readonly accessCode: string | null
   readonly data: Record<string, unknown>
+  /** A pack purchase's Idempotency-Key, when its request carried one. */
+  readonly idempotencyKey: string | null
   readonly createdAt: number
   readonly updatedAt: number
 }
 
+/**
+ * One attempt to move money (decisions.md §7), written before the provider is called. `processing` until settled
+ * by the provider's answer, its webhook, a verify call or the reconciler; its reference is never reused.
+ */
 export interface PaymentRecord {
   readonly organizationId: string
   readonly id: string
@@ -52,27 +63,84 @@ export interface PaymentRecord {
   readonly purpose: Purpose
   readonly customerId: string
   readonly targetId: string
+  readonly quantity: number
   readonly amount: string
   readonly currency: string
-  readonly status: "succeeded" | "failed" | "pending"
+  readonly status: "processing" | "succeeded" | "failed"
   readonly providerReference: string | null
   readonly failureMessage: string | null
+  readonly methodId: string | null
+  readonly idempotencyKey: string | null
+  readonly requestHash: string | null
+  /** Whether a success took effect (false: its target was no longer payable when the money arrived). */
+  readonly applied: boolean
+  readonly amountRefunded: string
+  readonly disputed: boolean
+  readonly checkedAt: number | null
+  readonly settledAt: number | null
   readonly createdAt: number
   readonly updatedAt: number
+}
+
+export interface SettleAs {
+  readonly status: "succeeded" | "failed"
+  readonly providerReference: string | null
+  readonly failureMessage: string | null
+  readonly now: number
+  /** A success the provider reports for an attempt we had recorded as failed still counts: the money moved. */
+  readonly fromFailed: boolean
 }
 
 export interface PaymentsRepoShape {
   readonly insertMethod: (m: PaymentMethodRecord) => Effect.Effect<void>
   readonly activeMethods: (org: string, customerId: string) => Effect.Effect<ReadonlyArray<PaymentMethodRecord>>
   readonly findMethod: (org: string, id: string) => Effect.Effect<Option.Option<PaymentMethodRecord>>
-  readonly removeMethod: (org: string, id: string, now: number) => Effect.Effect<void>
+  readonly setMethodStatus: (org: string, id: string, status: "removed" | "unusable", now: number) => Effect.Effect<void>
+  /** Serialises saving methods for one customer (PostgreSQL row lock until the transaction ends). */
+  readonly lockCustomer: (org: string, customerId: string) => Effect.Effect<void>
   readonly insertCheckout: (c: CheckoutRecord) => Effect.Effect<void>
+  readonly setCheckoutPage: (org: string, id: string, url: string, accessCode: string | null, now: number) => Effect.Effect<void>
   readonly findCheckout: (org: string, reference: string) => Effect.Effect<Option.Option<CheckoutRecord>>
-  /** open → completed, once: `false` when another event already completed it. */
+  /** The newest checkout of a target still `open` (invoice, pending subscription). */
+  readonly openCheckoutFor: (org: string, targetId: string) => Effect.Effect<Option.Option<CheckoutRecord>>
+  /** open → `status`, once: `false` when something else already closed it. */
+  readonly closeCheckout: (
+    org: string,
+    reference: string,
+    status: "completed" | "failed" | "superseded",
+    now: number
+  ) => Effect.Effect<boolean>
+  /** → completed, once (also from `superseded` or `failed`: the customer paid there after all). */
   readonly completeCheckout: (org: string, reference: string, now: number) => Effect.Effect<boolean>
+  readonly supersedeCheckouts: (org: string, targetId: string, now: number) => Effect.Effect<void>
   readonly insertPayment: (p: PaymentRecord) => Effect.Effect<void>
-  /** How many checkouts and payments already exist for a target: the next reference's suffix. */
-  readonly attemptsFor: (org: string, targetId: string) => Effect.Effect<number>
+  readonly findPayment: (org: string, reference: string) => Effect.Effect<Option.Option<PaymentRecord>>
+  readonly findPaymentByKey: (org: string, key: string) => Effect.Effect<Option.Option<PaymentRecord>>
+  readonly findCheckoutByKey: (org: string, key: string) => Effect.Effect<Option.Option<CheckoutRecord>>
+  /** The attempt in flight for an invoice or pending subscription, if any. */
+  readonly inFlightFor: (org: string, targetId: string) => Effect.Effect<Option.Option<PaymentRecord>>
+  /** processing → settled, once: `false` when another settler (webhook, reconciler, the request) came first. */
+  readonly settle: (org: string, reference: string, settlement: SettleAs) => Effect.Effect<boolean>
+  /** A success that arrived for something no longer payable: kept, with `applied` false. */
+  readonly markUnapplied: (org: string, reference: string) => Effect.Effect<void>
+  /** The provider reported another amount or currency than the attempt's: noted, nothing applied. */
+  readonly noteMismatch: (org: string, reference: string, note: string, now: number) => Effect.Effect<void>
+  /** Notes what the provider said of a still-processing attempt (its own id for it, when it was last asked). */
+  readonly touchProcessing: (org: string, reference: string, providerReference: string | null, now: number) => Effect.Effect<void>
+  /**
+   * Attempts left processing (and checkouts left open) that were last looked at before `before`: claimed for this
+   * process by moving their `checked_at` / `updated_at` to `now` (`SKIP LOCKED` on PostgreSQL, so processes share).
+   */
+  readonly claimStale: (
+    cutoffs: { readonly payments: number; readonly checkouts: number },
+    now: number,
+    limit: number
+  ) => Effect.Effect<{
+    readonly payments: ReadonlyArray<PaymentRecord>
+    readonly checkouts: ReadonlyArray<CheckoutRecord>
+  }>
+  readonly addRefund: (org: string, reference: string, amountRefunded: string, now: number) => Effect.Effect<void>
+  readonly markDisputed: (org: string, reference: string, now: number) => Effect.Effect<void>
 }
 
 export class PaymentsRepo extends Context.Tag("PaymentsRepo")<PaymentsRepo, PaymentsRepoShape>() {}
@@ -89,17 +157,59 @@ const toMethod = (r: any): PaymentMethodRecord => ({
 })
 
 const toCheckout = (r: any): CheckoutRecord => ({
-  ...r,
+  organizationId: r.organizationId,
+  id: r.id,
+  reference: r.reference,
+  provider: r.provider,
+  purpose: r.purpose,
+  customerId: r.customerId,
+  targetId: r.targetId,
   quantity: Number(r.quantity),
+  amount: r.amount,
+  currency: r.currency,
+  status: r.status,
+  checkoutUrl: r.checkoutUrl,
+  accessCode: r.accessCode,
   data: JSON.parse(r.data),
+  idempotencyKey: r.idempotencyKey,
   createdAt: Number(r.createdAt),
   updatedAt: Number(r.updatedAt)
 })
+
+const toPayment = (r: any): PaymentRecord => ({
+  organizationId: r.organizationId,
+  id: r.id,
+  reference: r.reference,
+  provider: r.provider,
+  purpose: r.purpose,
+  customerId: r.customerId,
+  targetId: r.targetId,
+  quantity: Number(r.quantity),
+  amount: r.amount,
+  currency: r.currency,
+  status: r.status,
+  providerReference: r.providerReference,
+  failureMessage: r.failureMessage,
+  methodId: r.methodId,
+  idempotencyKey: r.idempotencyKey,
+  requestHash: r.requestHash,
+  applied: Number(r.applied) === 1,
+  amountRefunded: r.amountRefunded,
+  disputed: Number(r.disputed) === 1,
+  checkedAt: nullableNumber(r.checkedAt),
+  settledAt: nullableNumber(r.settledAt),
+  createdAt: Number(r.createdAt),
+  updatedAt: Number(r.updatedAt)
+})
+
+const first = <A>(rows: ReadonlyArray<unknown>, to: (r: any) => A) => Option.fromNullable(rows[0]).pipe(Option.map(to))
 
 export const PaymentsRepoSql = Layer.effect(
   PaymentsRepo,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
+    const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
     return {
       insertMethod: (m) =>
         sql`INSERT INTO payment_methods ${sql.insert({ ...m, isDefault: m.isDefault ? 1 : 0 })}`.pipe(Effect.asVoid, Effect.orDie),
@@ -111,32 +221,108 @@ export const PaymentsRepoSql = Layer.effect(
         ),
       findMethod: (org, id) =>
         sql`SELECT * FROM payment_methods WHERE organization_id = ${org} AND id = ${id}`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toMethod))),
+          Effect.map((rows) => first(rows, toMethod)),
           Effect.orDie
         ),
-      removeMethod: (org, id, now) =>
-        sql`UPDATE payment_methods SET status = 'removed', is_default = 0, updated_at = ${now}
+      setMethodStatus: (org, id, status, now) =>
+        sql`UPDATE payment_methods SET status = ${status}, is_default = 0, updated_at = ${now}
             WHERE organization_id = ${org} AND id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
+      lockCustomer: (org, customerId) =>
+        sql`SELECT id FROM customers WHERE organization_id = ${org} AND id = ${customerId} ${forUpdate}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
       insertCheckout: (c) =>
         sql`INSERT INTO checkouts ${sql.insert({ ...c, data: JSON.stringify(c.data) })}`.pipe(Effect.asVoid, Effect.orDie),
+      setCheckoutPage: (org, id, url, accessCode, now) =>
+        sql`UPDATE checkouts SET checkout_url = ${url}, access_code = ${accessCode}, updated_at = ${now}
+            WHERE organization_id = ${org} AND id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
       findCheckout: (org, reference) =>
         sql`SELECT * FROM checkouts WHERE organization_id = ${org} AND reference = ${reference}`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toCheckout))),
+          Effect.map((rows) => first(rows, toCheckout)),
           Effect.orDie
         ),
-      completeCheckout: (org, reference, now) =>
-        sql`UPDATE checkouts SET status = 'completed', updated_at = ${now}
+      openCheckoutFor: (org, targetId) =>
+        sql`SELECT * FROM checkouts WHERE organization_id = ${org} AND target_id = ${targetId} AND status = 'open'
+            ORDER BY created_at DESC, id DESC LIMIT 1`.pipe(Effect.map((rows) => first(rows, toCheckout)), Effect.orDie),
+      closeCheckout: (org, reference, status, now) =>
+        sql`UPDATE checkouts SET status = ${status}, updated_at = ${now}
             WHERE organization_id = ${org} AND reference = ${reference} AND status = 'open' RETURNING id`.pipe(
           Effect.map((rows) => rows.length === 1),
           Effect.orDie
         ),
-      insertPayment: (p) => sql`INSERT INTO payments ${sql.insert({ ...p })}`.pipe(Effect.asVoid, Effect.orDie),
-      attemptsFor: (org, targetId) =>
-        sql<{ n: number }>`SELECT (SELECT COUNT(*) FROM checkouts WHERE organization_id = ${org} AND target_id = ${targetId})
-            + (SELECT COUNT(*) FROM payments WHERE organization_id = ${org} AND target_id = ${targetId}) AS n`.pipe(
-          Effect.map((rows) => Number(rows[0]?.n ?? 0)),
+      supersedeCheckouts: (org, targetId, now) =>
+        sql`UPDATE checkouts SET status = 'superseded', updated_at = ${now}
+            WHERE organization_id = ${org} AND target_id = ${targetId} AND status = 'open'`.pipe(Effect.asVoid, Effect.orDie),
+      insertPayment: (p) =>
+        sql`INSERT INTO payments ${
+          sql.insert({ ...p, applied: p.applied ? 1 : 0, disputed: p.disputed ? 1 : 0 })
+        }`.pipe(Effect.asVoid, Effect.orDie),
+      findPayment: (org, reference) =>
+        sql`SELECT * FROM payments WHERE organization_id = ${org} AND reference = ${reference}`.pipe(
+          Effect.map((rows) => first(rows, toPayment)),
           Effect.orDie
-        )
+        ),
+      findPaymentByKey: (org, key) =>
+        sql`SELECT * FROM payments WHERE organization_id = ${org} AND idempotency_key = ${key}`.pipe(
+          Effect.map((rows) => first(rows, toPayment)),
+          Effect.orDie
+        ),
+      findCheckoutByKey: (org, key) =>
+        sql`SELECT * FROM checkouts WHERE organization_id = ${org} AND idempotency_key = ${key}
+            ORDER BY created_at DESC LIMIT 1`.pipe(Effect.map((rows) => first(rows, toCheckout)), Effect.orDie),
+      inFlightFor: (org, targetId) =>
+        sql`SELECT * FROM payments WHERE organization_id = ${org} AND target_id = ${targetId} AND status = 'processing'
+            ORDER BY created_at DESC LIMIT 1`.pipe(Effect.map((rows) => first(rows, toPayment)), Effect.orDie),
+      settle: (org, reference, s) =>
+        sql`UPDATE payments SET status = ${s.status}, provider_reference = COALESCE(${s.providerReference}, provider_reference),
+              failure_message = ${s.failureMessage}, settled_at = ${s.now}, updated_at = ${s.now}
+            WHERE organization_id = ${org} AND reference = ${reference}
+              AND status IN ('processing', ${s.fromFailed ? "failed" : "processing"}) RETURNING id`.pipe(
+          Effect.map((rows) => rows.length === 1),
+          Effect.orDie
+        ),
+      markUnapplied: (org, reference) =>
+        sql`UPDATE payments SET applied = 0 WHERE organization_id = ${org} AND reference = ${reference}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
+      noteMismatch: (org, reference, note, now) =>
+        sql`UPDATE payments SET failure_message = ${note}, updated_at = ${now}
+            WHERE organization_id = ${org} AND reference = ${reference}`.pipe(Effect.asVoid, Effect.orDie),
+      completeCheckout: (org, reference, now) =>
+        sql`UPDATE checkouts SET status = 'completed', updated_at = ${now}
+            WHERE organization_id = ${org} AND reference = ${reference} AND status <> 'completed' RETURNING id`.pipe(
+          Effect.map((rows) => rows.length === 1),
+          Effect.orDie
+        ),
+      touchProcessing: (org, reference, providerReference, now) =>
+        sql`UPDATE payments SET provider_reference = COALESCE(${providerReference}, provider_reference),
+              checked_at = ${now}, updated_at = ${now}
+            WHERE organization_id = ${org} AND reference = ${reference} AND status = 'processing'`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
+      claimStale: (cutoffs, now, limit) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const payments = (yield* sql`SELECT * FROM payments WHERE status = 'processing'
+              AND COALESCE(checked_at, created_at) < ${cutoffs.payments} ORDER BY created_at LIMIT ${limit} ${skipLocked}`).map(toPayment)
+          for (const p of payments) {
+            yield* sql`UPDATE payments SET checked_at = ${now} WHERE organization_id = ${p.organizationId} AND id = ${p.id}`
+          }
+          const checkouts = (yield* sql`SELECT * FROM checkouts WHERE status = 'open' AND updated_at < ${cutoffs.checkouts}
+              ORDER BY updated_at LIMIT ${limit} ${skipLocked}`).map(toCheckout)
+          for (const c of checkouts) {
+            yield* sql`UPDATE checkouts SET updated_at = ${now} WHERE organization_id = ${c.organizationId} AND id = ${c.id}`
+          }
+          return { payments, checkouts }
+        })).pipe(Effect.orDie),
+      addRefund: (org, reference, amountRefunded, now) =>
+        sql`UPDATE payments SET amount_refunded = ${amountRefunded}, updated_at = ${now}
+            WHERE organization_id = ${org} AND reference = ${reference}`.pipe(Effect.asVoid, Effect.orDie),
+      markDisputed: (org, reference, now) =>
+        sql`UPDATE payments SET disputed = 1, updated_at = ${now}
+            WHERE organization_id = ${org} AND reference = ${reference}`.pipe(Effect.asVoid, Effect.orDie)
     }
   })
 )

@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { CurrentOrganization } from "../api/security.ts"
 import { mapDomainErrors } from "../http/toApiError.ts"
+import { idempotencyKeyOf } from "../platform/idempotencyKey.ts"
 import { Subscriptions, toWireSubscription } from "./Subscriptions.ts"
 
 export const SubscriptionsHttp = HttpApiBuilder.group(BillingApi, "subscriptions", (handlers) =>
@@ -10,7 +11,11 @@ export const SubscriptionsHttp = HttpApiBuilder.group(BillingApi, "subscriptions
     const subscriptions = yield* Subscriptions
     return handlers
       .handle("attach", ({ payload }) =>
-        Effect.flatMap(CurrentOrganization, (org) => subscriptions.attach(org.id, payload)).pipe(
+        Effect.gen(function*() {
+          const org = yield* CurrentOrganization
+          const idempotency = yield* idempotencyKeyOf("attach", payload)
+          return yield* subscriptions.attach(org.id, { ...payload, idempotency })
+        }).pipe(
           Effect.map((a) => ({
             success: true,
             subscription: toWireSubscription(a.subscription, a.plan),
@@ -35,6 +40,7 @@ export const SubscriptionsHttp = HttpApiBuilder.group(BillingApi, "subscriptions
             reference: a.reference,
             accessCode: a.accessCode,
             activatedDirectly: a.subscription.status === "active",
+            code: a.code ?? (a.checkoutUrl !== null ? "checkout_required" as const : "activated" as const),
             message: a.message
           })),
           mapDomainErrors

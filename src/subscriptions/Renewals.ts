@@ -112,7 +112,8 @@ export const RenewalsLive = Layer.effect(
           description: `Invoice ${invoice.number}`,
           callbackUrl: null,
           provider: plan?.provider ?? null,
-          offSessionOnly: true
+          offSessionOnly: true,
+          payable: invoices.lockPayable(org, invoice.id)
         })
         return result._tag === "Paid"
       }).pipe(

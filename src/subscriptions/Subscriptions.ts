@@ -1,13 +1,15 @@
+import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { Subscription } from "../api/subscriptions.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import { type CatalogSnapshot, isFree, type Plan } from "../catalog/model.ts"
 import { type CustomerInput, Customers } from "../customers/Customers.ts"
 import type { CustomerRecord } from "../customers/CustomersRepo.ts"
-import { Conflict, NotFound, type ProviderFailure, type ProviderNotConfigured } from "../domain/errors.ts"
+import { Conflict, NotFound, PaymentFailed, type ProviderFailure, type ProviderNotConfigured } from "../domain/errors.ts"
 import { roundHalfUp, toDecimal, toNumber } from "../domain/money.ts"
 import { Payments } from "../payments/Payments.ts"
 import { addInterval } from "../domain/periods.ts"
+import type { IdempotencyKey } from "../platform/idempotencyKey.ts"
 import { Ids } from "../platform/ids.ts"
 import { effectiveStatus, isGranting, rollFreePeriod, type SubscriptionRecord } from "./model.ts"
 import { SubscriptionsRepo } from "./SubscriptionsRepo.ts"
@@ -17,6 +19,8 @@ export interface AttachInput {
   readonly product: string
   readonly customerData?: Omit<CustomerInput, "externalId"> | undefined
   readonly callbackUrl?: string | undefined
+  /** The request's Idempotency-Key: one first-payment attempt per key. */
+  readonly idempotency?: IdempotencyKey | undefined
 }
 
 export interface Attached {
@@ -26,9 +30,11 @@ export interface Attached {
   readonly reference: string | null
   readonly accessCode: string | null
   readonly message: string
+  /** `payment_processing` when a charge of the first payment is in flight at the provider. */
+  readonly code?: "payment_processing"
 }
 
-type AttachError = NotFound | Conflict | ProviderNotConfigured | ProviderFailure
+type AttachError = NotFound | Conflict | PaymentFailed | ProviderNotConfigured | ProviderFailure
 
 export interface SubscriptionsShape {
   readonly attach: (organizationId: string, input: AttachInput) => Effect.Effect<Attached, AttachError>
@@ -38,8 +44,11 @@ export interface SubscriptionsShape {
   ) => Effect.Effect<ReadonlyArray<{ subscription: SubscriptionRecord; plan: Plan | undefined }>, NotFound | Conflict>
   readonly cancel: (organizationId: string, id: string) => Effect.Effect<{ subscription: SubscriptionRecord; plan: Plan | undefined }, NotFound>
   readonly checkout: (organizationId: string, id: string, callbackUrl: string | null) => Effect.Effect<Attached, AttachError>
-  /** A confirmed first payment: pending → active from now (a payment effect, inside its transaction). */
-  readonly activate: (organizationId: string, id: string) => Effect.Effect<void>
+  /**
+   * A confirmed first payment: pending → active from now (a payment effect, inside its transaction). `false` when
+   * it was no longer pending (canceled meanwhile, or activated by another payment).
+   */
+  readonly activate: (organizationId: string, id: string) => Effect.Effect<boolean>
   /** A paid renewal invoice: past_due → active (a payment effect, inside its transaction). */
   readonly renewalPaid: (organizationId: string, id: string) => Effect.Effect<void>
   /** The customer's subscriptions granting at `now`, oldest first, with their plans. */
@@ -86,6 +95,7 @@ export const grantingOf = (
 export const SubscriptionsLive = Layer.effect(
   Subscriptions,
   Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
     const repo = yield* SubscriptionsRepo
     const catalog = yield* Catalog
     const customers = yield* Customers
@@ -101,6 +111,11 @@ export const SubscriptionsLive = Layer.effect(
         const existing = yield* repo.listLive(organizationId, customerId)
         const same = existing.find((s) => s.planId === plan.id && isGranting(s, now))
         if (same !== undefined) return { subscription: same, created: false }
+        // A paid plan already waiting for its first payment is the one to pay, not a second one to charge.
+        const waiting = pending
+          ? (yield* repo.listByCustomer(organizationId, customerId)).find((s) => s.planId === plan.id && s.status === "pending")
+          : undefined
+        if (waiting !== undefined) return { subscription: waiting, created: false }
         // A pending subscription replaces nothing until it is paid for (see activate).
         if (!pending) yield* replaceGroup(organizationId, customerId, plan, now, null)
         const trialDays = plan.trialDays ?? 0
@@ -138,7 +153,14 @@ export const SubscriptionsLive = Layer.effect(
       })
 
     /** The first payment of a paid plan: charge a saved method, else a hosted checkout. */
-    const collectFirstPayment = (organizationId: string, customer: CustomerRecord, subscription: SubscriptionRecord, plan: Plan, callbackUrl: string | null) =>
+    const collectFirstPayment = (
+      organizationId: string,
+      customer: CustomerRecord,
+      subscription: SubscriptionRecord,
+      plan: Plan,
+      callbackUrl: string | null,
+      idempotency?: IdempotencyKey
+    ) =>
       Effect.gen(function*() {
         const result = yield* payments.collect(organizationId, customer, {
           purpose: "subscription",
@@ -147,9 +169,31 @@ export const SubscriptionsLive = Layer.effect(
           currency: plan.currency ?? "NGN",
           description: `${plan.name} subscription`,
           callbackUrl,
-          provider: plan.provider
+          provider: plan.provider,
+          payable: Effect.map(repo.getForUpdate(organizationId, subscription.id), Option.exists((s) => s.status === "pending")),
+          ...(idempotency === undefined ? {} : { idempotency })
         })
         const current = Option.getOrElse(yield* repo.get(organizationId, subscription.id), () => subscription)
+        if (result._tag === "NotPayable") {
+          return yield* new Conflict({
+            code: "subscription_not_pending",
+            message: `The subscription is ${effectiveStatus(current, yield* Clock.currentTimeMillis)}, not pending`
+          })
+        }
+        if (result._tag === "Processing") {
+          return {
+            subscription: current,
+            plan,
+            checkoutUrl: null,
+            reference: result.reference,
+            accessCode: null,
+            code: "payment_processing" as const,
+            message: "The first payment is in progress at the provider; the subscription activates once it is confirmed"
+          }
+        }
+        if (result._tag === "Failed") {
+          return yield* new PaymentFailed({ message: result.message })
+        }
         return result._tag === "Checkout"
           ? {
             subscription: current,
@@ -181,8 +225,11 @@ export const SubscriptionsLive = Layer.effect(
         const now = yield* Clock.currentTimeMillis
         const paid = !isFree(plan) && (plan.trialDays ?? 0) === 0
         if (paid) yield* payments.ensureProvider(organizationId, plan.provider)
-        const { created, subscription } = yield* start(organizationId, customer.id, plan, now, paid)
-        if (!paid || !created) {
+        // The customer's row lock makes concurrent attaches of one plan take turns: the second finds the first's.
+        const { created, subscription } = yield* sql.withTransaction(
+          Effect.zipRight(repo.lockCustomer(organizationId, customer.id), start(organizationId, customer.id, plan, now, paid))
+        ).pipe(Effect.orDie)
+        if (!paid || (!created && subscription.status !== "pending")) {
           return {
             subscription,
             plan,
@@ -192,13 +239,13 @@ export const SubscriptionsLive = Layer.effect(
             message: created ? `Attached ${plan.slug}` : `${plan.slug} was already attached`
           }
         }
-        return yield* collectFirstPayment(organizationId, customer, subscription, plan, input.callbackUrl ?? null)
+        return yield* collectFirstPayment(organizationId, customer, subscription, plan, input.callbackUrl ?? null, input.idempotency)
       })
 
     const activate = (organizationId: string, id: string) =>
       Effect.gen(function*() {
-        const current = yield* repo.get(organizationId, id)
-        if (Option.isNone(current) || current.value.status !== "pending") return
+        const current = yield* repo.getForUpdate(organizationId, id)
+        if (Option.isNone(current) || current.value.status !== "pending") return false
         const now = yield* Clock.currentTimeMillis
         const plan = yield* planOf(organizationId, current.value.planId)
         if (plan !== undefined) yield* replaceGroup(organizationId, current.value.customerId, plan, now, id)
@@ -213,6 +260,7 @@ export const SubscriptionsLive = Layer.effect(
           currentPeriodEnd: periodEnd,
           updatedAt: now
         })
+        return true
       })
 
     const withPlans = (organizationId: string, subs: ReadonlyArray<SubscriptionRecord>, now: number) =>

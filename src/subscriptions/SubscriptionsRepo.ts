@@ -6,6 +6,10 @@ export interface SubscriptionsRepoShape {
   readonly insert: (s: SubscriptionRecord) => Effect.Effect<void>
   readonly update: (s: SubscriptionRecord) => Effect.Effect<void>
   readonly get: (organizationId: string, id: string) => Effect.Effect<Option.Option<SubscriptionRecord>>
+  /** The subscription, its row locked until the transaction ends (PostgreSQL; SQLite serialises writers). */
+  readonly getForUpdate: (organizationId: string, id: string) => Effect.Effect<Option.Option<SubscriptionRecord>>
+  /** Serialises changes to one customer's subscriptions (a row lock on the customer until the transaction ends). */
+  readonly lockCustomer: (organizationId: string, customerId: string) => Effect.Effect<void>
   /** Newest first. */
   readonly listByCustomer: (organizationId: string, customerId: string) => Effect.Effect<ReadonlyArray<SubscriptionRecord>>
   readonly listByOrganization: (organizationId: string) => Effect.Effect<ReadonlyArray<SubscriptionRecord>>
@@ -43,6 +47,8 @@ export const SubscriptionsRepoSql = Layer.effect(
     const rows = (effect: Effect.Effect<ReadonlyArray<any>, unknown>) =>
       effect.pipe(Effect.map((r) => r.map(toSubscriptionRecord)), Effect.orDie)
 
+    const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
+
     return {
       insert: (s) => sql`INSERT INTO subscriptions ${sql.insert(toRow(s))}`.pipe(Effect.asVoid, Effect.orDie),
       update: (s) =>
@@ -50,6 +56,15 @@ export const SubscriptionsRepoSql = Layer.effect(
             WHERE organization_id = ${s.organizationId} AND id = ${s.id}`.pipe(Effect.asVoid, Effect.orDie),
       get: (organizationId, id) =>
         rows(sql`SELECT * FROM subscriptions WHERE organization_id = ${organizationId} AND id = ${id}`).pipe(
+          Effect.map((r) => Option.fromNullable(r[0]))
+        ),
+      lockCustomer: (organizationId, customerId) =>
+        sql`SELECT id FROM customers WHERE organization_id = ${organizationId} AND id = ${customerId} ${forUpdate}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
+      getForUpdate: (organizationId, id) =>
+        rows(sql`SELECT * FROM subscriptions WHERE organization_id = ${organizationId} AND id = ${id} ${forUpdate}`).pipe(
           Effect.map((r) => Option.fromNullable(r[0]))
         ),
       listByCustomer: (organizationId, customerId) =>

@@ -13,11 +13,14 @@ export const PaymentEffectsLive = Layer.effect(
     const invoices = yield* Invoices
     return {
       subscription: (org, paid) => subscriptions.activate(org, paid.targetId),
-      addon: (org, paid) => Effect.asVoid(addons.grant(org, paid.customerId, paid.targetId, paid.quantity)),
+      addon: (org, paid) => Effect.as(addons.grant(org, paid.customerId, paid.targetId, paid.quantity), true),
       invoice: (org, paid) =>
         Effect.gen(function*() {
+          // Locked as a claim would: a second payment arriving for a paid or voided invoice is not applied.
+          if (!(yield* invoices.lockPayable(org, paid.targetId))) return false
           const invoice = yield* invoices.markPaid(org, paid.targetId, paid.amount, yield* Clock.currentTimeMillis)
           if (invoice.subscriptionId !== null) yield* subscriptions.renewalPaid(org, invoice.subscriptionId)
+          return true
         }).pipe(Effect.orDie)
     }
   })

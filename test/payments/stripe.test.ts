@@ -279,13 +279,18 @@ describe("StripeAdapter", () => {
         fingerprint: "fpMC4444"
       }
 
+      const paid = { amount: request.amount, currency: request.currency.toUpperCase() }
       const byReference = await run(adapter.verify(account, request.reference))
-      expect(byReference).toEqual({ status: "succeeded", method: expected })
+      expect(byReference).toEqual({ status: "succeeded", method: expected, ...paid })
       const search = lastRequest("GET", "/v1/payment_intents/search")
       expect(search.params["query"]).toBe(referenceQuery(request.reference))
 
-      expect(await run(adapter.verify(account, accessCode!))).toEqual({ status: "succeeded", method: expected })
-      expect(await run(adapter.verify(account, done.paymentIntent!["id"] as string))).toEqual({ status: "succeeded", method: expected })
+      expect(await run(adapter.verify(account, accessCode!))).toEqual({ status: "succeeded", method: expected, ...paid })
+      expect(await run(adapter.verify(account, done.paymentIntent!["id"] as string))).toEqual({
+        status: "succeeded",
+        method: expected,
+        ...paid
+      })
     })
 
     test("a completed setup checkout is found by our reference (no PaymentIntent) and reports the card", async () => {
@@ -304,7 +309,7 @@ describe("StripeAdapter", () => {
       expect(await run(adapter.verify(account, done.setupIntent!["id"] as string))).toEqual(result)
     })
 
-    test("an open checkout is pending, a declined one failed, an unknown reference pending", async () => {
+    test("an open checkout is pending, a declined one failed, an unknown reference not found", async () => {
       const open = checkoutRequest()
       await run(adapter.createCheckout(account, open))
       expect(await run(adapter.verify(account, open.reference))).toEqual({ status: "pending", method: null })
@@ -312,9 +317,9 @@ describe("StripeAdapter", () => {
       const declined = checkoutRequest()
       const { accessCode } = await run(adapter.createCheckout(account, declined))
       fake.completeCheckout(accessCode!, { outcome: "decline" })
-      expect(await run(adapter.verify(account, declined.reference))).toEqual({ status: "failed", method: null })
+      expect(await run(adapter.verify(account, declined.reference))).toMatchObject({ status: "failed", method: null })
 
-      expect(await run(adapter.verify(account, "never_issued"))).toEqual({ status: "pending", method: null })
+      expect(await run(adapter.verify(account, "never_issued"))).toEqual({ status: "not_found", method: null })
     })
 
     test("an off-session charge is found by its reference", async () => {

@@ -25,7 +25,7 @@ import {
 } from "../PaymentProvider.ts"
 
 export const PAYSTACK_BASE_URL = "https://api.paystack.co"
-export const PAYSTACK_DEFAULT_TIMEOUT_MS = 15_000
+export const PAYSTACK_DEFAULT_TIMEOUT_MS = 10_000
 export const PAYSTACK_SIGNATURE_HEADER = "x-paystack-signature"
 
 export interface PaystackAdapterOptions {
@@ -344,8 +344,21 @@ export const makePaystackAdapter = (
         const data = yield* call(account, "GET", `/transaction/verify/${encodeURIComponent(reference)}`)
         const tx = yield* transactionOf("verify", data)
         const status = verifyStatusOf(tx.status)
-        return { status, method: status === "succeeded" ? methodOf(tx) : null }
-      }),
+        const amount = typeof tx.amount === "number" && Number.isSafeInteger(tx.amount) ? tx.amount : null
+        const currency = nonEmpty(tx.currency)
+        return {
+          status,
+          method: status === "succeeded" ? methodOf(tx) : null,
+          ...(amount === null || currency === null ? {} : { amount, currency: currency.toUpperCase() })
+        }
+      }).pipe(
+        // Paystack answers 400 "Transaction reference not found" for a reference it never saw: the request never
+        // reached it (decisions.md §7: only then may the attempt be closed as failed).
+        Effect.catchIf(
+          (e) => e.reason === "rejected" && /not found/i.test(e.message),
+          () => Effect.succeed({ status: "not_found" as const, method: null })
+        )
+      ),
 
     refund: (account, reference, amount) =>
       Effect.gen(function*() {

@@ -33,7 +33,7 @@ import type {
 import { ProviderError } from "../PaymentProvider.ts"
 
 export interface StripeAdapterOptions {
-  /** Per-request timeout of the Stripe client, in milliseconds (default 20 000). */
+  /** Per-request timeout of the Stripe client, in milliseconds (default 10 000: provider calls end before the request does). */
   readonly timeoutMs?: number
   /** Automatic network retries of the Stripe client (default 0: callers retry with the same idempotency key). */
   readonly maxNetworkRetries?: number
@@ -47,7 +47,12 @@ export const STRIPE_SIGNATURE_TOLERANCE_SECONDS = 300
 const SESSION_SCAN_PAGES = 3
 
 type Metadata = Record<string, string>
-type VerifyResult = { readonly status: "succeeded" | "failed" | "pending"; readonly method: MethodDetails | null }
+type VerifyResult = {
+  readonly status: "succeeded" | "failed" | "pending" | "not_found"
+  readonly method: MethodDetails | null
+  readonly amount?: number
+  readonly currency?: string
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Errors
@@ -150,7 +155,7 @@ const returnUrl = (callbackUrl: string | null, fallback: string): string => call
 // ---------------------------------------------------------------------------------------------------------------
 
 export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAdapter => {
-  const timeoutMs = options.timeoutMs ?? 20_000
+  const timeoutMs = options.timeoutMs ?? 10_000
   const maxNetworkRetries = options.maxNetworkRetries ?? 0
   const defaultReturnUrl = options.defaultReturnUrl ?? "http://localhost/"
   const clients = new Map<string, Stripe>()
@@ -323,7 +328,7 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
     const method = status === "succeeded" && pm !== null && typeof pm !== "string"
       ? methodFromPaymentMethod(pm, { customer: idOf(pi.customer) ?? fallback.customer, email: pi.receipt_email ?? fallback.email })
       : null
-    return { status, method }
+    return { status, method, amount: pi.amount_received || pi.amount, currency: pi.currency.toUpperCase() }
   }
 
   const verifyPaymentIntent = (account: ProviderAccount, id: string): Effect.Effect<VerifyResult, ProviderError> =>
@@ -391,7 +396,9 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
       }
       const sessionId = yield* findSession(account, reference)
       if (sessionId !== null) return yield* verifySession(account, sessionId)
-      return { status: "pending", method: null } as const
+      // Nothing under our reference (search lags about a minute behind writes: the caller waits before it
+      // believes this).
+      return { status: "not_found", method: null } as const
     })
   }
 

@@ -1,0 +1,200 @@
+import type { SqlClient } from "@effect/sql"
+import { Clock, Effect, Option } from "effect"
+import type { IdsShape } from "../platform/ids.ts"
+import type { MethodSaver } from "./methods.ts"
+import type { MethodDetails, ProviderEvent, ProviderName, VerifyResult } from "./PaymentProvider.ts"
+import { type PaidTarget, PaymentEffects } from "./PaymentEffects.ts"
+import type { CheckoutRecord, PaymentRecord, PaymentsRepoShape, Purpose } from "./PaymentsRepo.ts"
+
+/** A provider that never heard of a reference this long after we claimed it never received the request. */
+export const NEVER_RECEIVED_MS = 15 * 60_000
+/** An open hosted page nobody paid within this long is closed (a later payment there is still recorded). */
+export const CHECKOUT_EXPIRY_MS = 7 * 86_400_000
+
+export interface Settlement {
+  /** A processing attempt (or one wrongly thought failed) succeeded: record it and apply its effect, once. */
+  readonly succeeded: (
+    org: string,
+    attempt: PaymentRecord,
+    found: { readonly providerReference: string | null; readonly method: MethodDetails | null }
+  ) => Effect.Effect<boolean>
+  readonly failed: (org: string, reference: string, message: string, now: number) => Effect.Effect<boolean>
+  /** A verified provider event, inside the webhook's transaction: `false` when it changed nothing. */
+  readonly applyEvent: (org: string, provider: ProviderName, event: ProviderEvent) => Effect.Effect<boolean>
+  /** What the reconciler learned by asking the provider. */
+  readonly fromVerify: (
+    item: { readonly kind: "payment"; readonly p: PaymentRecord } | { readonly kind: "checkout"; readonly c: CheckoutRecord },
+    verified: VerifyResult,
+    now: number
+  ) => Effect.Effect<boolean>
+}
+
+const sameMoney = (expected: { readonly amount: string; readonly currency: string }, amount: number, currency: string) =>
+  String(amount) === expected.amount && currency.toUpperCase() === expected.currency.toUpperCase()
+
+export const makeSettlement = (
+  sql: SqlClient.SqlClient,
+  repo: PaymentsRepoShape,
+  methods: MethodSaver,
+  ids: IdsShape
+): Settlement => {
+  /** The paid-for object's effect; `false` when it could no longer take the payment. */
+  const apply = (org: string, purpose: Purpose, paid: PaidTarget) =>
+    Effect.gen(function*() {
+      const effect = (yield* PaymentEffects)[purpose]
+      const applied = effect === undefined ? true : yield* effect(org, paid)
+      if (!applied) {
+        yield* repo.markUnapplied(org, paid.reference)
+        yield* Effect.logError("payment received for something no longer payable: recorded, not applied", {
+          organization: org,
+          reference: paid.reference,
+          purpose
+        })
+      }
+      return applied
+    })
+
+  const paidOf = (r: PaymentRecord | CheckoutRecord): PaidTarget => ({
+    customerId: r.customerId,
+    targetId: r.targetId,
+    quantity: r.quantity,
+    amount: r.amount,
+    currency: r.currency,
+    reference: r.reference
+  })
+
+  const succeeded: Settlement["succeeded"] = (org, attempt, found) =>
+    sql.withTransaction(Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const won = yield* repo.settle(org, attempt.reference, {
+        status: "succeeded",
+        providerReference: found.providerReference,
+        failureMessage: null,
+        now,
+        fromFailed: true
+      })
+      if (!won) return false
+      if (found.method !== null) yield* methods.save(org, attempt.customerId, attempt.provider, found.method)
+      yield* apply(org, attempt.purpose, paidOf(attempt))
+      return true
+    })).pipe(Effect.orDie)
+
+  const failed: Settlement["failed"] = (org, reference, message, now) =>
+    repo.settle(org, reference, { status: "failed", providerReference: null, failureMessage: message, now, fromFailed: false })
+
+  /** A hosted page was paid (or a card saved on it): complete it once, then record and apply the payment. */
+  const completeCheckout = (org: string, checkout: CheckoutRecord, method: MethodDetails | null) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      if (!(yield* repo.completeCheckout(org, checkout.reference, now))) return false
+      if (method !== null) yield* methods.save(org, checkout.customerId, checkout.provider, method)
+      if (checkout.purpose === "setup") return true
+      yield* repo.insertPayment({
+        organizationId: org,
+        id: yield* ids.next("pay"),
+        reference: checkout.reference,
+        provider: checkout.provider,
+        purpose: checkout.purpose,
+        customerId: checkout.customerId,
+        targetId: checkout.targetId,
+        quantity: checkout.quantity,
+        amount: checkout.amount,
+        currency: checkout.currency,
+        status: "succeeded",
+        providerReference: null,
+        failureMessage: null,
+        methodId: null,
+        idempotencyKey: null,
+        requestHash: null,
+        applied: true,
+        amountRefunded: "0",
+        disputed: false,
+        checkedAt: null,
+        settledAt: now,
+        createdAt: now,
+        updatedAt: now
+      })
+      yield* apply(org, checkout.purpose, paidOf(checkout))
+      return true
+    })
+
+  const mismatch = (org: string, reference: string, expected: { amount: string; currency: string }, amount: number, currency: string) =>
+    Effect.gen(function*() {
+      const note = `The provider reported ${amount} ${currency.toUpperCase()}, expected ${expected.amount} ${expected.currency}`
+      yield* repo.noteMismatch(org, reference, note, yield* Clock.currentTimeMillis)
+      yield* Effect.logError("provider amount or currency does not match the attempt: recorded, not applied", {
+        organization: org,
+        reference,
+        note
+      })
+      return false
+    })
+
+  const applyEvent: Settlement["applyEvent"] = (org, _provider, event) =>
+    Effect.gen(function*() {
+      if (event._tag === "Ignored") return false
+      const payment = yield* repo.findPayment(org, event.reference)
+      if (Option.isSome(payment)) {
+        const p = payment.value
+        if (event._tag === "PaymentFailed") {
+          return p.status === "processing" && (yield* failed(org, p.reference, event.message, yield* Clock.currentTimeMillis))
+        }
+        if (event._tag === "PaymentSucceeded" && !sameMoney(p, event.amount, event.currency)) {
+          return yield* mismatch(org, p.reference, p, event.amount, event.currency)
+        }
+        if (p.status === "succeeded") return false
+        return yield* succeeded(org, p, { providerReference: null, method: event.method })
+      }
+      const checkout = yield* repo.findCheckout(org, event.reference)
+      if (Option.isNone(checkout)) return false
+      const c = checkout.value
+      if (event._tag === "PaymentFailed") {
+        return yield* repo.closeCheckout(org, c.reference, "failed", yield* Clock.currentTimeMillis)
+      }
+      if (event._tag === "PaymentSucceeded" && !sameMoney(c, event.amount, event.currency)) {
+        return yield* mismatch(org, c.reference, c, event.amount, event.currency)
+      }
+      return yield* completeCheckout(org, c, event.method)
+    })
+
+  const fromVerify: Settlement["fromVerify"] = (item, verified, now) =>
+    Effect.gen(function*() {
+      const reported = verified.amount !== undefined && verified.currency !== undefined
+        ? { amount: verified.amount, currency: verified.currency }
+        : null
+      if (item.kind === "payment") {
+        const p = item.p
+        const org = p.organizationId
+        switch (verified.status) {
+          case "succeeded":
+            if (reported !== null && !sameMoney(p, reported.amount, reported.currency)) {
+              return yield* mismatch(org, p.reference, p, reported.amount, reported.currency)
+            }
+            return yield* succeeded(org, p, { providerReference: null, method: null })
+          case "failed":
+            return yield* failed(org, p.reference, "The provider reports the payment failed", now)
+          case "not_found":
+            return now - p.createdAt >= NEVER_RECEIVED_MS &&
+              (yield* failed(org, p.reference, "The provider never received the charge", now))
+          case "pending":
+            return false
+        }
+      }
+      const c = item.c
+      const org = c.organizationId
+      switch (verified.status) {
+        case "succeeded":
+          if (reported !== null && c.purpose !== "setup" && !sameMoney(c, reported.amount, reported.currency)) {
+            return yield* mismatch(org, c.reference, c, reported.amount, reported.currency)
+          }
+          return yield* sql.withTransaction(completeCheckout(org, c, verified.method)).pipe(Effect.orDie)
+        case "failed":
+          return yield* repo.closeCheckout(org, c.reference, "failed", now)
+        case "pending":
+        case "not_found":
+          return now - c.createdAt >= CHECKOUT_EXPIRY_MS && (yield* repo.closeCheckout(org, c.reference, "failed", now))
+      }
+    })
+
+  return { succeeded, failed, applyEvent, fromVerify }
+}
