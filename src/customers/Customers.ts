@@ -1,3 +1,4 @@
+import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { Customer, CustomerListItem, SetOverageLimit } from "../api/customers.ts"
 import { Conflict, customerNotFound, type NotFound } from "../domain/errors.ts"
@@ -12,17 +13,27 @@ export interface CustomerInput {
 }
 
 /**
- * What happens after a customer is created (attach autoEnable plans): a hook the entitlement
- * engine fills in, so customers do not depend on the catalog.
+ * What a new customer starts with (its autoEnable plans, from `now`, the instant of its creation): a hook filled in
+ * above both features (src/wiring), so customers do not depend on the catalog. It runs inside the transaction that
+ * inserts the customer: nobody sees the customer without what the hook writes.
  */
 export class CustomerCreatedHook extends Context.Reference<CustomerCreatedHook>()("CustomerCreatedHook", {
-  defaultValue: () => (_organizationId: string, _customer: CustomerRecord): Effect.Effect<void> => Effect.void
+  defaultValue: () => (_organizationId: string, _customer: CustomerRecord, _now: number): Effect.Effect<void> =>
+    Effect.void
 }) {}
 
 export interface CustomersShape {
   /** decisions.md §4: by service id, then external id, then email; two different matches are ambiguous. */
   readonly resolve: (organizationId: string, ref: string) => Effect.Effect<CustomerRecord, NotFound | Conflict>
-  readonly findOrCreate: (organizationId: string, input: CustomerInput) => Effect.Effect<CustomerRecord, Conflict>
+  /**
+   * The customer the input names (updated from it), else a new one with its autoEnable plans, created at `now` (the
+   * request's instant) in one transaction. The one way customers are created (API, attach, check and track).
+   */
+  readonly findOrCreate: (
+    organizationId: string,
+    input: CustomerInput,
+    now: number
+  ) => Effect.Effect<CustomerRecord, Conflict>
   readonly list: (
     organizationId: string,
     query: CustomerFilter
@@ -53,6 +64,7 @@ export const pickMatch = (m: CustomerMatches): Option.Option<CustomerRecord> | "
 export const CustomersLive = Layer.effect(
   Customers,
   Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
     const repo = yield* CustomersRepo
     const ids = yield* Ids
 
@@ -101,9 +113,25 @@ export const CustomersLive = Layer.effect(
         return stamped
       })
 
-    const findOrCreate = (organizationId: string, input: CustomerInput): Effect.Effect<CustomerRecord, Conflict> =>
+    /**
+     * The customer and its autoEnable subscriptions commit together. A concurrent creator of the same external id or
+     * email waits at the unique index for this transaction (PostgreSQL; SQLite runs one transaction at a time), then
+     * finds the insert conflicting and reads the committed customer, whole.
+     */
+    const create = (customer: CustomerRecord, now: number) =>
+      sql.withTransaction(Effect.gen(function*() {
+        if (!(yield* repo.insert(customer))) return false
+        const hook = yield* CustomerCreatedHook
+        yield* hook(customer.organizationId, customer, now)
+        return true
+      })).pipe(Effect.orDie)
+
+    const findOrCreate = (
+      organizationId: string,
+      input: CustomerInput,
+      now: number
+    ): Effect.Effect<CustomerRecord, Conflict> =>
       Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
         // Two attempts: a concurrent request may create the same customer between our read and insert.
         for (let attempt = 0; attempt < 2; attempt++) {
           const found = yield* existing(organizationId, input)
@@ -122,11 +150,7 @@ export const CustomersLive = Layer.effect(
             createdAt: now,
             updatedAt: now
           }
-          if (yield* repo.insert(customer)) {
-            const hook = yield* CustomerCreatedHook
-            yield* hook(organizationId, customer)
-            return customer
-          }
+          if (yield* create(customer, now)) return customer
         }
         return yield* emailTaken(input.email ?? "")
       })

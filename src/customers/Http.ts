@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { CurrentOrganization } from "../api/security.ts"
 import { mapDomainErrors } from "../http/toApiError.ts"
@@ -15,13 +15,16 @@ export const CustomersHttp = HttpApiBuilder.group(BillingApi, "customers", (hand
     const full = (c: CustomerRecord) => Effect.map(featureConfigs.list(c.organizationId, c.id), (configs) => toCustomer(c, configs))
     return handlers
       .handle("createCustomer", ({ payload }) =>
-        Effect.flatMap(CurrentOrganization, (org) =>
-          customers.findOrCreate(org.id, {
+        Effect.gen(function*() {
+          const org = yield* CurrentOrganization
+          const now = yield* Clock.currentTimeMillis
+          return yield* customers.findOrCreate(org.id, {
             externalId: payload.id,
             email: payload.email,
             name: payload.name,
             metadata: payload.metadata
-          })).pipe(Effect.flatMap(full), mapDomainErrors))
+          }, now)
+        }).pipe(Effect.flatMap(full), mapDomainErrors))
       .handle("listCustomers", ({ urlParams }) => {
         const filter = { ...urlParams, limit: urlParams.limit ?? 50, offset: urlParams.offset ?? 0 }
         return Effect.flatMap(CurrentOrganization, (org) => customers.list(org.id, filter)).pipe(

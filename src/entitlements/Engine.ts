@@ -296,9 +296,8 @@ export const EntitlementsLive = Layer.effect(
      * catalog is reloaded and the read repeated), the customers the reference matches, their live subscriptions,
      * their config of the feature and their balances of it and of its credit systems.
      */
-    const run = (org: string, mode: Mode, input: EntitlementInput, inTransaction: boolean) =>
+    const run = (org: string, mode: Mode, input: EntitlementInput, inTransaction: boolean, requestedAt: number) =>
       Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
         let { snapshot, version } = yield* catalog.cached(org)
         let created = false
         while (true) {
@@ -320,7 +319,7 @@ export const EntitlementsLive = Layer.effect(
               return denial("customer_not_found", customerNotFound(input.customer).message)
             }
             const made = yield* Effect.either(
-              customers.findOrCreate(org, { ...input.customerData, externalId: input.customer })
+              customers.findOrCreate(org, { ...input.customerData, externalId: input.customer }, requestedAt)
             )
             if (made._tag === "Left") {
               return denial("customer_not_found", `Customer '${input.customer}' could not be created: ${made.left.message}`)
@@ -330,6 +329,10 @@ export const EntitlementsLive = Layer.effect(
             continue
           }
           const customer = picked.value
+          // The request's instant: its one reading of the clock, unless the customer it found was created after that
+          // reading (by a concurrent request, whose creation this one waited for or read). The request then happens at
+          // the creation, so its event falls inside the window and the subscription the creation started.
+          const now = Math.max(requestedAt, customer.createdAt)
           if (feature === undefined) return denial("feature_not_found", `No feature '${input.feature}'`)
           let entityId: string | null = null
           if (input.entity !== undefined) {
@@ -377,11 +380,13 @@ export const EntitlementsLive = Layer.effect(
             issues: [{ path: "value", message: "must have at most 6 decimal places and be at most 9,000,000,000" }]
           })
         }
-        if (idempotencyKey === undefined || mode === "check") return yield* run(org, mode, input, false)
+        // Read once: the customer a request creates, its subscriptions, the event, its rollup and the idempotency
+        // record all carry this instant.
+        const now = yield* Clock.currentTimeMillis
+        if (idempotencyKey === undefined || mode === "check") return yield* run(org, mode, input, false, now)
         const requestHash = sha256Hex(JSON.stringify(canonical({ mode, input })))
         // The claim, the effects and the stored answer commit together: a retry sees all of them or none.
         return yield* sql.withTransaction(Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
           const claim = yield* repo.claimIdempotencyKey(org, idempotencyKey, requestHash, now, now - DAY_MS)
           if (claim._tag === "Existing") {
             if (claim.requestHash !== requestHash) {
@@ -392,7 +397,7 @@ export const EntitlementsLive = Layer.effect(
             }
             if (claim.response !== null) return JSON.parse(claim.response) as EntitlementState
           }
-          const state = yield* run(org, mode, input, true)
+          const state = yield* run(org, mode, input, true, now)
           yield* repo.saveIdempotentResponse(org, idempotencyKey, JSON.stringify(state))
           return state
         })).pipe(Effect.catchTag("SqlError", Effect.die))

@@ -57,8 +57,8 @@ export interface SubscriptionsShape {
     customerId: string,
     now: number
   ) => Effect.Effect<ReadonlyArray<{ subscription: SubscriptionRecord; plan: Plan }>>
-  /** Attach every free `autoEnable` plan to a customer (new customers). */
-  readonly attachAutoEnabled: (organizationId: string, customer: CustomerRecord) => Effect.Effect<void>
+  /** Attach every free `autoEnable` plan to a customer (new customers: inside their creation, from its instant). */
+  readonly attachAutoEnabled: (organizationId: string, customer: CustomerRecord, now: number) => Effect.Effect<void>
   /** Attach newly `autoEnable` free plans to every existing customer (after a sync). */
   readonly attachPlansToAll: (organizationId: string, planIds: ReadonlyArray<string>) => Effect.Effect<void>
 }
@@ -208,21 +208,22 @@ export const SubscriptionsLive = Layer.effect(
           : { subscription: current, plan, checkoutUrl: null, reference: null, accessCode: null, message: `Attached ${plan.slug}: paid with the saved method` }
       })
 
-    const resolveCustomer = (organizationId: string, input: AttachInput): Effect.Effect<CustomerRecord, NotFound | Conflict> =>
+    const resolveCustomer = (organizationId: string, input: AttachInput, now: number): Effect.Effect<CustomerRecord, NotFound | Conflict> =>
       customers.resolve(organizationId, input.customer).pipe(
         Effect.catchTag("NotFound", (notFound): Effect.Effect<CustomerRecord, NotFound | Conflict> =>
           input.customerData === undefined
             ? Effect.fail(notFound)
-            : customers.findOrCreate(organizationId, { ...input.customerData, externalId: input.customer }))
+            : customers.findOrCreate(organizationId, { ...input.customerData, externalId: input.customer }, now))
       )
 
     const attach = (organizationId: string, input: AttachInput): Effect.Effect<Attached, AttachError> =>
       Effect.gen(function*() {
-        const customer = yield* resolveCustomer(organizationId, input)
+        // One instant for the request: a customer it creates and the plan it attaches start together.
+        const now = yield* Clock.currentTimeMillis
+        const customer = yield* resolveCustomer(organizationId, input, now)
         const snap = yield* catalog.snapshot(organizationId)
         const plan = snap.plans.get(input.product) ?? snap.plansById.get(input.product)
         if (plan === undefined) return yield* planNotFound(input.product)
-        const now = yield* Clock.currentTimeMillis
         const paid = !isFree(plan) && (plan.trialDays ?? 0) === 0
         if (paid) yield* payments.ensureProvider(organizationId, plan.provider)
         // The customer's row lock makes concurrent attaches of one plan take turns: the second finds the first's.
@@ -339,10 +340,9 @@ export const SubscriptionsLive = Layer.effect(
           const snap = yield* catalog.snapshot(organizationId)
           return grantingOf(live, snap, now)
         }),
-      attachAutoEnabled: (organizationId, customer) =>
+      attachAutoEnabled: (organizationId, customer, now) =>
         Effect.gen(function*() {
           const snap = yield* catalog.snapshot(organizationId)
-          const now = yield* Clock.currentTimeMillis
           for (const plan of snap.plans.values()) {
             if (plan.autoEnable && isFree(plan)) yield* start(organizationId, customer.id, plan, now)
           }

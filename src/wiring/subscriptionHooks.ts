@@ -7,7 +7,7 @@ import { Subscriptions } from "../subscriptions/Subscriptions.ts"
 export const SubscriptionHooksLive = Layer.mergeAll(
   Layer.effect(
     CustomerCreatedHook,
-    Effect.map(Subscriptions, (s) => (organizationId, customer) => s.attachAutoEnabled(organizationId, customer))
+    Effect.map(Subscriptions, (s) => (organizationId, customer, now) => s.attachAutoEnabled(organizationId, customer, now))
   ),
   Layer.effect(
     PlansAutoEnabledHook,

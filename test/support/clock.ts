@@ -1,9 +1,19 @@
 import { Clock, Duration, Effect } from "effect"
 
-/** A real clock that tests can move forward: `advance` shifts every reading of the application. */
-export const makeShiftedClock = () => {
+/**
+ * A real clock that tests can move forward: `advance` shifts every reading of the application. With `stepping`, every
+ * reading is at least 1 ms after the one before: code that reads the clock twice in one request then sees two
+ * instants, as it would on a slower machine, instead of the same millisecond by luck.
+ */
+export const makeShiftedClock = (options: { readonly stepping?: boolean } = {}) => {
   let offset = 0
-  const millis = () => Date.now() + offset
+  let last = 0
+  const millis = () => {
+    const reading = Date.now() + offset
+    if (options.stepping !== true) return reading
+    last = Math.max(reading, last + 1)
+    return last
+  }
   const clock: Clock.Clock = {
     [Clock.ClockTypeId]: Clock.ClockTypeId,
     unsafeCurrentTimeMillis: millis,
@@ -25,6 +35,7 @@ export const makeShiftedClock = () => {
     /** Sets the absolute time (epoch ms); time keeps running from there. */
     set: (ms: number) => {
       offset = ms - Date.now()
+      last = 0
     },
     now: millis
   }
