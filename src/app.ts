@@ -19,7 +19,7 @@ import { RequestFiber } from "./http/RequestFiber.ts"
 import { RequestId } from "./http/RequestId.ts"
 import { OrganizationsLive } from "./organizations/Organizations.ts"
 import { OrganizationsRepoSql } from "./organizations/OrganizationsRepo.ts"
-import type { AppConfig } from "./platform/config.ts"
+import { AppConfig } from "./platform/config.ts"
 import { DatabaseLive } from "./platform/db/Database.ts"
 import { AddonsLive } from "./payments/Addons.ts"
 import { InvoicePaymentsLive } from "./billing/InvoicePayments.ts"
@@ -28,7 +28,7 @@ import { makeAdaptersLayer } from "./payments/Adapters.ts"
 import { PaymentEffectsLive } from "./wiring/paymentEffects.ts"
 import { PaymentsLive } from "./payments/Payments.ts"
 import { PaymentsRepoSql } from "./payments/PaymentsRepo.ts"
-import { PaystackAdapter } from "./payments/paystack/PaystackAdapter.ts"
+import { makePaystackAdapterEffect } from "./payments/paystack/PaystackAdapter.ts"
 import { ProviderAccountsLive } from "./payments/ProviderAccounts.ts"
 import { makeStripeAdapter } from "./payments/stripe/StripeAdapter.ts"
 import { EncryptionLive } from "./platform/encryption.ts"
@@ -58,8 +58,11 @@ const ReposLive = Layer.mergeAll(
 
 /** Payment adapters: Paystack over Effect's HttpClient, Stripe's SDK, and the sandbox's simulated provider. */
 const AdaptersLive = makeAdaptersLayer([
-  PaystackAdapter.pipe(Effect.provide(FetchHttpClient.layer)),
-  Effect.sync(() => makeStripeAdapter())
+  Effect.flatMap(AppConfig, (c) => makePaystackAdapterEffect({ timeoutMs: c.providerTimeoutMs })).pipe(
+    Effect.provide(FetchHttpClient.layer)
+  ),
+  // Stripe's hosted pages return the customer here when the request named no callback.
+  Effect.map(AppConfig, (c) => makeStripeAdapter({ timeoutMs: c.providerTimeoutMs, defaultReturnUrl: `${c.publicUrl}/` }))
 ])
 
 /** Domain services with everything beneath them (repositories, ids, the migrated database), in dependency order. */

@@ -5,7 +5,7 @@ import { Conflict, NotFound, ProviderFailure, ProviderNotConfigured } from "../d
 import { Encryption } from "../platform/encryption.ts"
 import { Ids } from "../platform/ids.ts"
 import { Adapters } from "./Adapters.ts"
-import { isUniqueViolation } from "./claims.ts"
+import type { SqlError } from "@effect/sql/SqlError"
 import { type MethodSaver, makeMethodSaver } from "./methods.ts"
 import type { PaymentAdapter, PaymentMetadata, ProviderError, ProviderEvent, ProviderName } from "./PaymentProvider.ts"
 import { ProviderAccounts, type ResolvedAccount } from "./ProviderAccounts.ts"
@@ -94,6 +94,8 @@ const RECONCILE_BATCH = 50
 
 type Claimed =
   | { readonly kind: "answer"; readonly result: CollectResult }
+  /** Another request took the same key or target a moment ago: claim again, to answer from its attempt. */
+  | { readonly kind: "lost" }
   | { readonly kind: "charge"; readonly attempt: PaymentRecord; readonly method: PaymentMethodRecord }
   | { readonly kind: "open"; readonly checkout: CheckoutRecord }
 
@@ -159,8 +161,9 @@ export const PaymentsLive = Layer.effect(
       customer: CustomerRecord,
       provider: ProviderName,
       request: CollectRequest,
-      allowCharge: boolean
-    ) =>
+      allowCharge: boolean,
+      retried = false
+    ): Effect.Effect<Claimed, Conflict> =>
       sql.withTransaction(Effect.gen(function*() {
         if (request.payable !== undefined && !(yield* request.payable)) {
           return { kind: "answer", result: { _tag: "NotPayable" } } satisfies Claimed
@@ -214,7 +217,7 @@ export const PaymentsLive = Layer.effect(
             createdAt: now,
             updatedAt: now
           }
-          yield* repo.insertPayment(attempt)
+          if (!(yield* repo.insertPayment(attempt))) return { kind: "lost" } satisfies Claimed
           return { kind: "charge", attempt, method } satisfies Claimed
         }
         if (targeted) {
@@ -247,12 +250,14 @@ export const PaymentsLive = Layer.effect(
           createdAt: now,
           updatedAt: now
         }
-        yield* repo.insertCheckout(checkout)
+        if (!(yield* repo.insertCheckout(checkout))) return { kind: "lost" } satisfies Claimed
         return { kind: "open", checkout } satisfies Claimed
       })).pipe(
         // Two claimers of one key (or one target without a `payable` lock) raced to insert: the loser, once the
         // winner has committed, finds its attempt and answers from it.
-        Effect.retry({ times: 1, while: (e) => e._tag === "SqlError" && isUniqueViolation(e) }),
+        Effect.flatMap((claimed): Effect.Effect<Claimed, SqlError | Conflict> =>
+          claimed.kind === "lost" && !retried ? claim(org, customer, provider, request, allowCharge, true) : Effect.succeed(claimed)
+        ),
         Effect.catchTag("SqlError", Effect.die)
       )
 
@@ -345,6 +350,7 @@ export const PaymentsLive = Layer.effect(
         if (claimed.kind === "answer") {
           return claimed.result._tag === "Checkout" ? { ...claimed.result, chargeFailure } : claimed.result
         }
+        if (claimed.kind === "lost") return { _tag: "Processing", reference: "" } as const
         if (claimed.kind === "charge") return yield* Effect.die(new Error("a checkout claim never charges"))
         const session = yield* openPage(org, customer, resolved, claimed.checkout, "payment")
         return {

@@ -98,7 +98,8 @@ export interface PaymentsRepoShape {
   readonly setMethodStatus: (org: string, id: string, status: "removed" | "unusable", now: number) => Effect.Effect<void>
   /** Serialises saving methods for one customer (PostgreSQL row lock until the transaction ends). */
   readonly lockCustomer: (org: string, customerId: string) => Effect.Effect<void>
-  readonly insertCheckout: (c: CheckoutRecord) => Effect.Effect<void>
+  /** `false` when a unique key (its Idempotency-Key) is already taken: the caller reads what took it. */
+  readonly insertCheckout: (c: CheckoutRecord) => Effect.Effect<boolean>
   readonly setCheckoutPage: (org: string, id: string, url: string, accessCode: string | null, now: number) => Effect.Effect<void>
   readonly findCheckout: (org: string, reference: string) => Effect.Effect<Option.Option<CheckoutRecord>>
   /** The newest checkout of a target still `open` (invoice, pending subscription). */
@@ -113,7 +114,11 @@ export interface PaymentsRepoShape {
   /** → completed, once (also from `superseded` or `failed`: the customer paid there after all). */
   readonly completeCheckout: (org: string, reference: string, now: number) => Effect.Effect<boolean>
   readonly supersedeCheckouts: (org: string, targetId: string, now: number) => Effect.Effect<void>
-  readonly insertPayment: (p: PaymentRecord) => Effect.Effect<void>
+  /**
+   * `false` when a unique key is already taken (an attempt in flight for the target, or its Idempotency-Key): on
+   * PostgreSQL the insert waits for the transaction holding it, so the caller then reads the committed winner.
+   */
+  readonly insertPayment: (p: PaymentRecord) => Effect.Effect<boolean>
   readonly findPayment: (org: string, reference: string) => Effect.Effect<Option.Option<PaymentRecord>>
   readonly findPaymentByKey: (org: string, key: string) => Effect.Effect<Option.Option<PaymentRecord>>
   readonly findCheckoutByKey: (org: string, key: string) => Effect.Effect<Option.Option<CheckoutRecord>>
@@ -233,7 +238,10 @@ export const PaymentsRepoSql = Layer.effect(
           Effect.orDie
         ),
       insertCheckout: (c) =>
-        sql`INSERT INTO checkouts ${sql.insert({ ...c, data: JSON.stringify(c.data) })}`.pipe(Effect.asVoid, Effect.orDie),
+        sql`INSERT INTO checkouts ${sql.insert({ ...c, data: JSON.stringify(c.data) })} ON CONFLICT DO NOTHING RETURNING id`.pipe(
+          Effect.map((rows) => rows.length === 1),
+          Effect.orDie
+        ),
       setCheckoutPage: (org, id, url, accessCode, now) =>
         sql`UPDATE checkouts SET checkout_url = ${url}, access_code = ${accessCode}, updated_at = ${now}
             WHERE organization_id = ${org} AND id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
@@ -257,7 +265,7 @@ export const PaymentsRepoSql = Layer.effect(
       insertPayment: (p) =>
         sql`INSERT INTO payments ${
           sql.insert({ ...p, applied: p.applied ? 1 : 0, disputed: p.disputed ? 1 : 0 })
-        }`.pipe(Effect.asVoid, Effect.orDie),
+        } ON CONFLICT DO NOTHING RETURNING id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie),
       findPayment: (org, reference) =>
         sql`SELECT * FROM payments WHERE organization_id = ${org} AND reference = ${reference}`.pipe(
           Effect.map((rows) => first(rows, toPayment)),

@@ -16,6 +16,8 @@ export interface AppConfigShape {
   readonly rateLimitBurst: number
   /** A request still running after this long is stopped and answered 503 `unavailable`; 0 = no limit. */
   readonly requestTimeoutMs: number
+  /** Every call to a payment provider ends by then, before the request that made it (decisions.md §7). */
+  readonly providerTimeoutMs: number
   readonly otlpEndpoint: Option.Option<string>
   /** Public address of this service, used in hosted-page links. */
   readonly publicUrl: string
@@ -53,6 +55,10 @@ const appConfig = Config.all({
     message: "REQUEST_TIMEOUT_MS must be 0 (off) or a positive number of milliseconds",
     validation: (n) => n >= 0
   })),
+  providerTimeoutMs: Config.integer("PROVIDER_TIMEOUT_MS").pipe(Config.withDefault(10_000), Config.validate({
+    message: "PROVIDER_TIMEOUT_MS must be a positive number of milliseconds",
+    validation: (n) => n > 0
+  })),
   otlpEndpoint: Config.option(Config.nonEmptyString("OTEL_EXPORTER_OTLP_ENDPOINT")),
   publicUrl: Config.option(Config.string("PUBLIC_URL")),
   sandboxAccounts: Config.all({
@@ -85,6 +91,7 @@ export const makeTestConfig = (overrides: Partial<AppConfigShape> = {}): AppConf
   rateLimitRps: 0,
   rateLimitBurst: 0,
   requestTimeoutMs: 30_000,
+  providerTimeoutMs: 10_000,
   otlpEndpoint: Option.none(),
   publicUrl: "http://localhost",
   sandboxAccounts: { paystack: Option.none(), stripe: Option.none(), stripeWebhookSecret: Option.none() },
