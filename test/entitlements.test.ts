@@ -315,6 +315,42 @@ for (const database of databases()) {
       expect((await check({ feature: "tokens", value: 3, sendEvent: true }, key)).status).toBe(409)
     })
 
+    test("pricing and pricing.currentTier are absent, not null, where none applies (decisions.md §1)", async () => {
+      const { check, track } = await setup(["pro"])
+      // A boolean feature has no pricing; neither has a denial.
+      const sso = await check({ feature: "sso" })
+      expect(sso.body).toMatchObject({ allowed: true, details: { tierBreakdown: [] } })
+      expect("pricing" in sso.body.details).toBe(false)
+      for (const denied of [await check({ feature: "no-such-feature" }), await track({ feature: "no-such-feature" })]) {
+        expect(denied.body).toMatchObject({ allowed: false, code: "feature_not_found" })
+        expect("pricing" in denied.body.details).toBe(false)
+      }
+      // Package pricing has no tier.
+      for (const answer of [await check({ feature: "tokens" }), await track({ feature: "tokens" })]) {
+        expect(answer.body.details.pricing).toMatchObject({ usageModel: "included", ratingModel: "package" })
+        expect("currentTier" in answer.body.details.pricing).toBe(false)
+      }
+    })
+
+    test("an answer stored under an Idempotency-Key with null pricing (before it was absent) replays without it", async () => {
+      const { orgId, track } = await setup()
+      const key = { "idempotency-key": "stored-before-upgrade" }
+      const first = await track({ feature: "tokens", value: 1 }, key)
+      expect(first.status).toBe(200)
+      const old = { ...first.body, details: { ...first.body.details, pricing: { ...first.body.details.pricing, currentTier: null } } }
+      await server.app.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql`UPDATE idempotency_keys SET response = ${JSON.stringify(old)} WHERE organization_id = ${orgId} AND key = ${key["idempotency-key"]}`))
+      const replay = await track({ feature: "tokens", value: 1 }, key)
+      expect(replay.status).toBe(200)
+      expect(replay.body).toEqual(first.body)
+      const denied = { ...first.body, allowed: false, details: { message: "m", pricing: null, tierBreakdown: [] } }
+      await server.app.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql`UPDATE idempotency_keys SET response = ${JSON.stringify(denied)} WHERE organization_id = ${orgId} AND key = ${key["idempotency-key"]}`))
+      const replayedDenial = await track({ feature: "tokens", value: 1 }, key)
+      expect(replayedDenial.status).toBe(200)
+      expect(replayedDenial.body.details).toEqual({ message: "m", tierBreakdown: [] })
+    })
+
     test("20 concurrent retries of one Idempotency-Key count one event", async () => {
       const { check, orgId, track } = await setup()
       const before = await eventCount(orgId, "tokens")
