@@ -351,6 +351,16 @@ for (const database of databases()) {
       expect(replayedDenial.body.details).toEqual({ message: "m", tierBreakdown: [] })
     })
 
+    test("unknown body fields are ignored: a track or check with fields of another SDK is answered as without them", async () => {
+      const { check, orgId, track } = await setup()
+      const before = await eventCount(orgId, "tokens")
+      const extra = { timestamp: "2026-10-01T00:00:00Z", properties: { plan: "x" }, idempotencyKey: 5 }
+      const tracked = await track({ feature: "tokens", value: 2, ...extra })
+      expect(tracked).toMatchObject({ status: 200, body: { allowed: true, code: "tracked", usage: 2 } })
+      expect(await eventCount(orgId, "tokens")).toBe(before + 1)
+      expect((await check({ feature: "tokens", ...extra })).body).toMatchObject({ allowed: true, usage: 2 })
+    })
+
     test("20 concurrent retries of one Idempotency-Key count one event", async () => {
       const { check, orgId, track } = await setup()
       const before = await eventCount(orgId, "tokens")
