@@ -315,6 +315,52 @@ for (const database of databases()) {
       expect((await check({ feature: "tokens", value: 3, sendEvent: true }, key)).status).toBe(409)
     })
 
+    test("pricing and pricing.currentTier are absent, not null, where none applies (decisions.md §1)", async () => {
+      const { check, track } = await setup(["pro"])
+      // A boolean feature has no pricing; neither has a denial.
+      const sso = await check({ feature: "sso" })
+      expect(sso.body).toMatchObject({ allowed: true, details: { tierBreakdown: [] } })
+      expect("pricing" in sso.body.details).toBe(false)
+      for (const denied of [await check({ feature: "no-such-feature" }), await track({ feature: "no-such-feature" })]) {
+        expect(denied.body).toMatchObject({ allowed: false, code: "feature_not_found" })
+        expect("pricing" in denied.body.details).toBe(false)
+      }
+      // Package pricing has no tier.
+      for (const answer of [await check({ feature: "tokens" }), await track({ feature: "tokens" })]) {
+        expect(answer.body.details.pricing).toMatchObject({ usageModel: "included", ratingModel: "package" })
+        expect("currentTier" in answer.body.details.pricing).toBe(false)
+      }
+    })
+
+    test("an answer stored under an Idempotency-Key with null pricing (before it was absent) replays without it", async () => {
+      const { orgId, track } = await setup()
+      const key = { "idempotency-key": "stored-before-upgrade" }
+      const first = await track({ feature: "tokens", value: 1 }, key)
+      expect(first.status).toBe(200)
+      const old = { ...first.body, details: { ...first.body.details, pricing: { ...first.body.details.pricing, currentTier: null } } }
+      await server.app.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql`UPDATE idempotency_keys SET response = ${JSON.stringify(old)} WHERE organization_id = ${orgId} AND key = ${key["idempotency-key"]}`))
+      const replay = await track({ feature: "tokens", value: 1 }, key)
+      expect(replay.status).toBe(200)
+      expect(replay.body).toEqual(first.body)
+      const denied = { ...first.body, allowed: false, details: { message: "m", pricing: null, tierBreakdown: [] } }
+      await server.app.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql`UPDATE idempotency_keys SET response = ${JSON.stringify(denied)} WHERE organization_id = ${orgId} AND key = ${key["idempotency-key"]}`))
+      const replayedDenial = await track({ feature: "tokens", value: 1 }, key)
+      expect(replayedDenial.status).toBe(200)
+      expect(replayedDenial.body.details).toEqual({ message: "m", tierBreakdown: [] })
+    })
+
+    test("unknown body fields are ignored: a track or check with fields of another SDK is answered as without them", async () => {
+      const { check, orgId, track } = await setup()
+      const before = await eventCount(orgId, "tokens")
+      const extra = { timestamp: "2026-10-01T00:00:00Z", properties: { plan: "x" }, idempotencyKey: 5 }
+      const tracked = await track({ feature: "tokens", value: 2, ...extra })
+      expect(tracked).toMatchObject({ status: 200, body: { allowed: true, code: "tracked", usage: 2 } })
+      expect(await eventCount(orgId, "tokens")).toBe(before + 1)
+      expect((await check({ feature: "tokens", ...extra })).body).toMatchObject({ allowed: true, usage: 2 })
+    })
+
     test("20 concurrent retries of one Idempotency-Key count one event", async () => {
       const { check, orgId, track } = await setup()
       const before = await eventCount(orgId, "tokens")

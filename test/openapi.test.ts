@@ -74,6 +74,36 @@ describe("the OpenAPI document", () => {
     expect(doc).toEqual(JSON.parse(JSON.stringify(OpenApi.fromApi(BillingApi))))
   })
 
+  test("no request body schema claims additionalProperties: false: unknown fields are ignored (decisions.md §1)", () => {
+    const schemas = (doc as unknown as { components: { schemas: Record<string, unknown> } }).components.schemas
+    const strict: Array<string> = []
+    const seen = new Set<unknown>()
+    /** Every schema reachable from `node`, through $refs too. */
+    const walk = (node: unknown, at: string): void => {
+      if (typeof node !== "object" || node === null || seen.has(node)) return
+      seen.add(node)
+      if (Array.isArray(node)) return node.forEach((item, i) => walk(item, `${at}[${i}]`))
+      const record = node as Record<string, unknown>
+      if (record.additionalProperties === false) strict.push(at)
+      const ref = record.$ref
+      if (typeof ref === "string") walk(schemas[ref.replace("#/components/schemas/", "")], ref)
+      for (const [key, value] of Object.entries(record)) walk(value, `${at}.${key}`)
+    }
+    let bodies = 0
+    for (const [path, methods] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(methods)) {
+        const body = (op as { requestBody?: unknown }).requestBody
+        if (body === undefined) continue
+        bodies++
+        walk(body, `${method.toUpperCase()} ${path}`)
+      }
+    }
+    expect(bodies).toBeGreaterThan(15)
+    expect(strict).toEqual([])
+    // Answers keep saying exactly what they hold.
+    expect(JSON.stringify(schemas.EntitlementState)).toContain("\"additionalProperties\":false")
+  })
+
   test("route table snapshot", () => {
     expect(routesOf(doc)).toMatchSnapshot()
   })

@@ -6,6 +6,7 @@ import { EntitiesGroup } from "./entities.ts"
 import { EntitlementsGroup } from "./entitlements.ts"
 import { HostedGroup } from "./hosted.ts"
 import { InternalErrorError, NotFoundError, NotImplementedError, PayloadTooLargeError, UnavailableError } from "./errors.ts"
+import { openRequestBodies } from "./openapi.ts"
 import { PaymentsGroup } from "./payments.ts"
 import { SubscriptionsGroup } from "./subscriptions.ts"
 import { SystemGroup } from "./system.ts"
@@ -34,6 +35,8 @@ export class BillingApi extends HttpApi.make("billing")
   .addError(InternalErrorError)
   .addError(NotImplementedError)
   .addError(UnavailableError)
+  // Request bodies accept unknown fields, and the document says so (decisions.md §1).
+  .annotate(OpenApi.Transform, openRequestBodies)
   .annotate(OpenApi.Title, "Billing, entitlement and usage service")
   .annotate(OpenApi.Version, "1.0.0")
   .annotate(

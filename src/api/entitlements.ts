@@ -69,12 +69,16 @@ export const EntitlementPricing = Schema.Struct({
   ratingModel: RatingModel,
   pricePerUnit: Schema.Number.annotations({ description: "Minor currency units; may be fractional" }),
   billingUnits: Schema.Number,
-  currentTier: Schema.NullOr(CurrentTier)
+  currentTier: Schema.optionalWith(CurrentTier, { exact: true }).annotations({
+    description: "Absent when the pricing has no tiers (decisions.md §1: absent, never null)"
+  })
 }).annotations({ identifier: "EntitlementPricing" })
 
 export const EntitlementDetails = Schema.Struct({
   message: Schema.String,
-  pricing: Schema.optional(Schema.NullOr(EntitlementPricing)),
+  pricing: Schema.optionalWith(EntitlementPricing, { exact: true }).annotations({
+    description: "Absent where no pricing applies: denials, boolean features, credits without a plan grant"
+  }),
   tierBreakdown: Schema.Array(TierBreakdownItem)
 }).annotations({ identifier: "EntitlementDetails" })
 

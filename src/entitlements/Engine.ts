@@ -16,7 +16,7 @@ import { grantingOf } from "../subscriptions/Subscriptions.ts"
 import { makeBalanceWriter } from "./BalanceWriter.ts"
 import { type BalanceRow, EntitlementsRepo, type FeatureConfigRow, type StoredBalance, type UsageEventRow } from "./EntitlementsRepo.ts"
 import { creditsOnlyGrant, type Grant, resolveGrant } from "./grants.ts"
-import { countedState, denial, meteredState, pricingOf } from "./state.ts"
+import { countedState, denial, meteredState, pricingOf, storedState } from "./state.ts"
 
 /** `check` asks; `check_send` and `track` also record what they allow, atomically with the decision. */
 export type Mode = "check" | "check_send" | "track"
@@ -395,7 +395,7 @@ export const EntitlementsLive = Layer.effect(
                 message: "This Idempotency-Key was used with a different request"
               })
             }
-            if (claim.response !== null) return JSON.parse(claim.response) as EntitlementState
+            if (claim.response !== null) return storedState(JSON.parse(claim.response) as EntitlementState)
           }
           const state = yield* run(org, mode, input, true, now)
           yield* repo.saveIdempotentResponse(org, idempotencyKey, JSON.stringify(state))

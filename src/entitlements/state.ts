@@ -22,8 +22,24 @@ export const denial = (code: EntitlementCode, message: string): EntitlementState
   resetsAt: null,
   resetInterval: null,
   credits: null,
-  details: { message, pricing: null, tierBreakdown: [] }
+  details: { message, tierBreakdown: [] }
 })
+
+/**
+ * An answer stored under an Idempotency-Key before `pricing` and `currentTier` became absent instead of null
+ * (decisions.md §1): replayed in today's form, since the answer's schema no longer encodes a null there.
+ */
+export const storedState = (stored: EntitlementState): EntitlementState => {
+  type Shown = NonNullable<EntitlementState["details"]["pricing"]>
+  type Old = Omit<EntitlementState["details"], "pricing"> & {
+    readonly pricing?: (Omit<Shown, "currentTier"> & { readonly currentTier?: Shown["currentTier"] | null }) | null
+  }
+  const { pricing, ...details } = stored.details as Old
+  if (pricing === undefined || pricing === null) return { ...stored, details }
+  const { currentTier, ...rest } = pricing
+  const shown: Shown = currentTier === undefined || currentTier === null ? rest : { ...rest, currentTier }
+  return { ...stored, details: { ...details, pricing: shown } }
+}
 
 /** How billable units of a plan feature are priced: overage at `overagePrice` when set, else the feature's pricing. */
 export const pricingOf = (terms: PlanFeature): Pricing => ({
@@ -40,7 +56,8 @@ export const billableInWindow = (terms: PlanFeature | null, row: BalanceRow): De
   terms?.usageModel === "usage_based" ? fromMicro(row.used) : fromMicro(row.overage)
 
 const pricingDetails = (terms: PlanFeature | null, billable: Decimal) => {
-  if (terms === null) return { pricing: null, tierBreakdown: [] }
+  // decisions.md §1: what does not apply is absent, never null.
+  if (terms === null) return { tierBreakdown: [] }
   const pricing = pricingOf(terms)
   const rating = rate(billable, pricing)
   return {
@@ -49,13 +66,15 @@ const pricingDetails = (terms: PlanFeature | null, billable: Decimal) => {
       ratingModel: pricing.ratingModel ?? "package",
       pricePerUnit: toNumber(toDecimal(pricing.pricePerUnit ?? 0)),
       billingUnits: terms.billingUnits,
-      currentTier: rating.currentTier === null ? null : {
-        index: rating.currentTier.index,
-        startsAt: rating.currentTier.startsAt,
-        endsAt: rating.currentTier.endsAt,
-        unitPrice: toNumber(rating.currentTier.unitPrice),
-        flatFee: toNumber(rating.currentTier.flatFee)
-      }
+      ...(rating.currentTier === null ? {} : {
+        currentTier: {
+          index: rating.currentTier.index,
+          startsAt: rating.currentTier.startsAt,
+          endsAt: rating.currentTier.endsAt,
+          unitPrice: toNumber(rating.currentTier.unitPrice),
+          flatFee: toNumber(rating.currentTier.flatFee)
+        }
+      })
     },
     tierBreakdown: rating.tierBreakdown.map((line) => ({
       tier: line.tier,
@@ -138,7 +157,7 @@ export const countedState = (a: {
     credits: null,
     details: {
       message: a.message,
-      ...(a.grant.subject.feature.type === "boolean" ? { pricing: null, tierBreakdown: [] } : pricingDetails(a.grant.terms, ZERO))
+      ...(a.grant.subject.feature.type === "boolean" ? { tierBreakdown: [] } : pricingDetails(a.grant.terms, ZERO))
     }
   }
 }

@@ -1,7 +1,8 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Clock, Effect, Option } from "effect"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Clock, Effect, Either, Option, Schema } from "effect"
 import { BillingApi } from "../api/Api.ts"
-import { NotFound } from "../api/errors.ts"
+import { errorBody, NotFound } from "../api/errors.ts"
+import { HostedOutcome } from "../api/hosted.ts"
 import { AppConfig } from "../platform/config.ts"
 import { Webhooks } from "../webhooks/Webhooks.ts"
 import type { CheckoutRecord } from "../payments/PaymentsRepo.ts"
@@ -22,7 +23,61 @@ const page = (title: string, body: string) =>
 
 const amountText = (c: CheckoutRecord) => `${c.currency} ${(Number(c.amount) / 100).toFixed(2)}`
 
-const notFound = () => new NotFound({ code: "not_found", message: "No such checkout" })
+/**
+ * A refusal on a hosted page. These routes are opened by people: a browser, or curl (which accepts anything), gets a
+ * page with the status; a client that asks for JSON (and not HTML) gets the API's error body (docs/decisions.md).
+ */
+const refusal = (
+  accept: string | undefined,
+  status: 400 | 404,
+  code: string,
+  title: string,
+  message: string
+): HttpServerResponse.HttpServerResponse => {
+  const wantsJson = accept !== undefined && accept.includes("application/json") && !accept.includes("text/html")
+  return wantsJson
+    ? HttpServerResponse.unsafeJson(errorBody(status === 404 ? "NotFound" : "BadRequest", code, message), { status })
+    : HttpServerResponse.text(page(title, `<h1>${escape(title)}</h1><p>${escape(message)}</p>`), {
+      status,
+      contentType: "text/html; charset=utf-8"
+    })
+}
+
+const completed = (kind: string, status: string) =>
+  page("Already completed", `<h1>Already completed</h1><p>This ${escape(kind)} is ${escape(status)}.</p>`)
+
+const html = (body: string) => HttpServerResponse.text(body, { contentType: "text/html; charset=utf-8" })
+
+const decodeOutcome = Schema.decodeUnknownEither(HostedOutcome)
+
+/**
+ * The outcome a POST asks for, from its query and its body, whatever the body's form: none (`curl -X POST`), the
+ * page's urlencoded form, or JSON. The query wins, so the Decline button (`formaction="?outcome=decline"`) declines
+ * though its form also carries `outcome=pay`. A value the page does not know is refused, never guessed.
+ */
+const outcomeOf = (url: string, body: string, contentType: string | undefined): Either.Either<HostedOutcome, string> => {
+  const query = Object.fromEntries(new URL(url, "http://localhost").searchParams)
+  let fields: unknown = {}
+  const text = body.trim()
+  if (text !== "") {
+    if (contentType?.toLowerCase().includes("json") || text.startsWith("{")) {
+      try {
+        fields = JSON.parse(text)
+      } catch {
+        return Either.left("The request body is not valid JSON")
+      }
+      if (typeof fields !== "object" || fields === null || Array.isArray(fields)) {
+        return Either.left("The request body must be a JSON object")
+      }
+    } else {
+      fields = Object.fromEntries(new URLSearchParams(text))
+    }
+  }
+  return Either.mapLeft(
+    decodeOutcome({ ...(fields as object), ...query }),
+    () => "`outcome` must be `pay` or `decline`, and `card` must be `ok` or `declining`"
+  )
+}
 
 /**
  * The simulated provider's hosted pages: what a customer sees, and the completion that sends the provider's
@@ -35,16 +90,29 @@ export const HostedHttp = HttpApiBuilder.group(BillingApi, "hosted", (handlers) 
     const accounts = yield* ProviderAccounts
     const webhooks = yield* Webhooks
 
-    const find = (organizationId: string, reference: string) =>
-      Effect.flatMap(repo.findCheckout(organizationId, reference), (found) =>
-        Option.isSome(found) && found.value.provider === "simulated" && config.appEnv === "sandbox"
-          ? Effect.succeed(found.value)
-          : Effect.fail(notFound()))
+    /**
+     * The simulated checkout a URL names. On live the simulated provider does not exist: these routes answer as
+     * unknown routes do (a JSON 404). On sandbox an unknown page is a 404 page (see `refusal`).
+     */
+    const find = (path: { readonly kind: string; readonly organizationId: string; readonly reference: string }) =>
+      Effect.gen(function*() {
+        if (config.appEnv !== "sandbox") return yield* new NotFound({ code: "not_found", message: "No such route" })
+        const found = path.kind === "checkout" || path.kind === "setup"
+          ? yield* repo.findCheckout(path.organizationId, path.reference)
+          : Option.none()
+        return Option.filter(found, (c) => c.provider === "simulated")
+      })
+
+    const missing = (request: HttpServerRequest.HttpServerRequest, kind: string) =>
+      refusal(request.headers.accept, 404, "not_found", "Not found", `No such ${kind === "setup" ? kind : "checkout"} page`)
 
     return handlers
       .handle("hostedPage", ({ path }) =>
-        Effect.map(find(path.organizationId, path.reference), (c) => {
-          if (c.status !== "open") return page("Already completed", `<h1>Already completed</h1><p>This ${path.kind} is ${c.status}.</p>`)
+        Effect.gen(function*() {
+          const found = yield* find(path)
+          if (Option.isNone(found)) return missing(yield* HttpServerRequest.HttpServerRequest, path.kind)
+          const c = found.value
+          if (c.status !== "open") return completed(path.kind, c.status)
           const setup = c.purpose === "setup"
           const what = escape(String(c.data.description ?? (setup ? "Save a payment method" : "Payment")))
           return page(
@@ -57,12 +125,18 @@ export const HostedHttp = HttpApiBuilder.group(BillingApi, "hosted", (handlers) 
               `<button class="secondary" type="submit" formaction="?outcome=decline">Decline</button></form>`
           )
         }))
-      .handle("hostedComplete", ({ path, payload, urlParams }) =>
+      .handleRaw("hostedComplete", ({ path, request }) =>
         Effect.gen(function*() {
-          const c = yield* find(path.organizationId, path.reference)
-          if (c.status !== "open") return page("Already completed", `<h1>Already completed</h1><p>This ${path.kind} is ${c.status}.</p>`)
-          const outcome = urlParams.outcome ?? (payload.outcome === "decline" ? "decline" : "pay")
-          const card = urlParams.card ?? (payload.card === "declining" ? "declining" : "ok")
+          const found = yield* find(path)
+          if (Option.isNone(found)) return missing(request, path.kind)
+          const c = found.value
+          const asked = outcomeOf(request.url, yield* Effect.orDie(request.text), request.headers["content-type"])
+          if (Either.isLeft(asked)) {
+            return refusal(request.headers.accept, 400, "invalid_request", "Bad request", asked.left)
+          }
+          if (c.status !== "open") return html(completed(path.kind, c.status))
+          const outcome = asked.right.outcome ?? "pay"
+          const card = asked.right.card ?? "ok"
           const now = yield* Clock.currentTimeMillis
           const metadata = {
             organization_id: c.organizationId,
@@ -107,11 +181,11 @@ export const HostedHttp = HttpApiBuilder.group(BillingApi, "hosted", (handlers) 
             target.searchParams.set("status", outcome === "decline" ? "failed" : "success")
             return HttpServerResponse.redirect(target.toString(), { status: 303 })
           }
-          return page(
+          return html(page(
             outcome === "decline" ? "Declined" : "Done",
             outcome === "decline"
               ? `<h1>Declined</h1><p>The payment was declined. You can close this page.</p>`
               : `<h1>${c.purpose === "setup" ? "Card saved" : "Payment complete"}</h1><p>You can close this page.</p>`
-          )
+          ))
         }))
   }))

@@ -132,6 +132,18 @@ export type ProviderEvent =
   }
   | { readonly _tag: "Ignored"; readonly eventKey: string; readonly type: string }
 
+/**
+ * What a webhook is routed by, read before the rest of its body is validated (decisions.md §8): the sandbox route
+ * must skip an event it cannot route, or of a type it does not handle, whatever else the body lacks.
+ */
+export interface EventRoute {
+  readonly type: string
+  /** Whether `parseEvent` acts on this type; events of other types are acknowledged and skipped. */
+  readonly handled: boolean
+  /** `organization_id` of the metadata we put on the provider's object, when the event carries one. */
+  readonly organizationId: string | null
+}
+
 /** Failures talking to the provider, by what the caller should do about them. */
 export class ProviderError extends Schema.TaggedError<ProviderError>()("ProviderError", {
   reason: Schema.Literal("unauthorized", "unavailable", "timeout", "rejected", "duplicate"),
@@ -153,5 +165,8 @@ export interface PaymentAdapter {
     headers: Readonly<Record<string, string | undefined>>,
     nowMs: number
   ) => Effect.Effect<boolean>
+  /** Only the routing fields; fails (`rejected`) when the body is not a JSON object naming an event type. */
+  readonly routeEvent: (rawBody: Uint8Array) => Effect.Effect<EventRoute, ProviderError>
+  /** The whole event, validated (`rejected` when malformed); a type it does not handle is `Ignored`. */
   readonly parseEvent: (rawBody: Uint8Array) => Effect.Effect<ProviderEvent, ProviderError>
 }

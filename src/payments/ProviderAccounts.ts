@@ -23,7 +23,8 @@ export interface ProviderAccountsShape {
   readonly list: (organizationId: string) => Effect.Effect<ReadonlyArray<{ provider: ProviderName; updatedAt: number }>>
   /**
    * The account to use: the organization's own, else on sandbox the managed test account, else (sandbox) the
-   * built-in simulated provider. `preferred` names a provider; without it the first of paystack, stripe wins.
+   * built-in simulated provider, whatever `preferred` names. `preferred` names a provider; without it the first of
+   * paystack, stripe wins. On live, no account of the provider is `ProviderNotConfigured`.
    */
   readonly resolve: (organizationId: string, preferred?: string | null) => Effect.Effect<ResolvedAccount, ProviderNotConfigured>
   /** For webhooks: the account a provider's event for this organization must be verified with. */
@@ -95,9 +96,9 @@ export const ProviderAccountsLive = Layer.effect(
           const found = yield* forWebhook(organizationId, provider)
           if (Option.isSome(found)) return found.value
         }
-        if (sandbox && (preferred === undefined || preferred === null || preferred === "simulated")) {
-          return { account: Option.getOrThrow(managed("simulated")), owner: "managed" as const }
-        }
+        // A sandbox flow never ends in provider_not_configured (decisions.md §8): what no account serves, the
+        // simulated provider does, also when the plan or pack names another provider.
+        if (sandbox) return { account: Option.getOrThrow(managed("simulated")), owner: "managed" as const }
         return yield* new ProviderNotConfigured({
           message: preferred !== undefined && preferred !== null
             ? `The payment provider '${preferred}' is not configured for this organization`

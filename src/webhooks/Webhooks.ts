@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Either, Layer, Option } from "effect"
 import type { WebhookAck } from "../api/webhooks.ts"
 import { InvalidInput, InvalidSignature, NotFound } from "../domain/errors.ts"
 import { OrganizationsRepo } from "../organizations/OrganizationsRepo.ts"
@@ -7,6 +7,7 @@ import { Adapters } from "../payments/Adapters.ts"
 import { isProviderName, type ProviderName } from "../payments/PaymentProvider.ts"
 import { Payments } from "../payments/Payments.ts"
 import { ProviderAccounts, type ResolvedAccount } from "../payments/ProviderAccounts.ts"
+import { jsonTextProblem, MAX_JSON_DEPTH } from "../http/errorMiddleware.ts"
 import { AppConfig } from "../platform/config.ts"
 
 export type WebhookRoute =
@@ -23,6 +24,9 @@ export interface WebhooksShape {
 }
 
 export class Webhooks extends Context.Tag("Webhooks")<Webhooks, WebhooksShape>() {}
+
+/** An organization reference a query may carry: PostgreSQL refuses U+0000 in any string. */
+const storable = (s: string) => !s.includes("\u0000")
 
 const ack = (skipped: boolean, error?: string): WebhookAck => ({
   success: true,
@@ -43,6 +47,9 @@ export const WebhooksLive = Layer.effect(
 
     const unsupported = (provider: string) =>
       new NotFound({ code: "provider_not_supported", message: `No '${provider}' payment provider here` })
+    // No account means no secret: no signature can be valid (decisions.md §8), and 401 says what the sender must fix.
+    const invalidSignature = () => new InvalidSignature({ message: "The webhook signature does not verify" })
+    const malformed = () => new InvalidInput({ message: "The webhook body is not a valid event", issues: [] })
 
     const receive: WebhooksShape["receive"] = (route, rawBody, headers) =>
       Effect.gen(function*() {
@@ -62,30 +69,39 @@ export const WebhooksLive = Layer.effect(
           }
           organizationId = org.value.id
           const account = yield* accounts.forWebhook(organizationId, provider)
-          if (Option.isNone(account)) return yield* unsupported(provider)
+          if (Option.isNone(account)) return yield* invalidSignature()
           resolved = account.value
         } else {
           const managed = accounts.managed(provider)
-          if (Option.isNone(managed)) return yield* unsupported(provider)
+          if (Option.isNone(managed)) return yield* invalidSignature()
           resolved = { account: managed.value, owner: "managed" }
         }
 
         const now = yield* Clock.currentTimeMillis
-        if (!(yield* adapter.verifySignature(resolved.account, rawBody, headers, now))) {
-          return yield* new InvalidSignature({ message: "The webhook signature does not verify" })
-        }
-        const event = yield* adapter.parseEvent(rawBody).pipe(
-          Effect.mapError(() => new InvalidInput({ message: "The webhook body is not a valid event", issues: [] }))
-        )
+        if (!(yield* adapter.verifySignature(resolved.account, rawBody, headers, now))) return yield* invalidSignature()
 
+        // Route before validating (decisions.md §8): what cannot be routed, or is of a type the adapter does not
+        // handle, is acknowledged and skipped whatever else the body lacks; only a routed event of a handled type
+        // is held to its handler's fields.
+        const routing = yield* Effect.either(adapter.routeEvent(rawBody))
+        if (Either.isLeft(routing)) {
+          if (route._tag === "Sandbox") return ack(true)
+          return yield* malformed()
+        }
+        if (!routing.right.handled) return ack(true)
         if (route._tag === "Sandbox") {
           // The managed account serves every sandbox organization: the event names its own.
-          const named = event._tag === "Ignored" ? undefined : event.metadata.organization_id
-          if (named === undefined || named === "") return ack(true)
+          const named = routing.right.organizationId
+          if (named === null || !storable(named)) return ack(true)
           const org = yield* organizations.findByIdOrSlug(named)
           if (Option.isNone(org)) return ack(true)
           organizationId = org.value.id
         }
+        // What no database can store or compare (U+0000, on PostgreSQL a failure) or decode safely (deep nesting)
+        // is malformed, as it is in an API request body.
+        if (jsonTextProblem(new TextDecoder().decode(rawBody), MAX_JSON_DEPTH) !== undefined) return yield* malformed()
+        const event = yield* adapter.parseEvent(rawBody).pipe(Effect.mapError(malformed))
+
         const org = organizationId!
         // Some events carry no payment method (Stripe's checkout.session.completed unexpanded): ask the provider,
         // before the transaction, so no lock waits on the network.

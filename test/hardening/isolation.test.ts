@@ -393,11 +393,12 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
         ...simulated("sim_evt_isolation_3", SECRETS.b),
         expect: { status: [401], codes: ["invalid_signature"] }
       },
+      // No managed Paystack secret is configured: nothing can verify it (decisions.md §8).
       {
         method: "POST",
         path: "/webhooks/sandbox/paystack",
         ...paystackByB(9006),
-        expect: { status: [404], codes: ["provider_not_supported"] }
+        expect: { status: [401], codes: ["invalid_signature"] }
       }
     ]
   }

@@ -539,6 +539,17 @@ describe("parseEvent", () => {
     expect(transfer).toEqual({ _tag: "Ignored", eventKey: "transfer.success:tr-1", type: "transfer.success" })
   })
 
+  test("routing reads the event type and our organization id (from metadata in any of its forms) only", async () => {
+    const route = (event: unknown) => run(adapter.routeEvent(bytes(JSON.stringify(event))))
+    const noCurrency = { event: "charge.success", data: { reference: "r", metadata: JSON.stringify({ organization_id: "org_1" }) } }
+    expect(await route(noCurrency)).toEqual({ type: "charge.success", handled: true, organizationId: "org_1" })
+    expect(await route({ event: "charge.success", data: { metadata: 0 } })).toEqual({ type: "charge.success", handled: true, organizationId: null })
+    expect(await route({ event: "transfer.success" })).toEqual({ type: "transfer.success", handled: false, organizationId: null })
+    for (const raw of ["{not json", "[]", JSON.stringify({ data: {} })]) {
+      expect((await failureOf(adapter.routeEvent(bytes(raw)))).reason).toBe("rejected")
+    }
+  })
+
   test("malformed bodies are rejected", async () => {
     for (const raw of ["{not json", "", "[]", JSON.stringify({ data: {} }), JSON.stringify({ event: "charge.success", data: {} })]) {
       const e = await failureOf(adapter.parseEvent(bytes(raw)))

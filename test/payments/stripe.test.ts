@@ -536,5 +536,21 @@ describe("StripeAdapter", () => {
       const noCurrency = { id: "evt_2", type: "payment_intent.succeeded", data: { object: { id: "pi_1", amount: 5, metadata: { reference: "r" } } } }
       expect((await parseError(encode(noCurrency))).reason).toBe("rejected")
     })
+
+    test("a type we do not handle is Ignored whatever the rest lacks (no id: keyed by the body's hash)", async () => {
+      const bare = await parse(encode({ type: "customer.created" }))
+      expect(bare).toMatchObject({ _tag: "Ignored", type: "customer.created" })
+      expect(bare._tag === "Ignored" && bare.eventKey).toMatch(/^[0-9a-f]{64}$/)
+    })
+
+    test("routing reads the type and our organization id without validating the rest", async () => {
+      const route = (body: unknown) => run(adapter.routeEvent(encode(body)))
+      const noCurrency = { type: "payment_intent.succeeded", data: { object: { metadata: { organization_id: "org_1" } } } }
+      expect(await route(noCurrency)).toEqual({ type: "payment_intent.succeeded", handled: true, organizationId: "org_1" })
+      expect(await route({ type: "customer.created", data: 5 })).toEqual({ type: "customer.created", handled: false, organizationId: null })
+      for (const bad of ["{not json", [1], { data: {} }]) {
+        expect((await runError(adapter.routeEvent(encode(bad)))).reason).toBe("rejected")
+      }
+    })
   })
 })

@@ -100,6 +100,23 @@ const WebhookEvent = Schema.Struct({
   data: opt(Schema.Unknown)
 })
 
+/** The event types we act on; every other one is acknowledged and skipped. */
+const HANDLED_EVENTS: ReadonlySet<string> = new Set(["charge.success", "charge.failed"])
+
+/** A webhook body as far as every event goes: JSON naming its `event`. */
+const readWebhookEvent = (rawBody: Uint8Array): Effect.Effect<typeof WebhookEvent.Type, ProviderError> => {
+  let json: unknown
+  try {
+    json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(rawBody))
+  } catch {
+    return Effect.fail(new ProviderError({ reason: "rejected", message: "Paystack webhook: body is not JSON" }))
+  }
+  return Either.match(Schema.decodeUnknownEither(WebhookEvent)(json), {
+    onLeft: () => Effect.fail(new ProviderError({ reason: "rejected", message: "Paystack webhook: no event type" })),
+    onRight: Effect.succeed
+  })
+}
+
 const decodeEnvelope = Schema.decodeUnknownEither(Envelope)
 const decodeTransaction = Schema.decodeUnknownEither(Transaction)
 const decodeAuthorization = Schema.decodeUnknownEither(Authorization)
@@ -385,27 +402,29 @@ export const makePaystackAdapter = (
         return actual.length === expected.length && timingSafeEqual(actual, expected)
       }),
 
+    routeEvent: (rawBody) =>
+      Effect.map(readWebhookEvent(rawBody), ({ data, event: type }) => {
+        const metadata = typeof data === "object" && data !== null ? (data as { metadata?: unknown }).metadata : null
+        return {
+          type,
+          handled: HANDLED_EVENTS.has(type),
+          organizationId: nonEmpty(normalizePaystackMetadata(metadata).organization_id)
+        }
+      }),
     parseEvent: (rawBody) =>
       Effect.gen(function*() {
-        const rejected = (message: string) => new ProviderError({ reason: "rejected", message })
-        let json: unknown
-        try {
-          json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(rawBody))
-        } catch {
-          return yield* rejected("Paystack webhook: body is not JSON")
-        }
-        const event = Schema.decodeUnknownEither(WebhookEvent)(json)
-        if (Either.isLeft(event)) return yield* rejected("Paystack webhook: no event type")
-        const type = event.right.event
-        const data = event.right.data
+        const event = yield* readWebhookEvent(rawBody)
+        const type = event.event
+        const data = event.data
 
-        if (type !== "charge.success" && type !== "charge.failed") {
+        if (!HANDLED_EVENTS.has(type)) {
           const ids = decodeTransaction(data ?? {})
           const id = Either.isRight(ids) ? nonEmpty(ids.right.id) ?? nonEmpty(ids.right.reference) : null
           const key = id ?? createHash("sha256").update(rawBody).digest("hex")
           return { _tag: "Ignored", eventKey: `${type}:${key}`, type } satisfies ProviderEvent
         }
 
+        const rejected = (message: string) => new ProviderError({ reason: "rejected", message })
         const decoded = decodeTransaction(data)
         if (Either.isLeft(decoded)) return yield* rejected(`Paystack webhook: malformed ${type} data`)
         const tx = decoded.right

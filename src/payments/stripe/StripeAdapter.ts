@@ -18,7 +18,7 @@
  */
 import { Effect } from "effect"
 import Stripe from "stripe"
-import { parseStripeEvent } from "./events.ts"
+import { parseStripeEvent, routeStripeEvent } from "./events.ts"
 import type {
   ChargeRequest,
   ChargeResult,
@@ -467,6 +467,7 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
     refund,
     removeMethod,
     verifySignature,
+    routeEvent: routeStripeEvent,
     parseEvent: parseStripeEvent
   }
 }

@@ -2,7 +2,8 @@
  * Stripe webhook events reduced to our `ProviderEvent`s: pure parsing of the verified raw body.
  */
 import { Effect } from "effect"
-import type { MethodDetails, ProviderEvent } from "../PaymentProvider.ts"
+import { createHash } from "node:crypto"
+import type { EventRoute, MethodDetails, ProviderEvent } from "../PaymentProvider.ts"
 import { ProviderError } from "../PaymentProvider.ts"
 
 type Metadata = Record<string, string>
@@ -143,20 +144,58 @@ const fromSetupIntent = (eventKey: string, type: string, si: Json): ProviderEven
   return { _tag: "SetupSucceeded", eventKey, reference, metadata, method }
 }
 
+/** The event types we act on; every other one is acknowledged and skipped. */
+const HANDLED: ReadonlySet<string> = new Set([
+  "checkout.session.completed",
+  "checkout.session.async_payment_succeeded",
+  "checkout.session.async_payment_failed",
+  "payment_intent.succeeded",
+  "payment_intent.payment_failed",
+  "setup_intent.succeeded"
+])
+
+/** An event as far as every event goes: a JSON object naming its type. */
+const readEvent = (rawBody: Uint8Array): { readonly event: Json; readonly type: string } => {
+  const event: unknown = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(rawBody))
+  if (!isObject(event)) throw new Malformed("the event is not an object")
+  return { event, type: requireString(event["type"], "type") }
+}
+
+const rejected = (error: unknown) =>
+  new ProviderError({
+    reason: "rejected",
+    message: `Malformed Stripe event: ${error instanceof Malformed ? error.message : "not valid JSON"}`
+  })
+
+/** Type and `data.object.metadata.organization_id`, without validating the rest (decisions.md §8). */
+export const routeStripeEvent = (rawBody: Uint8Array): Effect.Effect<EventRoute, ProviderError> =>
+  Effect.try({
+    try: (): EventRoute => {
+      const { event, type } = readEvent(rawBody)
+      const data = isObject(event["data"]) ? event["data"] : {}
+      const object = isObject(data["object"]) ? data["object"] : {}
+      const metadata = isObject(object["metadata"]) ? object["metadata"] : {}
+      return { type, handled: HANDLED.has(type), organizationId: str(metadata["organization_id"]) }
+    },
+    catch: rejected
+  })
+
 /**
  * `checkout.session.completed` (paid payment mode → PaymentSucceeded; setup mode → SetupSucceeded when the event
  * carries an expanded, succeeded SetupIntent, else Ignored), `checkout.session.async_payment_succeeded|failed`,
  * `payment_intent.succeeded` → PaymentSucceeded, `payment_intent.payment_failed` → PaymentFailed,
- * `setup_intent.succeeded` → SetupSucceeded; other types, and objects without our reference → Ignored.
+ * `setup_intent.succeeded` → SetupSucceeded; objects without our reference → Ignored; other types → Ignored
+ * whatever the rest of the body (keyed by the event's id, or the body's hash without one).
  * Note: a paid checkout yields both `checkout.session.completed` and `payment_intent.succeeded` for one reference.
  */
 export const parseStripeEvent = (rawBody: Uint8Array): Effect.Effect<ProviderEvent, ProviderError> =>
   Effect.try({
     try: (): ProviderEvent => {
-      const event: unknown = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(rawBody))
-      if (!isObject(event)) throw new Malformed("the event is not an object")
+      const { event, type } = readEvent(rawBody)
+      if (!HANDLED.has(type)) {
+        return { _tag: "Ignored", eventKey: str(event["id"]) ?? createHash("sha256").update(rawBody).digest("hex"), type }
+      }
       const eventKey = requireString(event["id"], "id")
-      const type = requireString(event["type"], "type")
       const data = event["data"]
       if (!isObject(data) || !isObject(data["object"])) throw new Malformed("data.object is missing")
       const object = data["object"]
@@ -168,15 +207,9 @@ export const parseStripeEvent = (rawBody: Uint8Array): Effect.Effect<ProviderEve
         case "payment_intent.succeeded":
         case "payment_intent.payment_failed":
           return fromPaymentIntent(eventKey, type, object)
-        case "setup_intent.succeeded":
-          return fromSetupIntent(eventKey, type, object)
         default:
-          return { _tag: "Ignored", eventKey, type }
+          return fromSetupIntent(eventKey, type, object)
       }
     },
-    catch: (error) =>
-      new ProviderError({
-        reason: "rejected",
-        message: `Malformed Stripe event: ${error instanceof Malformed ? error.message : "not valid JSON"}`
-      })
+    catch: rejected
   })
