@@ -63,6 +63,33 @@ export const makeSettlement = (
     reference: r.reference
   })
 
+  /** The payment record of a hosted page's outcome (a succeeded payment unless the caller says otherwise). */
+  const paymentOf = (org: string, c: CheckoutRecord, now: number): PaymentRecord => ({
+    organizationId: org,
+    id: "",
+    reference: c.reference,
+    provider: c.provider,
+    purpose: c.purpose,
+    customerId: c.customerId,
+    targetId: c.targetId,
+    quantity: c.quantity,
+    amount: c.amount,
+    currency: c.currency,
+    status: "succeeded",
+    providerReference: null,
+    failureMessage: null,
+    methodId: null,
+    idempotencyKey: null,
+    requestHash: null,
+    applied: true,
+    amountRefunded: "0",
+    disputed: false,
+    checkedAt: null,
+    settledAt: now,
+    createdAt: now,
+    updatedAt: now
+  })
+
   const succeeded: Settlement["succeeded"] = (org, attempt, found) =>
     sql.withTransaction(Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
@@ -89,33 +116,22 @@ export const makeSettlement = (
       if (!(yield* repo.completeCheckout(org, checkout.reference, now))) return false
       if (method !== null) yield* methods.save(org, checkout.customerId, checkout.provider, method)
       if (checkout.purpose === "setup") return true
-      yield* repo.insertPayment({
-        organizationId: org,
-        id: yield* ids.next("pay"),
-        reference: checkout.reference,
-        provider: checkout.provider,
-        purpose: checkout.purpose,
-        customerId: checkout.customerId,
-        targetId: checkout.targetId,
-        quantity: checkout.quantity,
-        amount: checkout.amount,
-        currency: checkout.currency,
-        status: "succeeded",
-        providerReference: null,
-        failureMessage: null,
-        methodId: null,
-        idempotencyKey: null,
-        requestHash: null,
-        applied: true,
-        amountRefunded: "0",
-        disputed: false,
-        checkedAt: null,
-        settledAt: now,
-        createdAt: now,
-        updatedAt: now
-      })
+      yield* repo.insertPayment({ ...paymentOf(org, checkout, now), id: yield* ids.next("pay") })
       yield* apply(org, checkout.purpose, paidOf(checkout))
       return true
+    })
+
+  const recordHostedFailure = (org: string, c: CheckoutRecord, message: string) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const id = yield* ids.next("pay")
+      yield* repo.insertPayment({
+        ...paymentOf(org, c, now),
+        id,
+        reference: `${c.reference}.${id.replaceAll("_", "-")}`,
+        status: "failed",
+        failureMessage: message
+      })
     })
 
   const mismatch = (org: string, reference: string, expected: { amount: string; currency: string }, amount: number, currency: string) =>
@@ -149,7 +165,10 @@ export const makeSettlement = (
       if (Option.isNone(checkout)) return false
       const c = checkout.value
       if (event._tag === "PaymentFailed") {
-        return yield* repo.closeCheckout(org, c.reference, "failed", yield* Clock.currentTimeMillis)
+        // A declined card on a hosted page: the page stays payable (the customer may try another card), and the
+        // failure is kept in the payment history.
+        yield* recordHostedFailure(org, c, event.message)
+        return true
       }
       if (event._tag === "PaymentSucceeded" && !sameMoney(c, event.amount, event.currency)) {
         return yield* mismatch(org, c.reference, c, event.amount, event.currency)

@@ -68,14 +68,15 @@ for (const database of databases()) {
       expect(after.subscriptions.map((s: any) => [s.plan, s.status]).sort()).toEqual([["basic", "canceled"], ["plus", "active"]])
     })
 
-    test("a declined checkout leaves the subscription pending; its checkout route makes a new one, then 409 once paid", async () => {
+    test("a declined checkout leaves the subscription pending; its checkout route answers the same page, then 409 once paid", async () => {
       const { call } = await setup()
       const attached = await call("/v1/attach", { customer: "buyer", product: "basic" })
       expect(await complete(attached.body.checkoutUrl, "?outcome=decline")).toContain("Declined")
       const id = attached.body.subscription.id
       const retry = await call(`/v1/subscriptions/${id}/checkout`, {})
-      expect(retry.body).toMatchObject({ success: true, activatedDirectly: false })
-      expect(retry.body.checkoutUrl).not.toBe(attached.body.checkoutUrl)
+      // One attempt in flight per subscription (decisions.md §7): the page is still payable, so it is the answer.
+      expect(retry.body).toMatchObject({ success: true, activatedDirectly: false, code: "checkout_required" })
+      expect(retry.body.checkoutUrl).toBe(attached.body.checkoutUrl)
       expect(retry.body.reference).toBeString()
       await complete(retry.body.checkoutUrl)
       expect((await call(`/v1/subscriptions/${id}/checkout`, {})).body).toMatchObject({ code: "subscription_not_pending" })
