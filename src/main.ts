@@ -2,6 +2,7 @@ import { Effect, Option } from "effect"
 import { makeApp } from "./app.ts"
 import { serve } from "./http/server.ts"
 import { Organizations } from "./organizations/Organizations.ts"
+import { Payments } from "./payments/Payments.ts"
 import { Renewals } from "./subscriptions/Renewals.ts"
 import { AppConfig, AppConfigLive } from "./platform/config.ts"
 import { parseLogLevel, writeLogLine } from "./platform/logging.ts"
@@ -36,19 +37,33 @@ writeLogLine(logLevel, LogLevel.Info, "listening", {
   database: Option.isSome(config.databaseUrl) ? "postgresql" : "sqlite"
 })
 
-// Background work: renewals, past-due retries and cancellations at period end. Safe to run in every process
-// (claims use FOR UPDATE SKIP LOCKED); RENEWALS_INTERVAL_SECONDS=0 turns it off in this one.
+// Background work: renewals, past-due retries and cancellations at period end, then payment attempts whose outcome
+// is not known yet (a lost answer, a pending charge, a hosted page whose webhook never came) settled by asking their
+// provider. Safe to run in every process (claims use FOR UPDATE SKIP LOCKED); RENEWALS_INTERVAL_SECONDS=0 turns it
+// off in this one.
 const renewalsEvery = Number(process.env.RENEWALS_INTERVAL_SECONDS ?? "60")
+const background = Effect.gen(function*() {
+  const renewals = yield* Effect.flatMap(Renewals, (r) => r.runDue)
+  if (renewals.renewed + renewals.pastDue + renewals.canceled > 0) {
+    writeLogLine(logLevel, LogLevel.Info, "renewals", { ...renewals })
+  }
+  const payments = yield* Effect.flatMap(Payments, (p) => p.reconcile)
+  if (payments.settled > 0 || payments.stillProcessing > 0) {
+    writeLogLine(logLevel, LogLevel.Info, "payments reconciled", { ...payments })
+  }
+})
+let backgroundRunning = false
 const renewals = renewalsEvery > 0
   ? setInterval(() => {
-    app.runtime.runPromise(Effect.flatMap(Renewals, (r) => r.runDue)).then(
-      (report) => {
-        if (report.renewed + report.pastDue + report.canceled > 0) {
-          writeLogLine(logLevel, LogLevel.Info, "renewals", { ...report })
-        }
-      },
-      () => writeLogLine(logLevel, LogLevel.Error, "renewals failed", {})
-    )
+    // One pass at a time in this process: a slow provider must not pile passes up.
+    if (backgroundRunning) return
+    backgroundRunning = true
+    app.runtime.runPromise(background).then(
+      () => undefined,
+      () => writeLogLine(logLevel, LogLevel.Error, "background work failed", {})
+    ).finally(() => {
+      backgroundRunning = false
+    })
   }, renewalsEvery * 1000)
   : undefined
 

@@ -82,6 +82,26 @@ for (const database of databases()) {
       expect((await call(`/v1/subscriptions/${id}/checkout`, {})).body).toMatchObject({ code: "subscription_not_pending" })
     })
 
+    test("ten concurrent completions of one checkout: the plan paid once, one saved card, one default", async () => {
+      const { call, get, org } = await setup()
+      const attached = await call("/v1/attach", { customer: "buyer", product: "basic" })
+      const path = new URL(attached.body.checkoutUrl).pathname
+      const completions = await Promise.all(Array.from({ length: 10 }, () =>
+        server.fetch(path, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: "outcome=pay&card=ok"
+        })))
+      expect(completions.every((r) => r.status === 200)).toBe(true)
+      const wallet = await get("/v1/wallet?customer=buyer")
+      expect(wallet.paymentMethods).toHaveLength(1)
+      expect(wallet.paymentMethods[0].isDefault).toBe(true)
+      const paid = await server.app.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql<{ n: number }>`SELECT COUNT(*) AS n FROM payments WHERE organization_id = ${org.id} AND status = 'succeeded'`))
+      expect(Number(paid[0]!.n)).toBe(1)
+      expect((await get("/v1/subscriptions?customer=buyer")).subscriptions[0]).toMatchObject({ status: "active" })
+    })
+
     test("credit packs: checkout adds the credits once; with a saved card they are added at once", async () => {
       const { call, org } = await setup()
       const bought = await call("/v1/addon", { customer: "buyer", pack: "small", quantity: 2 })
