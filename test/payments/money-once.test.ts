@@ -249,3 +249,50 @@ for (const db of databases()) {
     })
   })
 }
+
+const postgres = databases().find((d) => d.name === "postgresql")
+if (postgres !== undefined) {
+  describe("money moves once across two processes on one PostgreSQL", () => {
+    let a: TestServer
+    let b: TestServer
+    let paystack: FakePaystack
+    beforeAll(async () => {
+      a = await startServer(postgres.config)
+      b = await startServer(postgres.config)
+      paystack = startFakePaystack({ secretKey: "sk_test_money_two_processes" })
+    })
+    afterAll(async () => {
+      await paystack.stop()
+      await a.close()
+      await b.close()
+    })
+
+    test("payers of one invoice through both processes, a slow provider: one charge, no 5xx", async () => {
+      const org = await a.createOrg()
+      await a.run(Effect.flatMap(ProviderAccounts, (p) =>
+        p.set(org.id, "paystack", { secretKey: paystack.secretKey, webhookSecret: null, baseUrl: paystack.baseUrl })))
+      await syncCatalog(a, org.apiKey, catalog)
+      const created = await post(a, org.apiKey, "/v1/customers", { id: "ada", email: "ada@example.com" })
+      const setup = await post(a, org.apiKey, "/v1/wallet/setup", { customer: "ada", provider: "paystack" })
+      const hook = paystack.complete(setup.body.reference)
+      await b.fetch(`/webhooks/${org.slug}/paystack`, { method: "POST", body: hook.body, headers: hook.headers })
+      const invoice = await a.run(Effect.flatMap(Invoices, (invoices) =>
+        invoices.createInvoice(org.id, created.body.customer?.id ?? created.body.id, "NGN", [{
+          feature: "tokens",
+          description: "Overage",
+          quantity: 1,
+          unitPrice: "130001",
+          amount: BigDecimal.unsafeFromString("130001"),
+          periodStart: 0,
+          periodEnd: 0
+        }])))
+      paystack.failNext({ kind: "delay", ms: 200 })
+      const answers = await Promise.all(Array.from({ length: 12 }, (_, i) =>
+        post(i % 2 === 0 ? a : b, org.apiKey, `/v1/billing/invoice/${invoice.id}/pay`, {})))
+      expect(answers.map((r) => r.status)).toEqual(Array(12).fill(200))
+      expect(answers.filter((r) => r.body.code === "invoice_paid")).toHaveLength(1)
+      const charges = paystack.requests.filter((r) => r.path === CHARGE && (r.body as { amount?: number }).amount === 130001)
+      expect(charges).toHaveLength(1)
+    })
+  })
+}
