@@ -1,14 +1,15 @@
-import { Effect, Option } from "effect"
+import { BunRuntime } from "@effect/platform-bun"
+import { Data, Duration, Effect, Exit, LogLevel, Option } from "effect"
 import { makeApp } from "./app.ts"
 import { serve } from "./http/server.ts"
 import { Organizations } from "./organizations/Organizations.ts"
 import { Payments } from "./payments/Payments.ts"
-import { Renewals } from "./subscriptions/Renewals.ts"
 import { AppConfig, AppConfigLive } from "./platform/config.ts"
 import { parseLogLevel, writeLogLine } from "./platform/logging.ts"
-import { LogLevel } from "effect"
+import { Renewals } from "./subscriptions/Renewals.ts"
 
-const app = makeApp(AppConfigLive)
+/** Start-up failed: one line for a person, never a stack trace. */
+class StartupFailed extends Data.TaggedError("StartupFailed")<{ readonly message: string }> {}
 
 const startup = Effect.gen(function*() {
   const config = yield* AppConfig
@@ -22,61 +23,68 @@ const startup = Effect.gen(function*() {
   return config
 })
 
-const config = await app.runtime.runPromise(startup).catch(async (error: unknown) => {
-  process.stderr.write(`The service could not start: ${error instanceof Error ? error.message : String(error)}\n`)
-  await app.dispose().catch(() => undefined)
-  process.exit(1)
-})
+/**
+ * The service: the application, its HTTP server and its background work, each released in reverse order when the
+ * process is interrupted (SIGTERM, SIGINT): the background loop stops, the server stops accepting connections and
+ * lets in-flight requests finish, then the database pool closes.
+ */
+const service = Effect.gen(function*() {
+  const app = yield* Effect.acquireRelease(
+    Effect.sync(() => makeApp(AppConfigLive)),
+    (app) => Effect.promise(() => app.dispose()).pipe(Effect.ignore)
+  )
+  const config = yield* Effect.tryPromise({
+    try: () => app.runtime.runPromise(startup),
+    catch: (error) => new StartupFailed({ message: error instanceof Error ? error.message : String(error) })
+  })
+  yield* Effect.promise(() => app.ready)
+  const logLevel = parseLogLevel(config.logLevel)
 
-await app.ready
-const logLevel = parseLogLevel(config.logLevel)
-const server = serve(app, { port: config.port, logLevel, requestTimeoutMs: config.requestTimeoutMs })
-writeLogLine(logLevel, LogLevel.Info, "listening", {
-  url: `http://localhost:${server.port}`,
-  environment: config.appEnv,
-  database: Option.isSome(config.databaseUrl) ? "postgresql" : "sqlite"
-})
+  const server = yield* Effect.acquireRelease(
+    Effect.sync(() => serve(app, { port: config.port, logLevel, requestTimeoutMs: config.requestTimeoutMs })),
+    (running) =>
+      Effect.sync(() => writeLogLine(logLevel, LogLevel.Info, "shutting down", {})).pipe(
+        Effect.zipRight(Effect.promise(() => running.stop(false)))
+      )
+  )
+  writeLogLine(logLevel, LogLevel.Info, "listening", {
+    url: `http://localhost:${server.port}`,
+    environment: config.appEnv,
+    database: Option.isSome(config.databaseUrl) ? "postgresql" : "sqlite"
+  })
 
-// Background work: renewals, past-due retries and cancellations at period end, then payment attempts whose outcome
-// is not known yet (a lost answer, a pending charge, a hosted page whose webhook never came) settled by asking their
-// provider. Safe to run in every process (claims use FOR UPDATE SKIP LOCKED); RENEWALS_INTERVAL_SECONDS=0 turns it
-// off in this one.
-const renewalsEvery = Number(process.env.RENEWALS_INTERVAL_SECONDS ?? "60")
-const background = Effect.gen(function*() {
-  const renewals = yield* Effect.flatMap(Renewals, (r) => r.runDue)
-  if (renewals.renewed + renewals.pastDue + renewals.canceled > 0) {
-    writeLogLine(logLevel, LogLevel.Info, "renewals", { ...renewals })
+  // Background work: renewals, past-due retries and cancellations at period end, then payment attempts whose outcome
+  // is not known yet (a lost answer, a pending charge, a hosted page whose webhook never came) settled by asking
+  // their provider. Safe in every process (claims use FOR UPDATE SKIP LOCKED); one pass at a time in this one;
+  // RENEWALS_INTERVAL_SECONDS=0 turns it off here.
+  const every = Number(process.env.RENEWALS_INTERVAL_SECONDS ?? "60")
+  const pass = Effect.gen(function*() {
+    const renewals = yield* Effect.flatMap(Renewals, (r) => r.runDue)
+    if (renewals.renewed + renewals.pastDue + renewals.canceled > 0) {
+      writeLogLine(logLevel, LogLevel.Info, "renewals", { ...renewals })
+    }
+    const payments = yield* Effect.flatMap(Payments, (p) => p.reconcile)
+    if (payments.settled > 0 || payments.stillProcessing > 0) {
+      writeLogLine(logLevel, LogLevel.Info, "payments reconciled", { ...payments })
+    }
+  })
+  if (every > 0) {
+    const loop = Effect.promise(() =>
+      app.runtime.runPromiseExit(pass).then((exit) => {
+        if (Exit.isFailure(exit)) writeLogLine(logLevel, LogLevel.Error, "background work failed", {})
+      })
+    ).pipe(Effect.delay(Duration.seconds(every)), Effect.forever)
+    yield* Effect.forkScoped(loop)
   }
-  const payments = yield* Effect.flatMap(Payments, (p) => p.reconcile)
-  if (payments.settled > 0 || payments.stillProcessing > 0) {
-    writeLogLine(logLevel, LogLevel.Info, "payments reconciled", { ...payments })
-  }
+  return yield* Effect.never
 })
-let backgroundRunning = false
-const renewals = renewalsEvery > 0
-  ? setInterval(() => {
-    // One pass at a time in this process: a slow provider must not pile passes up.
-    if (backgroundRunning) return
-    backgroundRunning = true
-    app.runtime.runPromise(background).then(
-      () => undefined,
-      () => writeLogLine(logLevel, LogLevel.Error, "background work failed", {})
-    ).finally(() => {
-      backgroundRunning = false
-    })
-  }, renewalsEvery * 1000)
-  : undefined
 
-let stopping = false
-const shutdown = async (signal: string) => {
-  if (stopping) return
-  stopping = true
-  writeLogLine(logLevel, LogLevel.Info, "shutting down", { signal })
-  if (renewals !== undefined) clearInterval(renewals)
-  // Stop accepting connections, let in-flight requests finish, then close the database pool.
-  await server.stop(false)
-  await app.dispose()
-  process.exit(0)
-}
-process.on("SIGTERM", () => void shutdown("SIGTERM"))
-process.on("SIGINT", () => void shutdown("SIGINT"))
+const program = Effect.scoped(service).pipe(
+  Effect.tapErrorTag("StartupFailed", (e) => Effect.sync(() => process.stderr.write(`The service could not start: ${e.message}\n`)))
+)
+
+// Interrupted by a signal: a clean stop (0). Failed to start: 1.
+BunRuntime.runMain(program, {
+  disableErrorReporting: true,
+  teardown: (exit, onExit) => onExit(Exit.isFailure(exit) && !Exit.isInterrupted(exit) ? 1 : 0)
+})

@@ -2,10 +2,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect, Schema } from "effect"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import { SyncRequest } from "../src/api/catalog.ts"
 import { Catalog, PlansAutoEnabledHook, syncCatalog } from "../src/catalog/Catalog.ts"
 import type { CatalogSnapshot } from "../src/catalog/model.ts"
+import { runCli } from "./support/cli.ts"
 import { databases, ok, startServer, type TestServer, uniqueSlug } from "./support/harness.ts"
 
 /** A catalog as a vendor's file gives it, with the schema's defaults applied (what the typed client sends). */
@@ -526,7 +527,6 @@ for (const database of databases()) {
 }
 
 describe("cli sync", () => {
-  const root = resolve(import.meta.dir, "..")
   let dir: string
   let env: Record<string, string | undefined>
   beforeAll(() => {
@@ -536,20 +536,17 @@ describe("cli sync", () => {
   })
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-  const cli = (...args: Array<string>) => {
-    const result = Bun.spawnSync([join(root, "node_modules/.bin/bun"), "src/cli.ts", ...args], { cwd: root, env })
-    return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() }
-  }
+  const cli = (...args: Array<string>) => runCli(env, ...args)
 
-  test("syncs a JSON file and a .ts module; an invalid file exits 1 with every problem", () => {
+  test("syncs a JSON file and a .ts module; an invalid file exits 1 with every problem", async () => {
     const slug = uniqueSlug("cli")
-    const orgCreated = cli("org", "create", slug, "--json")
+    const orgCreated = await cli("org", "create", slug, "--json")
     expect(orgCreated.code).toBe(0)
     expect(JSON.parse(orgCreated.stdout).organization.slug).toBe(slug)
 
     const jsonFile = join(dir, "catalog.json")
     writeFileSync(jsonFile, JSON.stringify(fullCatalog))
-    const first = cli("sync", jsonFile, "--org", slug, "--json")
+    const first = await cli("sync", jsonFile, "--org", slug, "--json")
     expect(first.stderr).toBe("")
     expect(first.code).toBe(0)
     expect(JSON.parse(first.stdout)).toEqual({
@@ -566,7 +563,7 @@ describe("cli sync", () => {
     changed.plans[1]!.trialDays = 7
     const tsFile = join(dir, "catalog.ts")
     writeFileSync(tsFile, `const catalog = ${JSON.stringify(changed)} as const\nexport default catalog\n`)
-    const second = cli("sync", tsFile, "--json")
+    const second = await cli("sync", tsFile, "--json")
     expect(second.code).toBe(0)
     const result = JSON.parse(second.stdout)
     expect(result.plans).toEqual({ created: [], updated: ["pro"], unchanged: ["free", "images-addon"] })
@@ -575,7 +572,7 @@ describe("cli sync", () => {
     // A `catalog` named export works too; the text output summarises.
     const namedFile = join(dir, "named.ts")
     writeFileSync(namedFile, `export const catalog = ${JSON.stringify(changed)}\n`)
-    const text = cli("sync", namedFile, "--org", slug)
+    const text = await cli("sync", namedFile, "--org", slug)
     expect(text.code).toBe(0)
     expect(text.stdout).toContain(`Synced the catalog of ${slug}:`)
     expect(text.stdout).toContain("plans: 0 created, 0 updated, 3 unchanged")
@@ -583,7 +580,7 @@ describe("cli sync", () => {
     // Schema problems, reported like the API's 400.
     const badFile = join(dir, "bad.json")
     writeFileSync(badFile, JSON.stringify({ features: [{ slug: "x", name: "X", type: "gauge" }], plans: [{ slug: "p", name: "P", price: -1 }] }))
-    const bad = cli("sync", badFile, "--org", slug, "--json")
+    const bad = await cli("sync", badFile, "--org", slug, "--json")
     expect(bad.code).toBe(1)
     const badBody = JSON.parse(bad.stdout)
     expect(badBody).toMatchObject({ success: false, code: "invalid_request" })
@@ -599,7 +596,7 @@ describe("cli sync", () => {
       creditPacks: [{ slug: "p", name: "P", credits: 1, price: 1, currency: "NGN", creditSystem: "nope" }],
       plans: []
     }))
-    const unknown = cli("sync", unknownFile, "--org", slug, "--json")
+    const unknown = await cli("sync", unknownFile, "--org", slug, "--json")
     expect(unknown.code).toBe(1)
     expect(JSON.parse(unknown.stdout)).toEqual({
       success: false,
@@ -607,13 +604,13 @@ describe("cli sync", () => {
       message: "The catalog is invalid: 1 problem",
       details: [{ path: "creditPacks[0].creditSystem", message: "unknown credit system 'nope'" }]
     })
-    const unknownText = cli("sync", unknownFile, "--org", slug)
+    const unknownText = await cli("sync", unknownFile, "--org", slug)
     expect(unknownText.code).toBe(1)
     expect(unknownText.stderr).toContain("creditPacks[0].creditSystem: unknown credit system 'nope'")
 
     // With a second organization, --org is needed.
-    expect(cli("org", "create", uniqueSlug("cli"), "--json").code).toBe(0)
-    expect(cli("sync", jsonFile, "--json").code).toBe(2)
-  }, 60000)
+    expect((await cli("org", "create", uniqueSlug("cli"), "--json")).code).toBe(0)
+    expect((await cli("sync", jsonFile, "--json")).code).toBe(2)
+  })
 })
 

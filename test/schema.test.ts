@@ -47,7 +47,7 @@ const sqliteKeys = Effect.gen(function*() {
     for (const index of indexes) {
       if (index.unique !== 1 || index.origin === "pk") continue
       const columns = yield* sql.unsafe<{ name: string; seqno: number }>(`PRAGMA index_info("${index.name}")`)
-      keys.push({ table, name: index.name, primary: false, columns: columns.sort((a, b) => a.seqno - b.seqno).map((c) => c.name) })
+      keys.push({ table, name: index.name, primary: false, columns: [...columns].sort((a, b) => a.seqno - b.seqno).map((c) => c.name) })
     }
   }
   return keys

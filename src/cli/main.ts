@@ -1,4 +1,4 @@
-import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
+import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
 import { ServicesLive } from "../app.ts"
 import { AppConfigLive } from "../platform/config.ts"
 import { type Output, parse, type Parsed, UsageError } from "./args.ts"
@@ -38,36 +38,57 @@ const command = (args: Parsed) => {
   return Effect.fail(new UsageError(group === undefined ? "no command given" : `unknown command '${args.positional.join(" ")}'`))
 }
 
-export const main = async (): Promise<number> => {
+/** Where the CLI writes, and the environment it reads (the process's own unless given: tests run it in process). */
+export interface CliIo {
+  readonly stdout: (text: string) => void
+  readonly stderr: (text: string) => void
+  readonly env?: Readonly<Record<string, string | undefined>> | undefined
+}
+
+const processIo: CliIo = {
+  stdout: (text) => void process.stdout.write(text),
+  stderr: (text) => void process.stderr.write(text)
+}
+
+/** Configuration from `env` when given, else from the process's environment. */
+const configFrom = (env: CliIo["env"]) =>
+  env === undefined ? AppConfigLive : AppConfigLive.pipe(
+    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(
+      new Map(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined))
+    )))
+  )
+
+/** Runs one command; resolves to the exit code (0 done, 1 failed, 2 usage). */
+export const main = async (argv: ReadonlyArray<string>, io: CliIo = processIo): Promise<number> => {
   let args: Parsed
   try {
-    args = parse(process.argv.slice(2))
+    args = parse([...argv])
   } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n\n${USAGE}`)
+    io.stderr(`${(error as Error).message}\n\n${USAGE}`)
     return 2
   }
   if (args.flags.has("help") || args.flags.has("h")) {
-    process.stdout.write(USAGE)
+    io.stdout(USAGE)
     return 0
   }
   const layer = ServicesLive.pipe(
-    Layer.provide(AppConfigLive),
+    Layer.provide(configFrom(io.env)),
     Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
   )
   const runtime = ManagedRuntime.make(layer)
   try {
     const output: Output = await runtime.runPromise(command(args) as Effect.Effect<Output, Error, never>)
     const failed = output.exitCode !== undefined && output.exitCode !== 0
-    const stream = failed && !args.flags.has("json") ? process.stderr : process.stdout
-    stream.write((args.flags.has("json") ? JSON.stringify(output.json) : output.text) + "\n")
+    const write = failed && !args.flags.has("json") ? io.stderr : io.stdout
+    write((args.flags.has("json") ? JSON.stringify(output.json) : output.text) + "\n")
     return output.exitCode ?? 0
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error)
     if (error instanceof UsageError || message.startsWith("missing") || message.startsWith("unknown command")) {
-      process.stderr.write(`${message}\n\n${USAGE}`)
+      io.stderr(`${message}\n\n${USAGE}`)
       return 2
     }
-    process.stderr.write(`error: ${message}\n`)
+    io.stderr(`error: ${message}\n`)
     return 1
   } finally {
     await runtime.dispose()

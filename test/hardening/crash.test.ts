@@ -26,7 +26,7 @@ if (serverUrl) {
     beforeAll(async () => {
       database = await scratchDatabase(serverUrl, "billing_crash")
       env = { DATABASE_URL: database.url, ENCRYPTION_KEY: randomBytes(32).toString("hex"), LOG_LEVEL: "error" }
-      apiKey = JSON.parse(cli(env, "org", "create", "crash", "--json")).apiKey
+      apiKey = JSON.parse(await cli(env, "org", "create", "crash", "--json")).apiKey
       db = new pg.Client({ connectionString: database.url })
       await db.connect()
     }, 30_000)

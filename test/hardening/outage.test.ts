@@ -80,7 +80,7 @@ if (serverUrl) {
         // The service's own bound on any request; the pool's connect timeout is below it.
         REQUEST_TIMEOUT_MS: "4000"
       }
-      apiKey = JSON.parse(cli(env, "org", "create", "outage", "--json")).apiKey
+      apiKey = JSON.parse(await cli(env, "org", "create", "outage", "--json")).apiKey
     }, 60_000)
 
     afterAll(async () => {

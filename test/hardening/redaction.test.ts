@@ -31,12 +31,12 @@ describe("logs never contain keys, secrets, signatures or SQL", () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "billing-redaction-"))
     const env = { DATA_DIR: join(dir, "data"), ENCRYPTION_KEY: secrets.encryptionKey }
-    const created = JSON.parse(cli(env, "org", "create", "acme", "--json"))
+    const created = JSON.parse(await cli(env, "org", "create", "acme", "--json"))
     apiKey = created.apiKey
     // A provider that refuses connections: every call to it fails (and must not log the key it carried).
     const deadProvider = `http://127.0.0.1:${freePort()}`
-    cli(env, "provider", "set", "acme", "paystack", "--secret-key", secrets.paystack, "--base-url", deadProvider)
-    cli(env, "provider", "set", "acme", "stripe", "--secret-key", secrets.stripe, "--webhook-secret", secrets.stripeWebhook, "--base-url", deadProvider)
+    await cli(env, "provider", "set", "acme", "paystack", "--secret-key", secrets.paystack, "--base-url", deadProvider)
+    await cli(env, "provider", "set", "acme", "stripe", "--secret-key", secrets.stripe, "--webhook-secret", secrets.stripeWebhook, "--base-url", deadProvider)
 
     service = await startService({ ...env, LOG_LEVEL: "debug" })
     const call = async (name: string, path: string, init: RequestInit & { key?: string } = {}) => {

@@ -8,6 +8,7 @@ import { expect } from "bun:test"
 import { Effect } from "effect"
 import { join, resolve } from "node:path"
 import pg from "pg"
+import { runCli } from "../support/cli.ts"
 import { post, syncCatalog } from "../support/catalog.ts"
 import type { TestServer } from "../support/harness.ts"
 
@@ -307,13 +308,13 @@ export const startService = async (env: Record<string, string>): Promise<Service
   throw new Error(`the service did not start:\n${service.output()}`)
 }
 
-/** Runs the management CLI with `env`; its parsed `--json` output. */
-export const cli = (env: Record<string, string>, ...args: Array<string>) => {
+/** Runs the management CLI (in this process) with `env`; its `--json` output. */
+export const cli = async (env: Record<string, string>, ...args: Array<string>) => {
   const base: Record<string, string | undefined> = { ...process.env }
   delete base.DATABASE_URL
-  const result = Bun.spawnSync([BUN, "src/cli.ts", ...args], { cwd: ROOT, env: { ...base, APP_ENV: "sandbox", ...env } })
-  if (result.exitCode !== 0) throw new Error(`cli ${args.join(" ")} failed: ${result.stderr.toString()}`)
-  return result.stdout.toString()
+  const result = await runCli({ ...base, APP_ENV: "sandbox", ...env }, ...args)
+  if (result.code !== 0) throw new Error(`cli ${args.join(" ")} failed: ${result.stderr}`)
+  return result.stdout
 }
 
 // ---------------------------------------------------------------------------------------------------------------
