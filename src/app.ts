@@ -1,5 +1,5 @@
 import { FetchHttpClient, HttpApiBuilder } from "@effect/platform"
-import { type Clock, Context, Effect, Layer, ManagedRuntime, Option } from "effect"
+import { Clock, Context, Effect, Layer, ManagedRuntime, Option } from "effect"
 import { InvoicesLive } from "./billing/Invoices.ts"
 import { InvoicesRepoSql } from "./billing/InvoicesRepo.ts"
 import { CatalogLive } from "./catalog/CatalogLive.ts"
@@ -13,8 +13,9 @@ import { CreditsLive } from "./entitlements/Credits.ts"
 import { EntitlementsLive } from "./entitlements/Engine.ts"
 import { EntitlementsRepoSql } from "./entitlements/EntitlementsRepo.ts"
 import { HttpLive } from "./http/ApiLive.ts"
-import { AuthenticationLive } from "./http/Authentication.ts"
+import { AuthenticatorLive } from "./http/Authentication.ts"
 import { type HotPath, makeHotPath } from "./http/hotPath.ts"
+import { makeRateLimitGate } from "./http/rateLimit.ts"
 import { RequestFiber } from "./http/RequestFiber.ts"
 import { RequestId } from "./http/RequestId.ts"
 import { OrganizationsLive } from "./organizations/Organizations.ts"
@@ -110,16 +111,23 @@ export const makeApp = <E>(
   const web = HttpApiBuilder.toWebHandler(Layer.mergeAll(HttpLive, LoggingLive, TracingLive).pipe(Layer.provide(services)), {
     memoMap
   })
-  // check/track in front of HttpApi (src/http/hotPath.ts), ready with the runtime; until then, HttpApi.
-  const hotRuntime = ManagedRuntime.make(AuthenticationLive.pipe(Layer.provideMerge(services)), memoMap)
+  // The pipeline's gates that need the configuration (the rate limit) and the direct check/track endpoint
+  // (src/http/hotPath.ts), ready with the runtime; until then, HttpApi alone.
+  const hotRuntime = ManagedRuntime.make(AuthenticatorLive.pipe(Layer.provideMerge(services)), memoMap)
   let hot: Option.Option<HotPath> = Option.none()
+  let rateLimit: ((request: Request) => Response | undefined) | undefined
   let hotAnswers = 0
-  const hotReady = options.hotPath === false
-    ? Promise.resolve()
-    : hotRuntime.runPromise(makeHotPath(hotRuntime.runFork)).then((h) => {
-      hot = h
-    }, () => undefined)
+  const now = () => (options.clock === undefined ? Date.now() : options.clock.unsafeCurrentTimeMillis())
+  const hotReady = hotRuntime.runPromise(Effect.gen(function*() {
+    const config = yield* AppConfig
+    if (config.rateLimitRps > 0) {
+      rateLimit = makeRateLimitGate({ rps: config.rateLimitRps, burst: config.rateLimitBurst }, now)
+    }
+    if (options.hotPath !== false) hot = Option.some(yield* makeHotPath(hotRuntime.runFork))
+  })).catch(() => undefined)
   const handler = async (request: Request, context?: Context.Context<never>): Promise<Response> => {
+    const limited = rateLimit?.(request)
+    if (limited !== undefined) return limited
     if (Option.isNone(hot)) return web.handler(request, context)
     const route = hot.value.routeOf(request.method, new URL(request.url).pathname)
     if (route === undefined) return web.handler(request, context)

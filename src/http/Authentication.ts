@@ -1,6 +1,6 @@
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { Unauthorized } from "../api/errors.ts"
-import { Authentication } from "../api/security.ts"
+import { Authentication, type Organization } from "../api/security.ts"
 import { keyPrefix } from "../organizations/Organizations.ts"
 import { OrganizationsRepo } from "../organizations/OrganizationsRepo.ts"
 import { AppConfig } from "../platform/config.ts"
@@ -9,20 +9,24 @@ import { sha256Hex } from "../platform/crypto.ts"
 const unauthorized = (message: string) => new Unauthorized({ code: "unauthorized", message })
 
 /**
- * Bearer keys: looked up by their SHA-256 (so comparison never touches the secret itself), rejected
- * when revoked or minted for the other environment (decisions.md §2).
+ * Who a bearer key belongs to: the one authentication of the service, used by HttpApi's security middleware and
+ * by the check/track endpoint alike. Keys are looked up by their SHA-256 (comparison never touches the secret
+ * itself) and rejected when revoked or minted for the other environment (decisions.md §2).
  */
-export const AuthenticationLive = Layer.effect(
-  Authentication,
+export class Authenticator extends Context.Tag("Authenticator")<Authenticator, {
+  readonly authenticate: (key: string) => Effect.Effect<Organization, Unauthorized>
+}>() {}
+
+export const AuthenticatorLive = Layer.effect(
+  Authenticator,
   Effect.gen(function*() {
     const repo = yield* OrganizationsRepo
     const config = yield* AppConfig
     const expectedPrefix = keyPrefix(config.appEnv)
-
     return {
-      bearerAuth: (token) =>
+      authenticate: (raw) =>
         Effect.gen(function*() {
-          const key = Redacted.value(token).trim()
+          const key = raw.trim()
           if (key === "") return yield* unauthorized("Missing API key: send 'Authorization: Bearer <key>'")
           if (!key.startsWith(expectedPrefix)) {
             return yield* unauthorized(`This is a ${config.appEnv} deployment: use a ${expectedPrefix}… key`)
@@ -39,3 +43,11 @@ export const AuthenticationLive = Layer.effect(
     }
   })
 )
+
+/** HttpApi's bearer security, over the same authentication. */
+export const AuthenticationLive = Layer.effect(
+  Authentication,
+  Effect.map(Authenticator, ({ authenticate }) => ({
+    bearerAuth: (token) => authenticate(Redacted.value(token))
+  }))
+).pipe(Layer.provideMerge(AuthenticatorLive))

@@ -1,10 +1,8 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Clock, Effect, Option } from "effect"
+import { Cause, Effect, Option } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { type ApiError, errorBody, errorStatus, type Issue } from "../api/errors.ts"
-import { AppConfig } from "../platform/config.ts"
 import { readableIssues } from "./issues.ts"
-import { makeRateLimiter } from "./rateLimit.ts"
 import { RequestFiber } from "./RequestFiber.ts"
 import { RequestId } from "./RequestId.ts"
 
@@ -110,8 +108,8 @@ export const jsonTextProblem = (text: string, maxDepth: number): string | undefi
 }
 
 /**
- * The API-wide middleware, around routing, authentication and every handler:
- * - per-key rate limiting (`RATE_LIMIT_RPS`, `RATE_LIMIT_BURST`): 429 `rate_limited` with `Retry-After`;
+ * The API-wide middleware, around routing, authentication and every handler (the per-key rate limit comes before
+ * it, in the server's pipeline: src/app.ts):
  * - JSON bodies nested deeper than {@link MAX_JSON_DEPTH}, or with U+0000 or unpaired surrogates in strings: 400;
  * - the request's fiber is left in its {@link RequestFiber} slot, for the request timeout of src/http/server.ts;
  * - every failure leaves as the spec's error body. Typed endpoint errors pass through to HttpApi's own
@@ -121,33 +119,11 @@ export const jsonTextProblem = (text: string, maxDepth: number): string | undefi
 export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
   BillingApi,
   Effect.gen(function*() {
-    const config = yield* AppConfig
-    const limiter = config.rateLimitRps > 0
-      ? makeRateLimiter({ rps: config.rateLimitRps, burst: config.rateLimitBurst })
-      : undefined
-
     const guarded = (app: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, any>) =>
       Effect.gen(function*() {
         const slot = yield* Effect.serviceOption(RequestFiber)
         if (Option.isSome(slot)) yield* Effect.withFiberRuntime((fiber) => Effect.sync(() => (slot.value.fiber = fiber)))
         const request = yield* HttpServerRequest.HttpServerRequest
-        if (limiter !== undefined) {
-          const key = request.headers.authorization
-          if (key !== undefined && key !== "") {
-            const wait = limiter.take(key, yield* Clock.currentTimeMillis)
-            if (wait > 0) {
-              const seconds = Math.ceil(wait / 1000)
-              return respond(
-                "TooManyRequests",
-                429,
-                "rate_limited",
-                `Too many requests for this API key: retry after ${seconds} second${seconds === 1 ? "" : "s"}`,
-                undefined,
-                { "retry-after": String(seconds) }
-              )
-            }
-          }
-        }
         if (request.method === "POST" && request.url.startsWith("/v1/")) {
           // The text is cached: the payload decoder parses this same string, it is not read twice.
           const text = yield* Effect.orDie(request.text)

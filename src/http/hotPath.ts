@@ -1,25 +1,27 @@
-import { Effect, Either, Exit, type Fiber, Option, type ParseResult, Redacted, Schema } from "effect"
-import { IdempotencyHeaders } from "../api/common.ts"
-import { CheckRequest, EntitlementState, TrackRequest } from "../api/entitlements.ts"
+import { Headers, type HttpApiEndpoint, HttpTraceContext } from "@effect/platform"
+import { Effect, Either, Exit, type Fiber, Option, Schema } from "effect"
+import { BillingApi } from "../api/Api.ts"
+import type { CheckRequest, EntitlementState, TrackRequest } from "../api/entitlements.ts"
 import { errorBody, errorStatus } from "../api/errors.ts"
-import { Authentication, type Organization } from "../api/security.ts"
 import { Entitlements } from "../entitlements/Engine.ts"
 import { AppConfig } from "../platform/config.ts"
+import { Authenticator } from "./Authentication.ts"
 import { defectAnswer, jsonTextProblem, MAX_JSON_DEPTH } from "./errorMiddleware.ts"
 import { type RequestFiberSlot, TIMED_OUT_MESSAGE } from "./RequestFiber.ts"
 import { json } from "./server.ts"
 import { toApiError } from "./toApiError.ts"
 
 /**
- * `POST /v1/check` and `POST /v1/track` in front of HttpApi (docs/decisions.md, "Performance"): HttpApi and its
- * middleware were about half of the CPU of every check and track. This path runs the same body checks, the same
- * `Authentication`, the same schemas and the same engine, in one fiber per request and nothing else.
+ * `check` and `track` as a direct endpoint, derived from their HttpApi definition (docs/decisions.md,
+ * "Performance"): HttpApi's router and middleware were about half of the CPU of every check and track. The route,
+ * the payload and header schemas and the success schema are the endpoints' own (`BillingApi`), the authentication is
+ * the service's one `Authenticator`, the engine is the one every entry uses, and errors leave with the statuses of
+ * `src/api/errors.ts`. The server's gates (request id, size, rate limit, timeout, access log) come before it as
+ * before every route, and it opens the same `http.server` span as HttpApi when traces are exported.
  *
  * It answers only what it is sure to answer as HttpApi would: an authenticated, well-formed request, whatever the
- * engine then says (its answer, its refusal, a database failure). A request refused before the engine (a bad key,
- * malformed JSON, a payload the schema rejects) is left to HttpApi, which renders the refusal; so is every request
- * while a rate limit or trace export is configured, both being HttpApi middleware. test/hot-path-http.test.ts holds
- * the two paths to the same answers.
+ * engine then says. A request refused before the engine (a bad key, malformed JSON, a payload the schema rejects) is
+ * left to HttpApi, which renders the refusal. test/hot-path-http.test.ts holds the two to the same answers.
  */
 export type HotRoute = "check" | "track"
 
@@ -42,28 +44,34 @@ const BEARER = "Bearer ".length
 const wireError = (tag: Parameters<typeof errorBody>[0], code: string, message: string) =>
   json(errorStatus[tag][0], errorBody(tag, code, message), {})
 
-export const makeHotPath = (
-  runFork: RunFork
-): Effect.Effect<Option.Option<HotPath>, never, AppConfig | Authentication | Entitlements> =>
+/** The endpoint of the HttpApi definition this path serves, and the schemas it declares. */
+const endpointOf = (name: HotRoute) => {
+  const groups = BillingApi.groups as unknown as Readonly<Record<string, { readonly endpoints: Readonly<Record<string, HttpApiEndpoint.HttpApiEndpoint.AnyWithProps>> }>>
+  const endpoint = groups["entitlements"]?.endpoints[name]
+  if (endpoint === undefined || endpoint.method !== "POST") throw new Error(`the API defines no POST ${name} endpoint`)
+  return {
+    path: endpoint.path as string,
+    payload: Schema.decodeUnknownEither(
+      Option.getOrThrow(endpoint.payloadSchema) as unknown as Schema.Schema<CheckRequest | TrackRequest, unknown>
+    ),
+    headers: Schema.decodeUnknownEither(
+      Option.getOrThrow(endpoint.headersSchema) as unknown as Schema.Schema<{ readonly "idempotency-key"?: string }, unknown>
+    ),
+    success: Schema.encodeEither(endpoint.successSchema as unknown as Schema.Schema<EntitlementState, unknown>)
+  }
+}
+
+export const makeHotPath = (runFork: RunFork): Effect.Effect<HotPath, never, AppConfig | Authenticator | Entitlements> =>
   Effect.gen(function*() {
     const config = yield* AppConfig
-    if (config.rateLimitRps > 0 || Option.isSome(config.otlpEndpoint)) return Option.none()
-    const authentication = yield* Authentication
+    const { authenticate } = yield* Authenticator
     const engine = yield* Entitlements
-    const decodeHeaders = Schema.decodeUnknownEither(IdempotencyHeaders)
-    const decode = { check: Schema.decodeUnknownEither(CheckRequest), track: Schema.decodeUnknownEither(TrackRequest) }
-    const encode = Schema.encodeEither(EntitlementState)
+    const endpoints = { check: endpointOf("check"), track: endpointOf("track") }
+    const traced = Option.isSome(config.otlpEndpoint)
 
-    const program = (
-      route: HotRoute,
-      token: Redacted.Redacted,
-      payload: CheckRequest | TrackRequest,
-      idempotencyKey: string | undefined
-    ) =>
+    const program = (route: HotRoute, key: string, payload: CheckRequest | TrackRequest, idempotencyKey: string | undefined) =>
       Effect.gen(function*() {
-        // HttpApi offers a security handler the request's services; ours (src/http/Authentication.ts) uses none.
-        const authenticate = authentication.bearerAuth(token) as unknown as Effect.Effect<Organization, unknown>
-        const org = yield* Effect.either(authenticate)
+        const org = yield* Effect.either(authenticate(key))
         if (Either.isLeft(org)) return undefined
         const mode = route === "track" ? "track" : (payload as CheckRequest).sendEvent === true ? "check_send" : "check"
         const state = yield* Effect.either(
@@ -73,7 +81,7 @@ export const makeHotPath = (
           const wire = toApiError(state.left)
           return json(errorStatus[wire._tag][0], errorBody(wire._tag, wire.code, wire.message, wire.details), {})
         }
-        return Either.match(encode(state.right), {
+        return Either.match(endpoints[route].success(state.right), {
           onLeft: () => wireError("InternalError", "internal_error", "An unexpected error occurred"),
           onRight: (body) => json(200, body, {})
         })
@@ -85,6 +93,21 @@ export const makeHotPath = (
         })
       )
 
+    /** HttpApi's request span (HttpMiddleware.tracer): the same name, parent and attributes. */
+    const withServerSpan = (run: Effect.Effect<Response | undefined>, request: Request, pathname: string) =>
+      Effect.useSpan(`http.server ${request.method}`, {
+        parent: Option.getOrUndefined(HttpTraceContext.fromHeaders(Headers.fromInput(request.headers))),
+        kind: "server",
+        captureStackTrace: false
+      }, (span) => {
+        span.attribute("http.request.method", request.method)
+        span.attribute("url.path", pathname)
+        return Effect.tap(Effect.withParentSpan(run, span), (response) =>
+          Effect.sync(() => {
+            if (response !== undefined) span.attribute("http.response.status_code", response.status)
+          }))
+      })
+
     const handle: HotPath["handle"] = (route, request, text, requestId, slot) => {
       if (jsonTextProblem(text, MAX_JSON_DEPTH) !== undefined) return Promise.resolve(undefined)
       let body: unknown
@@ -93,12 +116,14 @@ export const makeHotPath = (
       } catch {
         return Promise.resolve(undefined)
       }
-      const payload: Either.Either<CheckRequest | TrackRequest, ParseResult.ParseError> = decode[route](body)
+      const endpoint = endpoints[route]
+      const payload = endpoint.payload(body)
       const key = request.headers.get("idempotency-key")
-      const headers = decodeHeaders(key === null ? {} : { "idempotency-key": key })
+      const headers = endpoint.headers(key === null ? {} : { "idempotency-key": key })
       if (Either.isLeft(payload) || Either.isLeft(headers)) return Promise.resolve(undefined)
-      const token = Redacted.make((request.headers.get("authorization") ?? "").slice(BEARER))
-      const run = program(route, token, payload.right, headers.right["idempotency-key"])
+      const bearer = (request.headers.get("authorization") ?? "").slice(BEARER)
+      let run = program(route, bearer, payload.right, headers.right["idempotency-key"])
+      if (traced) run = withServerSpan(run, request, endpoint.path)
       const fiber = runFork(requestId === undefined ? run : Effect.annotateLogs(run, "requestId", requestId))
       if (slot !== undefined) slot.fiber = fiber
       return new Promise((resolve) =>
@@ -116,9 +141,15 @@ export const makeHotPath = (
       )
     }
 
-    return Option.some({
+    return {
       routeOf: (method, pathname) =>
-        method !== "POST" ? undefined : pathname === "/v1/check" ? "check" : pathname === "/v1/track" ? "track" : undefined,
+        method !== "POST"
+          ? undefined
+          : pathname === endpoints.check.path
+          ? "check"
+          : pathname === endpoints.track.path
+          ? "track"
+          : undefined,
       handle
-    })
+    }
   })

@@ -1,3 +1,5 @@
+import { errorBody } from "../api/errors.ts"
+
 /**
  * Per-key rate limiting (decisions.md §10: 429 `rate_limited` with `Retry-After`): a token bucket per API key,
  * in this process's memory. A key may make `burst` requests at once and `rps` per second on average.
@@ -77,5 +79,25 @@ export const makeRateLimiter = (options: RateLimiterOptions): RateLimiter => {
       return Math.max(1, Math.ceil((1 - bucket.tokens) / perMs))
     },
     size: () => buckets.size
+  }
+}
+
+/**
+ * The pipeline's rate-limit gate, in front of every route (HttpApi's and the check/track endpoint's alike): the
+ * refusal for a request over its key's rate, or undefined. Requests without a key are left to authentication.
+ */
+export const makeRateLimitGate = (options: RateLimiterOptions, now: () => number) => {
+  const limiter = makeRateLimiter(options)
+  return (request: Request): Response | undefined => {
+    const key = request.headers.get("authorization")
+    if (key === null || key === "") return undefined
+    const wait = limiter.take(key, now())
+    if (wait === 0) return undefined
+    const seconds = Math.ceil(wait / 1000)
+    const message = `Too many requests for this API key: retry after ${seconds} second${seconds === 1 ? "" : "s"}`
+    return new Response(JSON.stringify(errorBody("TooManyRequests", "rate_limited", message)), {
+      status: 429,
+      headers: { "content-type": "application/json", "retry-after": String(seconds) }
+    })
   }
 }

@@ -19,6 +19,8 @@ export interface AppConfigShape {
   /** Every call to a payment provider ends by then, before the request that made it (decisions.md §7). */
   readonly providerTimeoutMs: number
   readonly otlpEndpoint: Option.Option<string>
+  /** OTEL_TRACES_SAMPLER_ARG: the share of root spans exported (parent-based: children follow their parent). */
+  readonly traceSampleRatio: number
   /** Public address of this service, used in hosted-page links. */
   readonly publicUrl: string
   /** The service's own test accounts, used on sandbox by organizations without an account of their own. */
@@ -60,6 +62,10 @@ const appConfig = Config.all({
     validation: (n) => n > 0
   })),
   otlpEndpoint: Config.option(Config.nonEmptyString("OTEL_EXPORTER_OTLP_ENDPOINT")),
+  traceSampleRatio: Config.number("OTEL_TRACES_SAMPLER_ARG").pipe(Config.withDefault(1), Config.validate({
+    message: "OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1",
+    validation: (n) => n >= 0 && n <= 1
+  })),
   publicUrl: Config.option(Config.string("PUBLIC_URL")),
   sandboxAccounts: Config.all({
     paystack: Config.option(Config.redacted("PAYSTACK_SANDBOX_SECRET_KEY")),
@@ -93,6 +99,7 @@ export const makeTestConfig = (overrides: Partial<AppConfigShape> = {}): AppConf
   requestTimeoutMs: 30_000,
   providerTimeoutMs: 10_000,
   otlpEndpoint: Option.none(),
+  traceSampleRatio: 1,
   publicUrl: "http://localhost",
   sandboxAccounts: { paystack: Option.none(), stripe: Option.none(), stripeWebhookSecret: Option.none() },
   providerBaseUrls: { paystack: Option.none(), stripe: Option.none() },

@@ -62,7 +62,7 @@ const pgLayer = (url: Redacted.Redacted, tracing: boolean) => {
       acquire: Effect.succeed(pool),
       transformQueryNames: Str.camelToSnake,
       transformResultNames: Str.snakeToCamel
-    }).pipe(Layer.merge(tracing ? Layer.empty : Layer.succeed(PgPool, pool)))))
+    }).pipe(Layer.merge(Layer.succeed(PgPool, { pool, traced: tracing })))))
 }
 
 const sqliteLayer = (filename: string) =>
