@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { CustomerRef, Email, IsoDateTime, Metadata, NonEmptyString, oneOf, optionalWithServerDefault, Quantity } from "./common.ts"
+import { CustomerRef, Email, IsoDateTime, Metadata, NonEmptyString, oneOf, optionalWithServerDefault } from "./common.ts"
+import { UsageValue } from "./numbers.ts"
 import { BadRequestError, ConflictError } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
@@ -104,7 +105,7 @@ export type EntitlementState = typeof EntitlementState.Type
 export const CheckRequest = Schema.Struct({
   customer: CustomerRef,
   feature: NonEmptyString,
-  value: optionalWithServerDefault(Quantity, 1),
+  value: optionalWithServerDefault(UsageValue, 1),
   customerData: Schema.optionalWith(CustomerData, { exact: true }),
   sendEvent: optionalWithServerDefault(
     Schema.Boolean,
@@ -118,7 +119,7 @@ export type CheckRequest = typeof CheckRequest.Type
 export const TrackRequest = Schema.Struct({
   customer: CustomerRef,
   feature: NonEmptyString,
-  value: optionalWithServerDefault(Quantity, 1),
+  value: optionalWithServerDefault(UsageValue, 1),
   customerData: Schema.optionalWith(CustomerData, { exact: true }),
   entity: Schema.optionalWith(NonEmptyString, { exact: true }),
   metadata: Schema.optionalWith(Metadata, { exact: true })

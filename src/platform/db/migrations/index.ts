@@ -7,6 +7,7 @@ import m0004 from "./0004_payments.ts"
 import m0005 from "./0005_usage_rollups_by_customer.ts"
 import m0006 from "./0006_hot_path.ts"
 import m0007 from "./0007_batched_reads.ts"
+import m0010 from "./0010_out_of_range_report.ts"
 
 /**
  * The schema's versions in order, one file each. A migration that has landed is never edited: a change is a new file.
@@ -19,5 +20,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0004_payments": m0004,
   "0005_usage_rollups_by_customer": m0005,
   "0006_hot_path": m0006,
-  "0007_batched_reads": m0007
+  "0007_batched_reads": m0007,
+  // The Migrator skips every id at or below the highest one a database has applied: a migration numbered below
+  // 0010 that lands after it would never run on a database that already ran 0010.
+  "0010_out_of_range_report": m0010
 }
