@@ -35,7 +35,7 @@ const fullCatalog = {
       name: "1,000 credits",
       description: "A top-up",
       credits: 1000,
-      price: 4999.5,
+      price: 499950,
       currency: "ngn",
       creditSystem: "ai-credits",
       provider: "stripe",
@@ -180,7 +180,7 @@ for (const database of databases()) {
             name: "1,000 credits",
             description: "A top-up",
             credits: 1000,
-            price: 4999.5,
+            price: 499950,
             currency: "NGN",
             creditSystemId,
             creditSystem: "ai-credits",
@@ -404,7 +404,7 @@ for (const database of databases()) {
         payload: request({
           features: [{ slug: "api-calls", name: "API calls", type: "metered", meterType: "consumable", unit: "call" }],
           // A pack may name a stored credit system this sync does not mention.
-          creditPacks: [{ slug: "credits-1000", name: "1,000 credits", credits: 1000, price: 4999.5, currency: "NGN", creditSystem: "ai-credits" }],
+          creditPacks: [{ slug: "credits-1000", name: "1,000 credits", credits: 1000, price: 499950, currency: "NGN", creditSystem: "ai-credits" }],
           plans: [{ slug: "starter", name: "Starter", features: [{ slug: "api-calls", limit: 5 }, { slug: "ghost", limit: 1 }] }]
         })
       }))
@@ -586,7 +586,7 @@ describe("cli sync", () => {
     expect(badBody).toMatchObject({ success: false, code: "invalid_request" })
     expect(badBody.details).toEqual([
       { path: "features[0].type", message: "must be one of metered, boolean" },
-      { path: "plans[0].price", message: "must be >= 0" }
+      { path: "plans[0].price", message: "must be at least 0" }
     ])
 
     // Problems only the sync service sees, through the same code path as the API.

@@ -77,7 +77,7 @@ for (const database of databases()) {
       const { client, customer } = await setup()
       expect(customer.billing.featureConfigs).toEqual([])
       await ok(client.customers.setFeatureConfig({
-        payload: { customer: "cust", feature: "tokens", overage: "charge", maxOverageUnits: 2.5 }
+        payload: { customer: "cust", feature: "tokens", overage: "charge", maxOverageUnits: 3 }
       }))
       const byId = (await ok(client.customers.getCustomer({ path: { id: customer.id } }))).billing.featureConfigs
       const resolved = (await ok(client.customers.createCustomer({ payload: { id: "cust", email: "cust@example.com" } })))
@@ -87,7 +87,7 @@ for (const database of databases()) {
       }))).billing.featureConfigs
       for (const configs of [byId, resolved, capped]) {
         expect(configs).toHaveLength(1)
-        expect(configs[0]).toMatchObject({ feature: { slug: "tokens" }, overage: "charge", maxOverageUnits: 2.5 })
+        expect(configs[0]).toMatchObject({ feature: { slug: "tokens" }, overage: "charge", maxOverageUnits: 3 })
       }
     })
 
@@ -115,8 +115,8 @@ for (const database of databases()) {
       expect(both.map((c) => c.feature.slug)).toEqual(["tokens", "images"])
     })
 
-    test("unknown feature or customer is 404; boolean feature and over-precise cap are 400", async () => {
-      const { client } = await setup()
+    test("unknown feature or customer is 404; boolean feature and a cap that is not a whole count are 400", async () => {
+      const { apiKey, client } = await setup()
       expect(await failure(client.customers.setFeatureConfig({
         payload: { customer: "cust", feature: "nope", overage: "charge" }
       }))).toMatchObject({ _tag: "NotFound", code: "feature_not_found" })
@@ -126,10 +126,19 @@ for (const database of databases()) {
       expect(await failure(client.customers.setFeatureConfig({
         payload: { customer: "cust", feature: "sso", overage: "charge" }
       }))).toMatchObject({ _tag: "BadRequest", code: "invalid_request" })
-      const precise = await failure(client.customers.setFeatureConfig({
-        payload: { customer: "cust", feature: "tokens", overage: "charge", maxOverageUnits: 1.0000001 }
-      }))
-      expect(precise).toMatchObject({ _tag: "BadRequest", code: "invalid_request", details: [{ path: "maxOverageUnits" }] })
+      // maxOverageUnits is an integer up to 1e9 (decisions.md §1); the typed client refuses these before sending.
+      for (const [cap, message] of [[1.5, "must be an integer"], [1e9 + 1, "must be at most 1000000000"]] as const) {
+        const refused = await post(apiKey, "/v1/customers/feature-config", {
+          customer: "cust",
+          feature: "tokens",
+          overage: "charge",
+          maxOverageUnits: cap
+        })
+        expect(refused).toMatchObject({
+          status: 400,
+          body: { code: "invalid_request", details: [{ path: "maxOverageUnits", message }] }
+        })
+      }
       const customer = await ok(client.customers.getCustomer({ path: { id: "cust" } }))
       expect(customer.billing.featureConfigs).toEqual([])
     })

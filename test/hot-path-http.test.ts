@@ -9,12 +9,18 @@ import { syncCatalog } from "./support/catalog.ts"
 import { databases, startServer, type TestServer } from "./support/harness.ts"
 
 const catalog = {
-  features: [{ slug: "calls", name: "Calls", type: "metered" }, { slug: "sso", name: "SSO", type: "boolean" }],
+  features: [
+    { slug: "calls", name: "Calls", type: "metered" },
+    { slug: "sso", name: "SSO", type: "boolean" },
+    { slug: "renders", name: "Renders", type: "metered" }
+  ],
+  // The most a credit may cost: one render is a whole balance's worth (docs/decisions.md "Numbers").
+  creditSystems: [{ slug: "credits", name: "Credits", features: [{ feature: "renders", creditCost: 1e12 }] }],
   plans: [{
     slug: "p",
     name: "P",
     autoEnable: true,
-    features: [{ slug: "calls", limit: 3, overage: "block" }, { slug: "sso" }]
+    features: [{ slug: "calls", limit: 3, overage: "block" }, { slug: "sso" }, { slug: "credits", limit: null }]
   }]
 }
 
@@ -44,7 +50,19 @@ const requests: ReadonlyArray<Req> = [
   { path: "/v1/check", body: body({ customer: "new", feature: "calls", value: 0 }), hot: true },
   { path: "/v1/track", body: body({ customer: "c", feature: "nope" }), hot: true },
   { path: "/v1/track", body: body({ customer: "c", feature: "calls", entity: "seat-1" }), hot: true },
-  { path: "/v1/track", body: body({ customer: "c", feature: "calls", value: 1.0000001 }), hot: true },
+  // Numbers outside their range (decisions.md §1) are the schema's refusals: HttpApi renders them.
+  { path: "/v1/track", body: body({ customer: "c", feature: "calls", value: 1.0000001 }), hot: false },
+  { path: "/v1/track", body: `{"customer":"c","feature":"calls","value":9000000001}`, hot: false },
+  { path: "/v1/check", body: `{"customer":"c","feature":"calls","value":1e308}`, hot: false },
+  { path: "/v1/check", body: `{"customer":"c","feature":"calls","value":9007199254740993}`, hot: false },
+  { path: "/v1/check", body: `{"customer":"c","feature":"calls","value":0.123456789012345678901234567890}`, hot: false },
+  { path: "/v1/check", body: `{"customer":"c","feature":"calls","value":-0}`, hot: true },
+  { path: "/v1/check", body: `{"customer":"c","feature":"calls","value":9000000000}`, hot: true },
+  // In range, but past a bound only the engine knows: the cost of one request, the usage of a window. Its 400.
+  { path: "/v1/check", body: body({ customer: "c", feature: "renders", value: 2 }), hot: true },
+  ...Array.from({ length: 9 }, () => ({ path: "/v1/track", body: body({ customer: "c", feature: "renders", value: 1 }), hot: true })),
+  { path: "/v1/track", body: body({ customer: "c", feature: "renders", value: 0.000001 }), hot: true },
+  { path: "/v1/track", body: body({ customer: "c", feature: "renders", value: 0.000001 }), headers: { "idempotency-key": "k9" }, hot: true },
   { path: "/v1/track", body: body({ customer: "c", feature: "calls", metadata: { run: 1 } }), hot: true },
   { path: "/v1/check", body: "{}", hot: false },
   { path: "/v1/track", body: body({ customer: "", feature: 3, value: -1 }), hot: false },

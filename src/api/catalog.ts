@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { EpochMillis, Metadata, NonEmptyString, oneOf, withDefault } from "./common.ts"
+import { AMOUNT, Amount, boundedNumber, Count, Money, POSITIVE_AMOUNT, PositiveAmount, TrialDays, UnitPrice } from "./numbers.ts"
 import { RatingModel, UsageModel } from "./entitlements.ts"
 import { BadRequestError } from "./errors.ts"
 import { Authentication } from "./security.ts"
@@ -8,7 +9,7 @@ import { Authentication } from "./security.ts"
 /**
  * Catalog sync (spec 4.5, decisions.md §3). Items are lenient about what a catalog-as-code file may leave
  * out (optional, with the documented defaults applied on decode) and strict about the types of what it
- * does say: finite numbers, non-negative money, literal enums. Cross-item rules (tiers ascending, a pack
+ * does say: numbers in their declared ranges (./numbers.ts), literal enums. Cross-item rules (tiers ascending, a pack
  * naming a known credit system...) are the sync service's job: it reports every problem in one 400.
  */
 
@@ -19,14 +20,6 @@ const Slug = Schema.String.pipe(
 )
 const Name = Schema.String.pipe(Schema.maxLength(256))
 const Description = Schema.String.pipe(Schema.maxLength(4096))
-/** Minor currency units; may be fractional (a price per unit of 0.25 kobo). */
-const FiniteNumber = Schema.Number.pipe(Schema.finite({ message: () => "must be a finite number" }))
-const NonNegative = FiniteNumber.pipe(Schema.nonNegative({ message: () => "must be >= 0" }))
-const Positive = FiniteNumber.pipe(Schema.positive({ message: () => "must be > 0" }))
-const nullable = <S extends Schema.Schema.Any>(self: S, what: string) =>
-  Schema.NullOr(self).annotations({ message: () => ({ message: `must be ${what} or null`, override: true }) })
-const NullableNonNegative = nullable(NonNegative, "a non-negative number")
-const Money = NonNegative.annotations({ description: "Minor currency units (kobo, cents); may be fractional" })
 export const CurrencyCode = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z]{3}$/, { message: () => "must be a 3-letter ISO 4217 currency code" })
 ).annotations({ identifier: "CurrencyCode", description: "ISO 4217 code, e.g. NGN or USD" })
@@ -66,7 +59,7 @@ export type SyncFeature = typeof SyncFeature.Type
 
 export const SyncCreditSystemFeature = Schema.Struct({
   feature: Slug,
-  creditCost: NonNegative.annotations({ description: "Credits drawn per unit of the feature" })
+  creditCost: boundedNumber({ ...AMOUNT, what: "Credits drawn per unit of the feature" })
 }).annotations({ identifier: "SyncCreditSystemFeature" })
 
 export const SyncCreditSystem = Schema.Struct({
@@ -81,7 +74,7 @@ export const SyncCreditPack = Schema.Struct({
   slug: Slug,
   name: Name,
   description: Schema.optionalWith(Description, { exact: true }),
-  credits: Positive,
+  credits: boundedNumber({ ...POSITIVE_AMOUNT, what: "Credits one pack adds" }),
   price: Money,
   currency: Schema.optionalWith(CurrencyCode, { exact: true }),
   creditSystem: Slug.annotations({ description: "Slug of the credit system the credits go to" }),
@@ -93,11 +86,11 @@ export type SyncCreditPack = typeof SyncCreditPack.Type
 
 export const SyncTier = Schema.Struct({
   upTo: withDefault(
-    nullable(Positive, "a positive number"),
+    Schema.NullOr(PositiveAmount),
     null,
     "Inclusive upper bound of the tier; null (or absent) for the last, open-ended tier"
   ),
-  unitPrice: withDefault(Money, 0),
+  unitPrice: withDefault(UnitPrice, 0),
   flatFee: withDefault(Money, 0)
 }).annotations({ identifier: "SyncTier" })
 export type SyncTier = typeof SyncTier.Type
@@ -105,18 +98,20 @@ export type SyncTier = typeof SyncTier.Type
 export const SyncPlanFeature = Schema.Struct({
   slug: Slug.annotations({ description: "A feature slug or a credit-system slug" }),
   enabled: withDefault(Schema.Boolean, true),
-  limit: Schema.optionalWith(NullableNonNegative.annotations({ description: "null = unlimited" }), { exact: true }),
-  trialLimit: Schema.optionalWith(NullableNonNegative, { exact: true }),
+  limit: Schema.optionalWith(Schema.NullOr(Amount).annotations({ description: "null = unlimited" }), { exact: true }),
+  trialLimit: Schema.optionalWith(Schema.NullOr(Amount).annotations({ description: "null = unlimited" }), { exact: true }),
   reset: withDefault(ResetInterval, "monthly", "`never` is an alias of `none`; `non_consumable` features never reset"),
   usageModel: withDefault(UsageModel, "included"),
   ratingModel: withDefault(RatingModel, "package"),
-  pricePerUnit: Schema.optionalWith(Money, { exact: true }),
-  billingUnits: withDefault(Positive, 1),
+  pricePerUnit: Schema.optionalWith(UnitPrice, { exact: true }),
+  billingUnits: withDefault(boundedNumber({ ...POSITIVE_AMOUNT, what: "Units one price applies to" }), 1),
   tiers: Schema.optionalWith(Schema.Array(SyncTier), { exact: true }),
   overage: withDefault(OverageBehaviour, "block"),
-  overagePrice: Schema.optionalWith(Money, { exact: true }),
-  maxOverageUnits: Schema.optionalWith(NullableNonNegative, { exact: true }),
-  creditCost: Schema.optionalWith(NonNegative, { exact: true })
+  overagePrice: Schema.optionalWith(UnitPrice, { exact: true }),
+  maxOverageUnits: Schema.optionalWith(Schema.NullOr(Count).annotations({ description: "null = no cap" }), {
+    exact: true
+  }),
+  creditCost: Schema.optionalWith(Amount, { exact: true })
 }).annotations({ identifier: "SyncPlanFeature" })
 export type SyncPlanFeature = typeof SyncPlanFeature.Type
 
@@ -131,7 +126,7 @@ export const SyncPlan = Schema.Struct({
   autoEnable: withDefault(Schema.Boolean, false, "Attach to every new customer"),
   isAddon: withDefault(Schema.Boolean, false),
   planGroup: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(256)), { exact: true }),
-  trialDays: Schema.optionalWith(Schema.Number.pipe(Schema.int(), Schema.nonNegative()), { exact: true }),
+  trialDays: Schema.optionalWith(TrialDays, { exact: true }),
   provider: Schema.optionalWith(Provider, { exact: true }),
   metadata: Schema.optionalWith(Metadata, { exact: true }),
   features: withDefault(Schema.Array(SyncPlanFeature), [])

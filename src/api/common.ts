@@ -28,12 +28,6 @@ export const CustomerRef = Schema.String.pipe(
   Schema.maxLength(320, { message: () => "must be at most 320 characters" })
 ).annotations({ description: "Customer id, external id or email" })
 
-/** A non-negative finite quantity (`value` of check and track). */
-export const Quantity = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
-
-/** Integer query parameters arrive as strings. */
-export const IntFromQuery = Schema.NumberFromString.pipe(Schema.int())
-
 export const Success = Schema.Literal(true)
 
 /**

@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { allErrors, CustomerRef, Email, EpochMillis, IntFromQuery, Metadata, NonEmptyString } from "./common.ts"
+import { allErrors, CustomerRef, Email, EpochMillis, Metadata, NonEmptyString } from "./common.ts"
+import { boundedIntegerFromQuery, boundedNumber, COUNT, COUNT_MAX, POSITIVE_MONEY } from "./numbers.ts"
 import { BadRequestError, ConflictError, NotFoundError } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
@@ -55,8 +56,11 @@ export const CreateCustomer = Schema.Struct({
 export type CreateCustomer = typeof CreateCustomer.Type
 
 export const ListCustomersQuery = Schema.Struct({
-  limit: Schema.optional(IntFromQuery.pipe(Schema.between(1, 100))).annotations({ default: 50 }),
-  offset: Schema.optional(IntFromQuery.pipe(Schema.nonNegative())).annotations({ default: 0 }),
+  limit: Schema.optional(boundedIntegerFromQuery({ min: 1, max: 100, what: "Customers per page", title: "PageSize" }))
+    .annotations({ default: 50 }),
+  offset: Schema.optional(
+    boundedIntegerFromQuery({ min: 0, max: COUNT_MAX, what: "Customers to skip", title: "Offset" })
+  ).annotations({ default: 0 }),
   search: Schema.optional(NonEmptyString),
   email: Schema.optional(NonEmptyString),
   externalId: Schema.optional(NonEmptyString)
@@ -73,9 +77,8 @@ export const CustomerList = Schema.Struct({
 
 export const SetOverageLimit = Schema.Struct({
   customer: CustomerRef,
-  maxOverageAmount: Schema.NullOr(Schema.Number.pipe(Schema.finite(), Schema.positive())).annotations({
-    description: "Spend cap in minor currency units; null clears it"
-  }),
+  maxOverageAmount: Schema.NullOr(boundedNumber({ ...POSITIVE_MONEY, what: "Spend cap in whole minor currency units" }))
+    .annotations({ description: "null clears it" }),
   onLimitReached: Schema.optional(OnLimitReached).annotations({ default: "block" })
 }).annotations({ identifier: "SetOverageLimit", ...allErrors })
 export type SetOverageLimit = typeof SetOverageLimit.Type
@@ -84,7 +87,11 @@ export const SetFeatureConfig = Schema.Struct({
   customer: CustomerRef,
   feature: NonEmptyString,
   overage: Schema.Literal("block", "charge"),
-  maxOverageUnits: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.finite(), Schema.nonNegative())))
+  maxOverageUnits: Schema.optional(
+    Schema.NullOr(boundedNumber({ ...COUNT, what: "Overage units allowed per reset window" })).annotations({
+      description: "null = no cap"
+    })
+  )
 }).annotations({ identifier: "SetFeatureConfig", ...allErrors })
 export type SetFeatureConfig = typeof SetFeatureConfig.Type
 

@@ -8,9 +8,9 @@ import {
   Metadata,
   NonEmptyString,
   oneOf,
-  optionalWithServerDefault,
-  Quantity
+  optionalWithServerDefault
 } from "./common.ts"
+import { UsageValue } from "./numbers.ts"
 import { BadRequestError, ConflictError } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
@@ -118,7 +118,7 @@ export type EntitlementState = typeof EntitlementState.Type
 export const CheckRequest = Schema.Struct({
   customer: CustomerRef,
   feature: NonEmptyString,
-  value: optionalWithServerDefault(Quantity, 1),
+  value: optionalWithServerDefault(UsageValue, 1),
   customerData: Schema.optionalWith(CustomerData, { exact: true }),
   sendEvent: optionalWithServerDefault(
     Schema.Boolean,
@@ -132,7 +132,7 @@ export type CheckRequest = typeof CheckRequest.Type
 export const TrackRequest = Schema.Struct({
   customer: CustomerRef,
   feature: NonEmptyString,
-  value: optionalWithServerDefault(Quantity, 1),
+  value: optionalWithServerDefault(UsageValue, 1),
   customerData: Schema.optionalWith(CustomerData, { exact: true }),
   entity: Schema.optionalWith(NonEmptyString, { exact: true }),
   metadata: Schema.optionalWith(Metadata, { exact: true })

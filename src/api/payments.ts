@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { CustomerRef, EpochMillis, Metadata, NonEmptyString, UriString, Url } from "./common.ts"
+import { PackQuantity } from "./numbers.ts"
 import {
   BadGatewayError,
   BadRequestError,
@@ -18,10 +19,7 @@ export const PurchaseAddon = Schema.Struct({
   pack: NonEmptyString.pipe(Schema.maxLength(256, { message: () => "must be at most 256 characters" })).annotations({
     description: "Slug (or id) of the credit pack"
   }),
-  quantity: Schema.optionalWith(Schema.Number.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1)), {
-    default: () => 1,
-    exact: true
-  }).annotations({ default: 1 }),
+  quantity: Schema.optionalWith(PackQuantity, { default: () => 1, exact: true }).annotations({ default: 1 }),
   currency: Schema.optionalWith(Schema.String.pipe(Schema.minLength(3)), { exact: true }),
   metadata: Schema.optionalWith(Metadata, { exact: true }),
   callbackUrl: Schema.optionalWith(Url, { exact: true })

@@ -123,12 +123,15 @@ export const InvoicesRepoSql = Layer.effect(
       lockUnbilled: (org, customerId) => unbilled(org, customerId, true),
       listUnbilled: (org, customerId) => unbilled(org, customerId, false),
       usageInSpan: (org, span) =>
-        sql<{ total: unknown }>`SELECT COALESCE(SUM(cost), 0) AS total FROM usage_events
+        // In two halves, whole units and micro-units: SQLite's SUM of integers fails past 2^63 (nine events of the
+        // largest cost, docs/decisions.md "Numbers"); each half stays far below it. PostgreSQL's SUM is NUMERIC anyway.
+        sql<{ whole: unknown; micro: unknown }>`SELECT COALESCE(SUM(cost / 1000000), 0) AS whole,
+              COALESCE(SUM(cost % 1000000), 0) AS micro FROM usage_events
             WHERE organization_id = ${org} AND customer_id = ${span.customerId} AND subject_id = ${span.subjectId}
               ${span.planId === null ? sql`AND plan_id IS NULL` : sql`AND plan_id = ${span.planId}`}
               AND invoice_id IS NULL AND created_at >= ${span.from} AND created_at <= ${span.to}`.pipe(
           // PostgreSQL's SUM of BIGINT is NUMERIC (a string); SQLite's an integer.
-          Effect.map((rows) => BigInt(String(rows[0]?.total ?? 0))),
+          Effect.map((rows) => BigInt(String(rows[0]?.whole ?? 0)) * 1_000_000n + BigInt(String(rows[0]?.micro ?? 0))),
           Effect.orDie
         ),
       moveEvents: (org, move, eventIds) =>

@@ -10,6 +10,7 @@ import type {
   SyncRequest,
   SyncResult
 } from "../api/catalog.ts"
+import { AMOUNT_MAX, COUNT_MAX, storedInteger, storedMoney, storedNullableQuantity, storedQuantity, TRIAL_DAYS_MAX } from "../domain/bounds.ts"
 import { InvalidInput } from "../domain/errors.ts"
 import { format, toNumber, unsafeDecimal } from "../domain/money.ts"
 import { normalizeReset } from "../domain/periods.ts"
@@ -254,7 +255,52 @@ interface Reconciled<T> {
 const bySlug = <T extends { readonly slug: string }>(items: ReadonlyArray<T>) => new Map(items.map((x) => [x.slug, x]))
 const byId = <T extends { readonly id: string }>(items: ReadonlyArray<T>) => new Map(items.map((x) => [x.id, x]))
 
-export const buildSnapshot = (catalog: StoredCatalog): CatalogSnapshot => {
+// ---- reading what was stored before the bounds (docs/decisions.md "Numbers") ----
+
+const quantity = (value: number) => storedQuantity(value, AMOUNT_MAX)
+const nullableQuantity = (value: number | null) => storedNullableQuantity(value, AMOUNT_MAX)
+const price = (value: string | null) => (value === null ? null : storedMoney(value))
+
+/**
+ * A plan feature as the engine may compute with it: every number in its bounds. A value stored before the bounds
+ * (a limit of 1e100, a price of 1e30) is read as the bound; migration 0010 reports such rows. A sync rewrites them,
+ * since sync compares with the rows as stored, not as read here.
+ */
+export const boundedPlanFeature = (pf: PlanFeature): PlanFeature => ({
+  ...pf,
+  limit: nullableQuantity(pf.limit),
+  trialLimit: nullableQuantity(pf.trialLimit),
+  pricePerUnit: price(pf.pricePerUnit),
+  billingUnits: pf.billingUnits > 0 ? quantity(pf.billingUnits) : 1,
+  tiers: pf.tiers === null
+    ? null
+    : pf.tiers.map((t) => ({ upTo: nullableQuantity(t.upTo), unitPrice: storedMoney(t.unitPrice), flatFee: storedMoney(t.flatFee) })),
+  overagePrice: price(pf.overagePrice),
+  maxOverageUnits: storedNullableQuantity(pf.maxOverageUnits, COUNT_MAX),
+  creditCost: nullableQuantity(pf.creditCost)
+})
+
+const boundedPlan = (p: Plan): Plan => ({
+  ...p,
+  price: storedMoney(p.price),
+  trialDays: p.trialDays === null ? null : storedInteger(p.trialDays, TRIAL_DAYS_MAX),
+  features: p.features.map(boundedPlanFeature)
+})
+
+const boundedCreditSystem = (s: CreditSystem): CreditSystem => ({
+  ...s,
+  features: s.features.map((f) => ({ feature: f.feature, creditCost: quantity(f.creditCost) }))
+})
+
+const boundedCreditPack = (p: CreditPack): CreditPack => ({ ...p, credits: quantity(p.credits), price: storedMoney(p.price) })
+
+export const buildSnapshot = (stored: StoredCatalog): CatalogSnapshot => {
+  const catalog: StoredCatalog = {
+    features: stored.features,
+    creditSystems: stored.creditSystems.map(boundedCreditSystem),
+    creditPacks: stored.creditPacks.map(boundedCreditPack),
+    plans: stored.plans.map(boundedPlan)
+  }
   const creditSystemsByFeature = new Map<string, Array<CreditSystem>>()
   for (const system of catalog.creditSystems) {
     for (const { feature } of system.features) {

@@ -1,8 +1,9 @@
 import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
 import { ServicesLive } from "../app.ts"
-import { AppConfigLive } from "../platform/config.ts"
+import { AppConfig, AppConfigLive } from "../platform/config.ts"
 import { type Output, parse, type Parsed, UsageError } from "./args.ts"
 import { organizationCommand } from "./organizations.ts"
+import { outOfRangeCommand } from "./outOfRange.ts"
 import { paymentsCommand } from "./payments.ts"
 import { syncCommand } from "./sync.ts"
 
@@ -24,6 +25,8 @@ Commands:
   sync <file> [--org <org>]           sync the catalog in <file> (JSON, or a .ts/.js module whose default or
                                       \`catalog\` export is the catalog) into an organization (id or slug);
                                       --org may be omitted when there is exactly one organization
+  out-of-range                        list stored numbers outside their bounds (values from before the bounds;
+                                      the service reads each as its bound): organization, table, row, field
 
 Options:
   --json                              print one JSON object instead of text
@@ -33,6 +36,7 @@ The database is the service's own: DATABASE_URL (PostgreSQL) or DATA_DIR (SQLite
 const command = (args: Parsed) => {
   const group = args.positional[0]
   if (group === "sync") return syncCommand(args)
+  if (group === "out-of-range") return outOfRangeCommand(args)
   if (group === "provider" || group === "credits") return paymentsCommand(args)
   if (group === "org" || group === "key") return organizationCommand(args)
   return Effect.fail(new UsageError(group === undefined ? "no command given" : `unknown command '${args.positional.join(" ")}'`))
@@ -71,8 +75,13 @@ export const main = async (argv: ReadonlyArray<string>, io: CliIo = processIo): 
     io.stdout(USAGE)
     return 0
   }
+  // The migrations' logs stay off stdout, which holds the command's one answer (`--json`): what migration 0010 would
+  // report there, `out-of-range` lists.
+  const config = Layer.effect(AppConfig, Effect.map(AppConfig, (c) => ({ ...c, logLevel: "none" }))).pipe(
+    Layer.provide(configFrom(io.env))
+  )
   const layer = ServicesLive.pipe(
-    Layer.provide(configFrom(io.env)),
+    Layer.provide(config),
     Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
   )
   const runtime = ManagedRuntime.make(layer)

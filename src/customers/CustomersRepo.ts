@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
+import { storedMoney } from "../domain/bounds.ts"
 
 export interface CustomerRecord {
   readonly organizationId: string
@@ -53,7 +54,10 @@ export const toCustomerRecord = (row: any): CustomerRecord => ({
   email: row.email,
   name: row.name,
   metadata: JSON.parse(row.metadata),
-  overageMaxAmount: row.overageMaxAmount,
+  // A cap stored before the bounds (String(1e100) is "1e+100") is read as the bound (docs/decisions.md "Numbers").
+  overageMaxAmount: row.overageMaxAmount === null || row.overageMaxAmount === undefined
+    ? null
+    : storedMoney(String(row.overageMaxAmount)),
   overageOnLimit: row.overageOnLimit,
   overageCreatedAt: row.overageCreatedAt === null ? null : Number(row.overageCreatedAt),
   overageUpdatedAt: row.overageUpdatedAt === null ? null : Number(row.overageUpdatedAt),

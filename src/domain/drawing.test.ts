@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test"
 import { type DrawRequest, draw, type OverageTerms } from "./drawing.ts"
-import { format } from "./money.ts"
+import { format, unsafeDecimal } from "./money.ts"
 
 const noOverage: OverageTerms = {
   allowed: false,
@@ -14,9 +14,9 @@ const noOverage: OverageTerms = {
 const req = (r: Partial<DrawRequest> & Pick<DrawRequest, "requested">, overage: Partial<OverageTerms> = {}) =>
   draw({ planRemaining: 0, bonus: 0, addon: 0, ...r, overage: { ...noOverage, ...overage } })
 
-/** The draw without its exact cost, for compact expectations; cost is checked on its own. */
+/** The draw without its exact parts and cost, for compact expectations; those are checked on their own. */
 const summary = (r: Partial<DrawRequest> & Pick<DrawRequest, "requested">, overage: Partial<OverageTerms> = {}) => {
-  const { overageCost, ...rest } = req(r, overage)
+  const { exact: _, overageCost, ...rest } = req(r, overage)
   return { ...rest, overageCost: format(overageCost) }
 }
 
@@ -166,5 +166,19 @@ describe("overage", () => {
       { ...charge, maxOverageUnits: 2, spendCap: { max: 5, onLimitReached: "block" } }
     )
     expect(r).toMatchObject({ allowed: true, fromPlan: 5, fromAddon: 1, overageUnits: 2, overageCost: "5" })
+  })
+})
+
+describe("exact parts", () => {
+  test("past 2^53 micro-units the numbers round, the exact parts do not", () => {
+    // 3 × a credit cost of 3333333333.333333: 9999999999.999999 credits, 16 significant digits.
+    const d = req({ requested: unsafeDecimal("9999999999.999999"), planRemaining: unsafeDecimal("9999999999.999998"), bonus: 1 })
+    expect(d.fromPlan).toBe(9999999999.999998)
+    expect(format(d.exact.fromPlan)).toBe("9999999999.999998")
+    expect(format(d.exact.fromBonus)).toBe("0.000001")
+    const over = req({ requested: unsafeDecimal("9999999999.999999"), planRemaining: 0 }, { allowed: true })
+    expect(format(over.exact.overageUnits)).toBe("9999999999.999999")
+    expect(format(req({ requested: unsafeDecimal("9999999999.999999"), planRemaining: null }).exact.fromPlan)).toBe("9999999999.999999")
+    expect(format(req({ requested: 5, planRemaining: 1 }).exact.fromPlan)).toBe("0")
   })
 })

@@ -41,12 +41,22 @@ export interface DrawRequest {
 
 export type DrawReason = "within_plan" | "addon_credits" | "overage" | "limit_exceeded" | "overage_cap"
 
+/** The parts of a draw as exact decimals: what is stored (micro-units) is taken from these, never from the numbers. */
+export interface DrawnExactly {
+  readonly fromPlan: Decimal
+  readonly fromBonus: Decimal
+  readonly fromAddon: Decimal
+  readonly overageUnits: Decimal
+}
+
 export interface Draw {
   readonly allowed: boolean
+  /** The parts as wire numbers: the nearest double, not exact past 2^53 micro-units (9e9 with six decimals). */
   readonly fromPlan: number
   readonly fromBonus: number
   readonly fromAddon: number
   readonly overageUnits: number
+  readonly exact: DrawnExactly
   /** Exact, unrounded: what the overage adds to the customer's spend (rounding happens on the invoice line). */
   readonly overageCost: Decimal
   /** The spend cap was passed under `notify`: allow, and record a notification. */
@@ -56,12 +66,15 @@ export interface Draw {
   readonly cap: "max_overage_units" | "spend_cap" | null
 }
 
+const NOTHING: DrawnExactly = { fromPlan: ZERO, fromBonus: ZERO, fromAddon: ZERO, overageUnits: ZERO }
+
 const denied = (reason: "limit_exceeded" | "overage_cap", cap: Draw["cap"]): Draw => ({
   allowed: false,
   fromPlan: 0,
   fromBonus: 0,
   fromAddon: 0,
   overageUnits: 0,
+  exact: NOTHING,
   overageCost: ZERO,
   notify: false,
   reason,
@@ -86,6 +99,7 @@ export const draw = (req: DrawRequest): Draw => {
       fromBonus: 0,
       fromAddon: 0,
       overageUnits: 0,
+      exact: { ...NOTHING, fromPlan: requested },
       overageCost: ZERO,
       notify: false,
       reason: "within_plan",
@@ -114,6 +128,7 @@ export const draw = (req: DrawRequest): Draw => {
       allowed: true,
       ...drawn,
       overageUnits: 0,
+      exact: { fromPlan, fromBonus, fromAddon, overageUnits: ZERO },
       overageCost: ZERO,
       notify: false,
       reason: fromCredits ? "addon_credits" : "within_plan",
@@ -144,6 +159,7 @@ export const draw = (req: DrawRequest): Draw => {
     allowed: true,
     ...drawn,
     overageUnits: toNumber(rest),
+    exact: { fromPlan, fromBonus, fromAddon, overageUnits: rest },
     overageCost,
     notify,
     reason: "overage",

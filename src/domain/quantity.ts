@@ -4,6 +4,7 @@
  * vendor reports (a request for more precision is rejected at the edge, not rounded silently).
  */
 import { BigDecimal } from "effect"
+import { VALUE_MAX } from "../api/numbers.ts"
 import { type Decimal, toDecimal, toNumber } from "./money.ts"
 
 export const MICRO_SCALE = 6
@@ -11,7 +12,7 @@ const FACTOR = 1_000_000n
 
 /** Whether a number can be held exactly as micro-units. */
 export const fitsMicro = (value: number): boolean =>
-  Number.isFinite(value) && Math.abs(value) <= 9_000_000_000 &&
+  Number.isFinite(value) && Math.abs(value) <= VALUE_MAX &&
   (Number.isInteger(value) || BigDecimal.normalize(toDecimal(value)).scale <= MICRO_SCALE)
 
 /** An exact decimal to micro-units, rounding any finer fraction up (never under-count consumption). */

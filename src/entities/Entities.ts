@@ -5,7 +5,7 @@ import { Catalog } from "../catalog/Catalog.ts"
 import { type CatalogSnapshot, type Feature, isFree } from "../catalog/model.ts"
 import { Customers } from "../customers/Customers.ts"
 import { Conflict, InvalidInput, NotFound } from "../domain/errors.ts"
-import { microToNumber } from "../domain/quantity.ts"
+import { FACTOR_BIGINT, microToNumber, toMicro } from "../domain/quantity.ts"
 import { EntitlementsRepo } from "../entitlements/EntitlementsRepo.ts"
 import { type Grant, resolveGrant } from "../entitlements/grants.ts"
 import { Ids } from "../platform/ids.ts"
@@ -50,7 +50,12 @@ const entityFeature = (snapshot: CatalogSnapshot, ref: string): Effect.Effect<Fe
   return Effect.fail(new InvalidInput({ message, issues: [{ path: "feature", message }] }))
 }
 
-const remainingOf = (limit: number | null, count: number) => (limit === null ? null : Math.max(0, limit - count))
+/** limit − count, exactly (the limit in micro-units), never below 0. */
+const remainingOf = (limitMicro: bigint | null, count: number) => {
+  if (limitMicro === null) return null
+  const rest = limitMicro - BigInt(count) * FACTOR_BIGINT
+  return rest > 0n ? microToNumber(rest) : 0
+}
 
 export const EntitiesLive = Layer.effect(
   Entities,
@@ -80,15 +85,20 @@ export const EntitiesLive = Layer.effect(
      */
     const fits = (org: string, customerId: string, feature: Feature, grant: Grant, count: number) =>
       Effect.gen(function*() {
-        if (grant.limit === null || count + 1 <= grant.limit) return true
+        // Exact, in micro-units (a limit may have six decimals and be up to 1e12; summed over plans, more).
+        const wanted = BigInt(count + 1) * FACTOR_BIGINT
+        if (grant.limitMicro === null || wanted <= grant.limitMicro) return true
         const config = yield* entitlements.featureConfig(org, customerId, feature.id)
         const overage = Option.match(config, { onNone: () => grant.terms?.overage, onSome: (c) => c.overage })
         if (overage !== "charge") return false
         const maxOverageUnits = Option.match(config, {
-          onNone: () => grant.terms?.maxOverageUnits ?? null,
-          onSome: (c) => (c.maxOverageUnits === null ? null : microToNumber(c.maxOverageUnits))
+          onNone: () => {
+            const max = grant.terms?.maxOverageUnits ?? null
+            return max === null ? null : toMicro(max)
+          },
+          onSome: (c) => c.maxOverageUnits
         })
-        return maxOverageUnits === null || count + 1 - grant.limit <= maxOverageUnits
+        return maxOverageUnits === null || wanted - grant.limitMicro <= maxOverageUnits
       })
 
     const add = (org: string, input: AddEntity) =>
@@ -101,7 +111,7 @@ export const EntitiesLive = Layer.effect(
           featureId: feature.id,
           count,
           limit: grant?.limit ?? null,
-          remaining: remainingOf(grant?.limit ?? null, count),
+          remaining: remainingOf(grant?.limitMicro ?? null, count),
           restored
         })
 

@@ -9,7 +9,8 @@ import { type Draw, draw } from "../domain/drawing.ts"
 import { Conflict, customerNotFound, InvalidInput } from "../domain/errors.ts"
 import { format, toDecimal } from "../domain/money.ts"
 import { currentWindow, type Window } from "../domain/periods.ts"
-import { fitsMicro, fromMicro, toMicro } from "../domain/quantity.ts"
+import { fitsMicro, FACTOR_BIGINT, fromMicro, toMicro } from "../domain/quantity.ts"
+import { AMOUNT_MAX_MICRO, AMOUNT_MAX_TEXT, VALUE_MAX, WINDOW_MAX, WINDOW_MAX_MICRO } from "../domain/bounds.ts"
 import { sha256Hex } from "../platform/crypto.ts"
 import { Ids } from "../platform/ids.ts"
 import { grantingOf } from "../subscriptions/Subscriptions.ts"
@@ -79,6 +80,24 @@ const codeFor = (mode: Mode, d: Draw, credits: boolean): EntitlementCode => {
   return mode === "track" ? "tracked" : "access_granted"
 }
 
+/** One field's problem as the 400 of a request names it (decisions.md §1: the field and its bound). */
+const invalid = (path: string, problem: string) =>
+  new InvalidInput({ message: `The request is invalid: ${path}: ${problem}`, issues: [{ path, message: problem }] })
+
+/** A draw that would store a window's usage or overage past its bound: refused, nothing recorded. */
+interface PastBound {
+  readonly _tag: "PastBound"
+  readonly counter: "usage" | "overage"
+}
+const isPastBound = (u: unknown): u is PastBound => (u as { _tag?: unknown })._tag === "PastBound"
+
+const pastBound = (p: PastBound, unit: string) =>
+  invalid(
+    "value",
+    `would bring the ${p.counter} of this reset window past ${WINDOW_MAX} ${unit} (the most one window counts); ` +
+      "nothing was recorded"
+  )
+
 const messageFor = (d: Draw, grant: Grant, pastDue: boolean): string => {
   const unit = grant.subject.kind === "credit_system" ? "credits" : grant.subject.feature.unit ?? "units"
   const base = !d.allowed
@@ -127,10 +146,13 @@ export const EntitlementsLive = Layer.effect(
         const isBoolean = feature.type === "boolean"
         const count = isBoolean ? 0 : yield* repo.countEntities(org, customer.id, feature.id, now)
         const { maxOverageUnits, overageAllowed } = overageTerms(config, grant)
-        const within = isBoolean || grant.limit === null || count + input.value <= grant.limit
-        const overBy = grant.limit === null ? 0 : count + input.value - grant.limit
+        // Exact, in micro-units: a count and a limit of up to 1e12 with six decimals are past a double's precision.
+        const wanted = BigInt(count) * FACTOR_BIGINT + toMicro(input.value)
+        const within = isBoolean || grant.limitMicro === null || wanted <= grant.limitMicro
+        const overBy = grant.limitMicro === null ? 0n : wanted - grant.limitMicro
         const allowed = within ||
-          (overageAllowed && (maxOverageUnits === null || BigDecimal.lessThanOrEqualTo(toDecimal(overBy), toDecimal(maxOverageUnits))))
+          (overageAllowed &&
+            (maxOverageUnits === null || BigDecimal.lessThanOrEqualTo(fromMicro(overBy), toDecimal(maxOverageUnits))))
         const code: EntitlementCode = !allowed
           ? "limit_exceeded"
           : within
@@ -181,9 +203,18 @@ export const EntitlementsLive = Layer.effect(
         const { maxOverageUnits, overageAllowed } = overageTerms(config, grant)
         const costPerUnit = subject.kind === "credit_system" ? subject.costPerUnit : 1
         const cost = toMicro(BigDecimal.multiply(toDecimal(input.value), toDecimal(costPerUnit)))
+        if (cost > AMOUNT_MAX_MICRO) {
+          // value ≤ 9e9 and creditCost ≤ 1e12, but their product is a quantity of credits too (docs/decisions.md
+          // "Numbers"): the most one request may cost is what one balance may hold.
+          return yield* invalid(
+            "value",
+            `costs ${format(fromMicro(cost))} credits (value × creditCost ${costPerUnit}); one request may cost at most ` +
+              `${AMOUNT_MAX_TEXT} credits`
+          )
+        }
         const window = currentWindow(grant.anchor, grant.reset, now)
         const init = { windowStart: window?.start ?? grant.anchor, windowEnd: window?.end ?? null }
-        const limit = grant.limit === null ? null : toMicro(grant.limit)
+        const limit = grant.limitMicro
         // Usage-based pricing bills every unit: the plan "allowance" is then only a cap when one is set.
         const pricing = terms === null ? null : pricingOf(terms)
         const unitPrice = pricing === null
@@ -220,11 +251,32 @@ export const EntitlementsLive = Layer.effect(
             window
           })
 
+        // From the draw's exact parts: its numbers are the nearest doubles, short of a micro-unit past 2^53 of them.
+        const drawn = (row: BalanceRow, d: Draw): BalanceRow => ({
+          ...row,
+          used: row.used + toMicro(d.exact.fromPlan),
+          bonus: row.bonus - toMicro(d.exact.fromBonus),
+          addon: row.addon - toMicro(d.exact.fromAddon),
+          overage: row.overage + toMicro(d.exact.overageUnits)
+        })
+        /** Whether a balance after a draw holds a counter past its bound (what grew: usage or overage). */
+        const beyond = (after: BalanceRow): PastBound | undefined =>
+          after.used > WINDOW_MAX_MICRO
+            ? { _tag: "PastBound", counter: "usage" }
+            : after.overage > WINDOW_MAX_MICRO
+            ? { _tag: "PastBound", counter: "overage" }
+            : undefined
+
         const empty: BalanceRow = { ...init, used: 0n, overage: 0n, bonus: 0n, addon: 0n }
+        const unit = subject.kind === "credit_system" ? "credits" : subject.feature.unit ?? "units"
         if (mode === "check") {
           const row = rolled(Option.getOrElse(stored as Option.Option<BalanceRow>, () => empty), window)
           // A read without the lock: the spend a concurrent request adds may not be visible; only writes must be exact.
-          return answer(decide(row, "0"), row)
+          const d = decide(row, "0")
+          // A check answers what the same track would: a draw the window could not count is refused alike.
+          const refused = d.allowed ? beyond(drawn(row, d)) : undefined
+          if (refused !== undefined) return yield* pastBound(refused, unit)
+          return answer(d, row)
         }
 
         const event = (id: string, d: Draw): UsageEventRow => ({
@@ -236,26 +288,19 @@ export const EntitlementsLive = Layer.effect(
           entityId,
           value: toMicro(input.value),
           cost,
-          fromPlan: toMicro(d.fromPlan),
-          fromBonus: toMicro(d.fromBonus),
-          fromAddon: toMicro(d.fromAddon),
-          overage: toMicro(d.overageUnits),
-          billable: usageModel === "usage_based" ? cost : toMicro(d.overageUnits),
+          fromPlan: toMicro(d.exact.fromPlan),
+          fromBonus: toMicro(d.exact.fromBonus),
+          fromAddon: toMicro(d.exact.fromAddon),
+          overage: toMicro(d.exact.overageUnits),
+          billable: usageModel === "usage_based" ? cost : toMicro(d.exact.overageUnits),
           planId: grant.sources[0]?.plan.id ?? null,
           metadata: input.metadata ?? {},
           createdAt: now
         })
-        const drawn = (row: BalanceRow, d: Draw): BalanceRow => ({
-          ...row,
-          used: row.used + toMicro(d.fromPlan),
-          bonus: row.bonus - toMicro(d.fromBonus),
-          addon: row.addon - toMicro(d.fromAddon),
-          overage: row.overage + toMicro(d.overageUnits)
-        })
 
         if (spendCap === null && !inTransaction) {
           const eventId = yield* ids.next("evt")
-          return yield* writer.draw(
+          const result = yield* writer.draw<EntitlementState | PastBound>(
             { organizationId: org, customerId: customer.id, subjectId: subject.id },
             Option.getOrNull(stored),
             (current) => {
@@ -263,9 +308,12 @@ export const EntitlementsLive = Layer.effect(
               const d = decide(row, "0")
               if (!d.allowed) return { answer: answer(d, row), write: null }
               const after = drawn(row, d)
+              const refused = beyond(after)
+              if (refused !== undefined) return { answer: refused, write: null }
               return { answer: answer(d, after), write: { next: after, event: event(eventId, d) } }
             }
           )
+          return isPastBound(result) ? yield* pastBound(result, unit) : result
         }
 
         return yield* sql.withTransaction(Effect.gen(function*() {
@@ -275,6 +323,8 @@ export const EntitlementsLive = Layer.effect(
           const d = decide(row, spent)
           if (!d.allowed) return answer(d, row)
           const after = drawn(row, d)
+          const refused = beyond(after)
+          if (refused !== undefined) return yield* pastBound(refused, unit)
           yield* repo.writeBalance(org, customer.id, subject.id, after, now)
           yield* repo.insertEvent(event(yield* ids.next("evt"), d))
           if (spendCap !== null && !BigDecimal.isZero(d.overageCost)) {
@@ -289,7 +339,8 @@ export const EntitlementsLive = Layer.effect(
           }
           return answer(d, after)
         }))
-      }).pipe(Effect.orDie)
+        // Database failures are defects; the refusals above are the request's 400.
+      }).pipe(Effect.catchTag("SqlError", Effect.die))
 
     /**
      * One query reads what the decision needs (docs/decisions.md, "Performance"): the catalog version (a stale cached
@@ -374,11 +425,9 @@ export const EntitlementsLive = Layer.effect(
 
     const evaluate = (org: string, mode: Mode, input: EntitlementInput, idempotencyKey?: string) =>
       Effect.gen(function*() {
-        if (!fitsMicro(input.value)) {
-          return yield* new InvalidInput({
-            message: "The request is invalid: value: must have at most 6 decimal places and be at most 9,000,000,000",
-            issues: [{ path: "value", message: "must have at most 6 decimal places and be at most 9,000,000,000" }]
-          })
+        // The schema refuses these already (src/api/numbers.ts); kept for callers that do not decode one.
+        if (!(input.value >= 0) || !fitsMicro(input.value)) {
+          return yield* invalid("value", `must be 0 to ${VALUE_MAX} with at most 6 decimal places`)
         }
         // Read once: the customer a request creates, its subscriptions, the event, its rollup and the idempotency
         // record all carry this instant.

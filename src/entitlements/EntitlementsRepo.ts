@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
 import { type CustomerRecord, matching, toCustomerRecord } from "../customers/CustomersRepo.ts"
+import { COUNT_MAX_MICRO, INT64_MAX, storedCapMicro, storedMicro } from "../domain/bounds.ts"
 import { microParam } from "../domain/quantity.ts"
 import { makeBatcher } from "./Batcher.ts"
 import { PgPool, poolQuery } from "../platform/db/PgPool.ts"
@@ -141,7 +142,8 @@ export class EntitlementsRepo extends Context.Tag("EntitlementsRepo")<Entitlemen
 /** Usage rollup resolution: 15 minutes, the finest step of any time zone's offset. */
 export const ROLLUP_MS = 15 * 60_000
 
-const big = (v: unknown): bigint => BigInt(v as number | bigint | string)
+/** A BIGINT of micro-units, read without a defect whatever was stored (src/domain/bounds.ts). */
+const big = (v: unknown): bigint => storedMicro(v)
 
 const toBalance = (row: any): StoredBalance => ({
   windowStart: Number(row.windowStart),
@@ -155,7 +157,7 @@ const toBalance = (row: any): StoredBalance => ({
 
 const toFeatureConfig = (r: any): FeatureConfigRow => ({
   overage: r.overage,
-  maxOverageUnits: r.maxOverageUnits === null ? null : big(r.maxOverageUnits)
+  maxOverageUnits: r.maxOverageUnits === null ? null : storedCapMicro(r.maxOverageUnits, COUNT_MAX_MICRO)
 })
 
 /** An event as `json_to_recordset` reads it: quantities as decimal strings (exact at any size). */
@@ -273,6 +275,18 @@ export const EntitlementsRepoSql = Layer.effect(
       sql`SELECT window_start, window_end, used, overage, bonus, addon, version FROM balances
           WHERE organization_id = ${org} AND customer_id = ${customerId} AND subject_id = ${subjectId}
           ${lock ? forUpdate : sql.literal("")}`
+
+    /**
+     * A 15-minute rollup adds its events' values, held at BIGINT's maximum (9.2e12 units of one feature for one
+     * customer in 15 minutes) instead of overflowing: past it PostgreSQL raised an error (a 500, for every draw of the
+     * writer's step) and SQLite kept a REAL. Usage history then under-counts that bucket; events and invoices, which
+     * read events, stay exact (docs/decisions.md "Numbers"). Migration 0010 does the same in `commit_balances`.
+     */
+    const sqliteRollupSum = sql.literal(`MIN(usage_rollups.value + excluded.value, ${INT64_MAX})`)
+    const rollupSum = sql.onDialectOrElse({
+      pg: () => sql.literal(`LEAST(usage_rollups.value::NUMERIC + excluded.value, ${INT64_MAX})::BIGINT`),
+      orElse: () => sqliteRollupSum
+    })
 
     // The functions' JSON already has the keys the mappers expect: no name transformation of (every key of) it.
     const raw = sql.withoutTransforms()
@@ -459,7 +473,7 @@ export const EntitlementsRepoSql = Layer.effect(
               yield* sql`INSERT INTO usage_rollups (organization_id, customer_id, feature_id, bucket_start, value, records)
                 VALUES ${sql.csv(rows)}
                 ON CONFLICT (organization_id, customer_id, feature_id, bucket_start)
-                DO UPDATE SET value = usage_rollups.value + excluded.value, records = usage_rollups.records + excluded.records`
+                DO UPDATE SET value = ${sqliteRollupSum}, records = usage_rollups.records + excluded.records`
             }
             return versions
           }))
@@ -496,7 +510,7 @@ export const EntitlementsRepoSql = Layer.effect(
               VALUES (${e.organizationId}, ${e.customerId}, ${e.featureId}, ${e.createdAt - (e.createdAt % ROLLUP_MS)},
                 ${microParam(e.value)}, 1)
               ON CONFLICT (organization_id, customer_id, feature_id, bucket_start)
-              DO UPDATE SET value = usage_rollups.value + excluded.value, records = usage_rollups.records + 1`,
+              DO UPDATE SET value = ${rollupSum}, records = usage_rollups.records + 1`,
           sql`INSERT INTO usage_events ${sql.insert(eventRow(e))}`
         ).pipe(Effect.asVoid, Effect.orDie),
       featureConfig: (org, customerId, featureId) =>
@@ -505,7 +519,7 @@ export const EntitlementsRepoSql = Layer.effect(
           Effect.map((rows) =>
             Option.fromNullable(rows[0]).pipe(Option.map((r: any): FeatureConfigRow => ({
               overage: r.overage,
-              maxOverageUnits: r.maxOverageUnits === null ? null : big(r.maxOverageUnits)
+              maxOverageUnits: r.maxOverageUnits === null ? null : storedCapMicro(r.maxOverageUnits, COUNT_MAX_MICRO)
             })))
           ),
           Effect.orDie

@@ -4,6 +4,7 @@
  */
 import type { CatalogSnapshot, CreditSystem, Feature, Plan, PlanFeature } from "../catalog/model.ts"
 import type { ResetInterval } from "../domain/periods.ts"
+import { microToNumber, toMicro } from "../domain/quantity.ts"
 import type { SubscriptionRecord } from "../subscriptions/model.ts"
 
 export type Subject =
@@ -27,8 +28,10 @@ export interface Grant {
   readonly subject: Subject
   /** Oldest subscription first; empty when only purchased credits back the feature. */
   readonly sources: ReadonlyArray<GrantSource>
-  /** Sum of the grants in the subject's unit; `null` = unlimited. */
+  /** Sum of the grants in the subject's unit, as a wire number (the nearest double of `limitMicro`); `null` = unlimited. */
   readonly limit: number | null
+  /** The same sum, exactly, in micro-units. */
+  readonly limitMicro: bigint | null
   readonly reset: ResetInterval
   /** Reset windows are anchored at the oldest granting subscription's start. */
   readonly anchor: number
@@ -47,12 +50,13 @@ const limitOf = (source: GrantSource): number | null =>
     ? source.planFeature.trialLimit
     : source.planFeature.limit
 
-const sumLimits = (sources: ReadonlyArray<GrantSource>): number | null => {
-  let total = 0
+/** Exact: 0.1 + 0.2 is 0.3, and two limits of 1e12 are 2e12 (each plan's limit is within its bound; their sum need not be). */
+const sumLimits = (sources: ReadonlyArray<GrantSource>): bigint | null => {
+  let total = 0n
   for (const source of sources) {
     const limit = limitOf(source)
     if (limit === null) return null // any unlimited grant makes the whole unlimited
-    total += limit
+    total += toMicro(limit)
   }
   return total
 }
@@ -75,10 +79,12 @@ export const creditSubject = (feature: Feature, system: CreditSystem): Subject =
 const grantOf = (subject: Subject, sources: ReadonlyArray<GrantSource>, now: number): Grant => {
   const first = sources[0]
   const neverResets = subject.feature.type === "boolean" || subject.feature.meterType === "non_consumable"
+  const limitMicro = sumLimits(sources)
   return {
     subject,
     sources,
-    limit: sumLimits(sources),
+    limit: limitMicro === null ? null : microToNumber(limitMicro),
+    limitMicro,
     reset: first === undefined || neverResets ? "none" : first.planFeature.reset,
     anchor: first?.subscription.startedAt ?? now,
     terms: first?.planFeature ?? null

@@ -6,7 +6,7 @@ import type { EntitlementCode, EntitlementState } from "../api/entitlements.ts"
 import type { PlanFeature } from "../catalog/model.ts"
 import { type Decimal, max, toDecimal, toNumber, ZERO } from "../domain/money.ts"
 import type { Window } from "../domain/periods.ts"
-import { fromMicro } from "../domain/quantity.ts"
+import { FACTOR_BIGINT, fromMicro } from "../domain/quantity.ts"
 import { type Pricing, rate } from "../domain/rating.ts"
 import type { Grant } from "./grants.ts"
 import type { BalanceRow } from "./EntitlementsRepo.ts"
@@ -100,7 +100,7 @@ export const meteredState = (a: MeteredAnswer): EntitlementState => {
   const used = fromMicro(a.row.used)
   const usage = BigDecimal.sum(used, fromMicro(a.row.overage))
   const limit = a.grant.limit
-  const planBalance = limit === null ? null : BigDecimal.subtract(toDecimal(limit), usage)
+  const planBalance = a.grant.limitMicro === null ? null : BigDecimal.subtract(fromMicro(a.grant.limitMicro), usage)
   const resetsAt = iso(a.window?.end)
   const subject = a.grant.subject
   const credits = subject.kind === "credit_system"
@@ -145,13 +145,15 @@ export const countedState = (a: {
   readonly grant: Grant
   readonly count: number
 }): EntitlementState => {
-  const limit = a.grant.subject.feature.type === "boolean" ? null : a.grant.limit
+  const boolean = a.grant.subject.feature.type === "boolean"
+  const limit = boolean ? null : a.grant.limit
+  const limitMicro = boolean ? null : a.grant.limitMicro
   return {
     allowed: a.allowed,
     code: a.code,
     usage: a.count,
     limit,
-    balance: limit === null ? null : limit - a.count,
+    balance: limitMicro === null ? null : toNumber(fromMicro(limitMicro - BigInt(a.count) * FACTOR_BIGINT)),
     resetsAt: null,
     resetInterval: null,
     credits: null,

@@ -10,15 +10,19 @@ export const formatPath = (path: ReadonlyArray<PropertyKey>) =>
   path.reduce<string>((out, key) =>
     typeof key === "number" ? `${out}[${key}]` : out === "" ? String(key) : `${out}.${String(key)}`, "")
 
+/** The other member of a union with `undefined` (an optional field) or `null` (a nullable one). */
+const isUnionTwin = (message: string) => message.startsWith("Expected undefined,") || message.startsWith("Expected null,")
+
 /**
- * One line per problem: an optional field's union with `undefined` adds an "Expected undefined" twin to every
- * real problem of that field, which says nothing to the caller.
+ * One line per problem: an optional field's union with `undefined`, and a nullable one's with `null`, add an
+ * "Expected undefined" / "Expected null" twin to every real problem of that field, which says nothing to the caller
+ * (a limit of 1e308 is "must be at most 1000000000000", not also "Expected null").
  */
 export const readableIssues = (issues: ReadonlyArray<RawIssue>): Array<Issue> => {
   const formatted = issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message }))
   const useful = formatted.filter((issue) =>
-    !issue.message.startsWith("Expected undefined,") ||
-    !formatted.some((other) => other.path === issue.path && other !== issue)
+    !isUnionTwin(issue.message) ||
+    !formatted.some((other) => other.path === issue.path && other !== issue && !isUnionTwin(other.message))
   )
   return useful.filter((issue, i) =>
     useful.findIndex((other) => other.path === issue.path && other.message === issue.message) === i

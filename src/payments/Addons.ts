@@ -4,7 +4,8 @@ import { Customers } from "../customers/Customers.ts"
 import { type Conflict, InvalidInput, NotFound, PaymentFailed, type ProviderFailure, type ProviderNotConfigured } from "../domain/errors.ts"
 import { roundHalfUp, toDecimal, toNumber } from "../domain/money.ts"
 import { microToNumber, toMicro } from "../domain/quantity.ts"
-import { Credits } from "../entitlements/Credits.ts"
+import { AMOUNT_MAX_MICRO, INT64_MAX } from "../domain/bounds.ts"
+import { Credits, overfilled } from "../entitlements/Credits.ts"
 import { Payments } from "./Payments.ts"
 
 export interface AddonRequest {
@@ -53,7 +54,11 @@ export const AddonsLive = Layer.effect(
         const snapshot = yield* catalog.snapshot(org)
         const pack = [...snapshot.creditPacks.values()].find((p) => p.id === packId)
         if (pack === undefined) return yield* Effect.die(new Error(`credit pack ${packId} vanished`))
-        const after = yield* credits.grantById(org, customerId, pack.creditSystemId, toMicro(pack.credits * quantity), "addon")
+        // Exact (pack credits × quantity as decimals). The purchase checked the bound before payment; a confirmed
+        // payment adds its credits even if purchases made together pass it (docs/decisions.md "Numbers"), up to what
+        // the column holds.
+        const bought = toMicro(BigDecimal.multiply(toDecimal(pack.credits), toDecimal(quantity)))
+        const after = yield* credits.grantById(org, customerId, pack.creditSystemId, bought, "addon", INT64_MAX).pipe(Effect.orDie)
         return after.addon
       })
 
@@ -75,6 +80,13 @@ export const AddonsLive = Layer.effect(
             })
           }
           const bought = toNumber(BigDecimal.multiply(toDecimal(pack.credits), toDecimal(request.quantity)))
+          // Before any payment: the credits bought must fit the customer's purchased-credits balance (decisions.md §1).
+          const boughtMicro = toMicro(BigDecimal.multiply(toDecimal(pack.credits), toDecimal(request.quantity)))
+          const held = (yield* credits.balances(org, customer.id, pack.creditSystemId)).addon
+          if (held + boughtMicro > AMOUNT_MAX_MICRO) {
+            const system = snapshot.creditSystemsById.get(pack.creditSystemId)?.slug ?? pack.creditSystemId
+            return yield* overfilled("quantity", "addon", system, held, boughtMicro)
+          }
           const amount = toNumber(roundHalfUp(BigDecimal.multiply(toDecimal(pack.price), toDecimal(request.quantity))))
           const result = yield* payments.collect(org, customer, {
             purpose: "addon",

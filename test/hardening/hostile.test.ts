@@ -145,7 +145,18 @@ const invalidFor = (doc: Document, raw: Node, field?: string): fc.Arbitrary<unkn
       if (node.exclusiveMinimum !== undefined) {
         options.push(fc.integer({ min: -(2 ** 31), max: Math.floor(node.exclusiveMinimum) }))
       }
-      if (node.maximum !== undefined) options.push(fc.integer({ min: Math.floor(node.maximum) + 1, max: 2 ** 31 }))
+      if (node.maximum !== undefined) {
+        const above = Math.floor(node.maximum) + 1
+        options.push(
+          above < 2 ** 31
+            ? fc.integer({ min: above, max: 2 ** 31 })
+            : fc.constantFrom(above, node.maximum * 10, 2 ** 53 + 2, 1e308)
+        )
+      }
+      // The scale rule of src/api/numbers.ts, which only the description can state.
+      if (String(node.description ?? "").includes("at most 6 decimal places")) {
+        options.push(fc.constantFrom(0.1234567, 1.0000001, 1e-7))
+      }
       if (node.type === "integer") {
         options.push(fc.integer({ min: 1, max: 1_000_000 }).map((n) => n + 0.5), fc.constant(2 ** 53 + 2))
       }

@@ -2,11 +2,12 @@ import { Migrator, SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { SqlError } from "@effect/sql/SqlError"
-import { Duration, Effect, Layer, Option, Redacted, String as Str } from "effect"
+import { Duration, Effect, Layer, Logger, Option, Redacted, String as Str } from "effect"
 import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import pg from "pg"
 import { AppConfig } from "../config.ts"
+import { parseLogLevel } from "../logging.ts"
 import { migrations } from "./migrations/index.ts"
 import { PgPool } from "./PgPool.ts"
 import { walCheckpointer } from "./walCheckpoint.ts"
@@ -86,19 +87,27 @@ const sqliteLayer = (filename: string) =>
     )
   )
 
-const migrated = <E, R>(client: Layer.Layer<SqlClient.SqlClient, E, R>) =>
-  Layer.effectDiscard(runMigrations).pipe(Layer.provideMerge(client))
+/**
+ * Migrations log what they find (0010 reports stored values out of range) as the service logs: JSON lines at
+ * LOG_LEVEL. They run while the layers are built, before the service's own logger is in place.
+ */
+const migrated = <E, R>(client: Layer.Layer<SqlClient.SqlClient, E, R>, logLevel?: string) =>
+  Layer.effectDiscard(
+    logLevel === undefined
+      ? runMigrations
+      : runMigrations.pipe(Effect.provide(Layer.merge(Logger.json, Logger.minimumLogLevel(parseLogLevel(logLevel)))))
+  ).pipe(Layer.provideMerge(client))
 
 /** PostgreSQL when DATABASE_URL is set, else SQLite in DATA_DIR; migrated before anything uses it. */
 export const DatabaseLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     Option.match(config.databaseUrl, {
-      onSome: (url) => migrated(pgLayer(url, Option.isSome(config.otlpEndpoint))),
+      onSome: (url) => migrated(pgLayer(url, Option.isSome(config.otlpEndpoint)), config.logLevel),
       onNone: () => {
-        if (config.dataDir === ":memory:") return migrated(sqliteLayer(":memory:"))
+        if (config.dataDir === ":memory:") return migrated(sqliteLayer(":memory:"), config.logLevel)
         mkdirSync(config.dataDir, { recursive: true })
         const filename = join(config.dataDir, "billing.db")
-        return walCheckpointer(filename).pipe(Layer.provideMerge(migrated(sqliteLayer(filename))))
+        return walCheckpointer(filename).pipe(Layer.provideMerge(migrated(sqliteLayer(filename), config.logLevel)))
       }
     })
   )
