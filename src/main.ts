@@ -1,6 +1,6 @@
 import { BunRuntime } from "@effect/platform-bun"
 import { Data, Duration, Effect, Exit, LogLevel, Option } from "effect"
-import { makeApp } from "./app.ts"
+import { makeApp } from "./app/App.ts"
 import { serve } from "./http/server.ts"
 import { Organizations } from "./organizations/Organizations.ts"
 import { Payments } from "./payments/Payments.ts"

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect } from "effect"
-import { Credits } from "../src/entitlements/Credits.ts"
+import { Credits } from "../src/credits/Credits.ts"
 import { post, syncCatalog } from "./support/catalog.ts"
 import { makeShiftedClock } from "./support/clock.ts"
 import { databases, startServer, type TestServer } from "./support/harness.ts"

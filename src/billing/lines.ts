@@ -10,7 +10,7 @@ import type { CatalogSnapshot, Plan, PlanFeature } from "../catalog/model.ts"
 import { type Decimal, format, roundHalfUp, sumAll, toDecimal, toNumber, ZERO } from "../domain/money.ts"
 import { fromMicro } from "../domain/quantity.ts"
 import { type DecimalLike, type Pricing, rate, type TierLine } from "../domain/rating.ts"
-import { pricingOf } from "../entitlements/state.ts"
+import { pricingOf } from "../catalog/pricing.ts"
 
 /** The currency of usage priced by a plan that names none (sync rejects such catalogs; this is the fallback). */
 export const FALLBACK_CURRENCY = "NGN"

@@ -2,7 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { CurrentOrganization } from "../api/security.ts"
-import { mapDomainErrors } from "../http/toApiError.ts"
+import { mapDomainErrors } from "../boundary/toApiError.ts"
 import { Catalog, syncCatalog } from "./Catalog.ts"
 
 export const CatalogHttp = HttpApiBuilder.group(BillingApi, "catalog", (handlers) =>

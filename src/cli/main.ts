@@ -1,5 +1,5 @@
 import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
-import { ServicesLive } from "../app.ts"
+import { ServicesLive } from "../app/App.ts"
 import { AppConfig, AppConfigLive } from "../platform/config.ts"
 import { type Output, parse, type Parsed, UsageError } from "./args.ts"
 import { organizationCommand } from "./organizations.ts"

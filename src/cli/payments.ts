@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { Credits } from "../entitlements/Credits.ts"
+import { Credits } from "../credits/Credits.ts"
 import { Organizations } from "../organizations/Organizations.ts"
 import { isProviderName } from "../payments/PaymentProvider.ts"
 import { ProviderAccounts } from "../payments/ProviderAccounts.ts"

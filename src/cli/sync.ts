@@ -5,7 +5,7 @@ import { pathToFileURL } from "node:url"
 import { SyncRequest, type SyncResult } from "../api/catalog.ts"
 import { type Catalog, syncCatalog } from "../catalog/Catalog.ts"
 import type { InvalidInput } from "../domain/errors.ts"
-import { readableIssues } from "../http/issues.ts"
+import { readableIssues } from "../boundary/issues.ts"
 import { Organizations } from "../organizations/Organizations.ts"
 import { invalid, type Output, type Parsed, UsageError } from "./args.ts"
 

@@ -1,65 +1,14 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Effect, Layer, Option } from "effect"
 import { Catalog } from "../catalog/Catalog.ts"
 import { Customers } from "../customers/Customers.ts"
-import { type Conflict, InvalidInput, NotFound } from "../domain/errors.ts"
+import { InvalidInput, NotFound } from "../domain/errors.ts"
 import { decimalPlaces, MAX_DECIMALS } from "../api/numbers.ts"
 import { AMOUNT_MAX, AMOUNT_MAX_MICRO, AMOUNT_MAX_TEXT } from "../domain/bounds.ts"
-import { format } from "../domain/money.ts"
-import { fromMicro, microToNumber, toMicro } from "../domain/quantity.ts"
+import { microToNumber, toMicro } from "../domain/quantity.ts"
+import { Credits, type CreditsShape, overfilled } from "../credits/Credits.ts"
 import { EntitlementsRepo } from "./EntitlementsRepo.ts"
 
-export type CreditKind = "bonus" | "addon"
-
-export interface CreditBalances {
-  readonly customerId: string
-  readonly creditSystem: string
-  readonly bonusBalance: number
-  readonly addonBalance: number
-}
-
-/**
- * Credits outside the plan allowance: bonus credits a vendor gives, and purchased (addon) credits from packs.
- * Both carry over reset windows; the engine draws bonus before addon (decisions.md §5).
- */
-export interface CreditsShape {
-  readonly grant: (
-    organizationId: string,
-    customer: string,
-    creditSystem: string,
-    amount: number,
-    kind: CreditKind
-  ) => Effect.Effect<CreditBalances, NotFound | Conflict | InvalidInput>
-  readonly balances: (
-    organizationId: string,
-    customerId: string,
-    systemId: string
-  ) => Effect.Effect<{ readonly bonus: bigint; readonly addon: bigint }>
-  /**
-   * For a known customer and system id, inside the caller's transaction when there is one. A grant that would bring
-   * the balance past `upTo` (micro-units; default the bound of a credit balance, 1e12 credits) writes nothing and
-   * fails with the 400 naming `amount` and the bound.
-   */
-  readonly grantById: (
-    organizationId: string,
-    customerId: string,
-    systemId: string,
-    amountMicro: bigint,
-    kind: CreditKind,
-    upTo?: bigint
-  ) => Effect.Effect<{ readonly bonus: bigint; readonly addon: bigint }, InvalidInput>
-}
-
-const KIND_NAME: Record<CreditKind, string> = { bonus: "bonus", addon: "purchased" }
-
-/** The 400 of a grant or purchase that would overfill a balance (decisions.md §1). */
-export const overfilled = (path: string, kind: CreditKind, systemSlug: string, current: bigint, addedMicro: bigint) => {
-  const problem = `would bring the ${KIND_NAME[kind]} credits of '${systemSlug}' to ` +
-    `${format(fromMicro(current + addedMicro))}, past ${AMOUNT_MAX_TEXT} (the most one balance holds); nothing was added`
-  return new InvalidInput({ message: `The request is invalid: ${path}: ${problem}`, issues: [{ path, message: problem }] })
-}
-
-export class Credits extends Context.Tag("Credits")<Credits, CreditsShape>() {}
 
 export const CreditsLive = Layer.effect(
   Credits,

@@ -17,7 +17,8 @@ import { grantingOf } from "../subscriptions/Subscriptions.ts"
 import { makeBalanceWriter } from "./BalanceWriter.ts"
 import { type BalanceRow, EntitlementsRepo, type FeatureConfigRow, type StoredBalance, type UsageEventRow } from "./EntitlementsRepo.ts"
 import { creditsOnlyGrant, type Grant, resolveGrant } from "./grants.ts"
-import { countedState, denial, meteredState, pricingOf, storedState } from "./state.ts"
+import { pricingOf } from "../catalog/pricing.ts"
+import { countedState, denial, meteredState, storedState } from "./state.ts"
 
 /** `check` asks; `check_send` and `track` also record what they allow, atomically with the decision. */
 export type Mode = "check" | "check_send" | "track"

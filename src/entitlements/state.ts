@@ -1,13 +1,14 @@
 /**
  * The entitlement answer of spec §2.2, built from what the engine decided: pure.
  */
+import { pricingOf } from "../catalog/pricing.ts"
 import { BigDecimal } from "effect"
 import type { EntitlementCode, EntitlementState } from "../api/entitlements.ts"
 import type { PlanFeature } from "../catalog/model.ts"
 import { type Decimal, max, toDecimal, toNumber, ZERO } from "../domain/money.ts"
 import type { Window } from "../domain/periods.ts"
 import { FACTOR_BIGINT, fromMicro } from "../domain/quantity.ts"
-import { type Pricing, rate } from "../domain/rating.ts"
+import { rate } from "../domain/rating.ts"
 import type { Grant } from "./grants.ts"
 import type { BalanceRow } from "./EntitlementsRepo.ts"
 
@@ -41,15 +42,6 @@ export const storedState = (stored: EntitlementState): EntitlementState => {
   return { ...stored, details: { ...details, pricing: shown } }
 }
 
-/** How billable units of a plan feature are priced: overage at `overagePrice` when set, else the feature's pricing. */
-export const pricingOf = (terms: PlanFeature): Pricing => ({
-  ratingModel: terms.overagePrice !== null && terms.usageModel === "included" ? "package" : terms.ratingModel,
-  pricePerUnit: terms.overagePrice ?? terms.pricePerUnit ?? "0",
-  billingUnits: terms.billingUnits,
-  tiers: terms.usageModel === "included" && terms.overagePrice !== null
-    ? undefined
-    : terms.tiers?.map((t) => ({ upTo: t.upTo, unitPrice: t.unitPrice, flatFee: t.flatFee }))
-})
 
 /** Billable units of the window: all usage for usage-based pricing, the overage otherwise. */
 export const billableInWindow = (terms: PlanFeature | null, row: BalanceRow): Decimal =>

@@ -6,10 +6,11 @@ import { errorBody, errorStatus } from "../api/errors.ts"
 import { Entitlements } from "../entitlements/Engine.ts"
 import { AppConfig } from "../platform/config.ts"
 import { Authenticator } from "./Authentication.ts"
-import { defectAnswer, jsonTextProblem, MAX_JSON_DEPTH } from "./errorMiddleware.ts"
+import { jsonTextProblem, MAX_JSON_DEPTH } from "../boundary/jsonText.ts"
+import { defectAnswer } from "./errorMiddleware.ts"
 import { type RequestFiberSlot, TIMED_OUT_MESSAGE } from "./RequestFiber.ts"
 import { json } from "./server.ts"
-import { toApiError } from "./toApiError.ts"
+import { toApiError } from "../boundary/toApiError.ts"
 
 /**
  * `check` and `track` as a direct endpoint, derived from their HttpApi definition (docs/decisions.md,

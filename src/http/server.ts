@@ -1,6 +1,5 @@
 import { Context, FiberId, LogLevel } from "effect"
 import { errorBody } from "../api/errors.ts"
-import type { App } from "../app.ts"
 import { writeLogLine } from "../platform/logging.ts"
 import { RequestFiber, type RequestFiberSlot, TIMED_OUT_MESSAGE } from "./RequestFiber.ts"
 import { RequestId } from "./RequestId.ts"
@@ -124,7 +123,12 @@ const beforeDeadline = (
   })
 
 /** Bun's server in front of the Effect handler: request ids, limits and one access-log line each. */
-export const serve = (app: Pick<App, "handler">, options: ServeOptions) => {
+/** What the server hands each request to (the application's handler: src/app/App.ts). */
+export interface RequestHandler {
+  readonly handler: (request: Request, context?: Context.Context<never>) => Promise<Response>
+}
+
+export const serve = (app: RequestHandler, options: ServeOptions) => {
   const minimum = options.logLevel ?? LogLevel.Info
   const timeoutMs = options.requestTimeoutMs ?? 0
   return Bun.serve({

@@ -5,7 +5,7 @@ import { type Conflict, InvalidInput, NotFound, PaymentFailed, type ProviderFail
 import { roundHalfUp, toDecimal, toNumber } from "../domain/money.ts"
 import { microToNumber, toMicro } from "../domain/quantity.ts"
 import { AMOUNT_MAX_MICRO, INT64_MAX } from "../domain/bounds.ts"
-import { Credits, overfilled } from "../entitlements/Credits.ts"
+import { Credits, overfilled } from "../credits/Credits.ts"
 import { Payments } from "./Payments.ts"
 
 export interface AddonRequest {

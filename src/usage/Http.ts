@@ -2,7 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { CurrentOrganization } from "../api/security.ts"
-import { mapDomainErrors } from "../http/toApiError.ts"
+import { mapDomainErrors } from "../boundary/toApiError.ts"
 import { UsageHistory } from "./UsageHistory.ts"
 
 export const UsageHttp = HttpApiBuilder.group(BillingApi, "usage", (handlers) =>

@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
-import { mapDomainErrors } from "../http/toApiError.ts"
+import { mapDomainErrors } from "../boundary/toApiError.ts"
 import { type WebhookRoute, Webhooks } from "./Webhooks.ts"
 
 /**

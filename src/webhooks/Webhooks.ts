@@ -7,7 +7,7 @@ import { Adapters } from "../payments/Adapters.ts"
 import { isProviderName, type ProviderName } from "../payments/PaymentProvider.ts"
 import { Payments } from "../payments/Payments.ts"
 import { ProviderAccounts, type ResolvedAccount } from "../payments/ProviderAccounts.ts"
-import { jsonTextProblem, MAX_JSON_DEPTH } from "../http/errorMiddleware.ts"
+import { jsonTextProblem, MAX_JSON_DEPTH } from "../boundary/jsonText.ts"
 import { AppConfig } from "../platform/config.ts"
 
 export type WebhookRoute =

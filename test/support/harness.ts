@@ -1,7 +1,7 @@
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { type Clock, Effect, Either, LogLevel, type ManagedRuntime, Option, Redacted } from "effect"
 import { makeClient } from "../../src/api/client.ts"
-import { type App, makeApp } from "../../src/app.ts"
+import { type App, makeApp } from "../../src/app/App.ts"
 import { serve } from "../../src/http/server.ts"
 import { Organizations } from "../../src/organizations/Organizations.ts"
 import { AppConfig, AppConfigTest, type AppConfigShape } from "../../src/platform/config.ts"
