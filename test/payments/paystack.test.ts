@@ -327,7 +327,7 @@ describe("verify", () => {
   test("a failed payment is failed", async () => {
     const request = checkoutRequest()
     await run(adapter.createCheckout(account, request))
-    fake.complete(request.reference, { outcome: "failed" })
+    fake.decline(request.reference)
     expect(await run(adapter.verify(account, request.reference))).toMatchObject({ status: "failed", method: null })
   })
 
@@ -518,18 +518,15 @@ describe("parseEvent", () => {
     expect(event).toMatchObject({ _tag: "PaymentSucceeded", reference: request.reference, amount: 150_000, metadata })
   })
 
-  test("charge.failed is a PaymentFailed with the gateway's message", async () => {
+  test("charge.failed is not a Paystack event: a body of that type is acknowledged and skipped, not acted on", async () => {
     const request = checkoutRequest()
     await run(adapter.createCheckout(account, request))
-    const hook = fake.complete(request.reference, { outcome: "failed", gatewayResponse: "Insufficient Funds" })
-    const tx = fake.transactions.get(request.reference)!
-    expect(await parse(hook.rawBody)).toEqual({
-      _tag: "PaymentFailed",
-      eventKey: `charge.failed:${tx.id}`,
-      reference: request.reference,
-      message: "Insufficient Funds",
-      metadata
-    })
+    fake.decline(request.reference, { gatewayResponse: "Insufficient Funds" })
+    // Paystack announces no failure: the fake has nothing to send, and verify is how a decline is learned.
+    expect(() => fake.webhookFor(request.reference)).toThrow()
+    const invented = fake.webhook("charge.failed", { id: 7, reference: request.reference, status: "failed", metadata })
+    expect(await run(adapter.routeEvent(invented.rawBody))).toEqual({ type: "charge.failed", handled: false, organizationId: "org_1" })
+    expect(await parse(invented.rawBody)).toEqual({ _tag: "Ignored", eventKey: "charge.failed:7", type: "charge.failed" })
   })
 
   test("other event types are ignored, with their type", async () => {
@@ -585,6 +582,14 @@ describe("hosted page (as a customer pays)", () => {
         await run(adapter.verifySignature(hosted.account, raw, { "x-paystack-signature": delivered.signature ?? undefined }, 0))
       ).toBe(true)
       expect(await run(adapter.parseEvent(raw))).toMatchObject({ _tag: "PaymentSucceeded", reference: request.reference })
+
+      // A declined card sends nothing; the transaction says so when verified.
+      const declined = checkoutRequest()
+      const declinedPage = await run(adapter.createCheckout(hosted.account, declined))
+      const back = await fetch(`${declinedPage.checkoutUrl}?outcome=decline`, { method: "POST", redirect: "manual" })
+      expect(back.status).toBe(302)
+      expect(received).toHaveLength(1)
+      expect(await run(adapter.verify(hosted.account, declined.reference))).toMatchObject({ status: "failed" })
     } finally {
       await hosted.stop()
       await receiver.stop(true)

@@ -5,11 +5,13 @@
  *
  * Test control:
  * - `fake.account` is a `ProviderAccount` pointing at the fake with its secret key.
- * - `fake.complete(reference, {outcome})` is the customer paying (or failing to pay) on the hosted page of an
- *   initialized transaction; it returns the signed `charge.success` / `charge.failed` webhook Paystack would send
- *   (`body`, `rawBody`, `signature`, `headers`), with a reusable card `authorization` by default.
- *   The same happens over HTTP: `POST {authorization_url}` (`?outcome=decline` to fail), which also delivers the
- *   webhook to `options.webhookUrl` when set, like the simulated provider's pay button (decisions.md §8).
+ * - `fake.complete(reference)` is the customer paying on the hosted page of an initialized transaction; it returns
+ *   the signed `charge.success` webhook Paystack would send (`body`, `rawBody`, `signature`, `headers`), with a
+ *   reusable card `authorization` by default. `fake.decline(reference)` is the customer's card being declined there:
+ *   the transaction is `failed` and nothing is sent (Paystack documents no `charge.failed` event; a failure is
+ *   learned by verifying the transaction). The same happens over HTTP: `POST {authorization_url}`
+ *   (`?outcome=decline` to fail), which delivers the success webhook to `options.webhookUrl` when set, like the
+ *   simulated provider's pay button (decisions.md §8).
  * - `fake.webhookFor(reference)` signs the webhook of any finished transaction (e.g. one made by
  *   `charge_authorization`); `fake.webhook(type, data)` signs any event; `fake.sign(body)` signs any bytes.
  * - `fake.failNext(failure)` injects the next answer: a declined / action-required / pending charge, a 401,
@@ -67,10 +69,14 @@ export interface FakeCard {
 export type MetadataAs = "asSent" | "object" | "string" | "zero" | "empty" | "null"
 
 export interface CompleteOptions {
-  readonly outcome?: "success" | "failed"
   readonly card?: FakeCard
   readonly gatewayResponse?: string
   readonly metadataAs?: MetadataAs
+}
+
+export interface DeclineOptions {
+  readonly card?: FakeCard
+  readonly gatewayResponse?: string
 }
 
 export interface SignedWebhook {
@@ -150,8 +156,10 @@ export interface FakePaystack {
   readonly refunds: ReadonlyArray<FakeRefund>
   readonly requests: ReadonlyArray<RecordedRequest>
   readonly failNext: (failure: PaystackFailure, options?: FailNextOptions) => void
-  /** The customer pays (or fails to) on the hosted page; returns the signed webhook Paystack sends. */
-  readonly complete: (reference: string, options?: CompleteOptions) => SignedWebhook & { readonly authorizationCode: string | null }
+  /** The customer pays on the hosted page; returns the signed `charge.success` webhook Paystack sends. */
+  readonly complete: (reference: string, options?: CompleteOptions) => SignedWebhook & { readonly authorizationCode: string }
+  /** The customer's card is declined on the hosted page: the transaction is `failed`, and Paystack sends nothing. */
+  readonly decline: (reference: string, options?: DeclineOptions) => void
   /** A reusable card authorization for `email`, as if saved by an earlier payment. */
   readonly seedAuthorization: (email: string, card?: FakeCard) => FakeAuthorization
   readonly webhookFor: (reference: string, options?: { readonly metadataAs?: MetadataAs }) => SignedWebhook
@@ -337,30 +345,36 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
   const webhookFor = (reference: string, opts: { readonly metadataAs?: MetadataAs } = {}): SignedWebhook => {
     const tx = transactions.get(reference)
     if (tx === undefined) throw new Error(`fakePaystack: no transaction ${reference}`)
-    const type = tx.status === "success" ? "charge.success" : tx.status === "failed" ? "charge.failed" : null
-    if (type === null) throw new Error(`fakePaystack: transaction ${reference} is ${tx.status}, nothing to send`)
-    return signed(type, transactionPayload(tx, opts.metadataAs))
+    // Paystack's webhooks include no `charge.failed`: only a success is announced.
+    if (tx.status !== "success") throw new Error(`fakePaystack: transaction ${reference} is ${tx.status}, Paystack sends nothing`)
+    return signed("charge.success", transactionPayload(tx, opts.metadataAs))
+  }
+
+  /** A transaction the customer can still pay on its page (a declined card may be followed by another). */
+  const payable = (reference: string) => {
+    const tx = transactions.get(reference)
+    if (tx === undefined) throw new Error(`fakePaystack: no transaction ${reference}`)
+    if (tx.status === "success") throw new Error(`fakePaystack: transaction ${reference} is already paid`)
+    if (tx.source !== "initialize") throw new Error(`fakePaystack: transaction ${reference} has no hosted page`)
+    return tx
   }
 
   const complete = (reference: string, opts: CompleteOptions = {}) => {
-    const tx = transactions.get(reference)
-    if (tx === undefined) throw new Error(`fakePaystack: no transaction ${reference}`)
-    if (tx.status === "success" || tx.status === "failed") {
-      throw new Error(`fakePaystack: transaction ${reference} is already ${tx.status}`)
-    }
-    const now = new Date().toISOString()
-    if ((opts.outcome ?? "success") === "success") {
-      tx.status = "success"
-      tx.gatewayResponse = opts.gatewayResponse ?? "Successful"
-      tx.paidAt = now
-      tx.authorization = makeAuthorization(tx.email, opts.card)
-    } else {
-      tx.status = "failed"
-      tx.gatewayResponse = opts.gatewayResponse ?? "Declined"
-      tx.authorization = makeAuthorization(tx.email, { ...opts.card, reusable: false })
-    }
+    const tx = payable(reference)
+    tx.status = "success"
+    tx.gatewayResponse = opts.gatewayResponse ?? "Successful"
+    tx.paidAt = new Date().toISOString()
+    const authorization = makeAuthorization(tx.email, opts.card)
+    tx.authorization = authorization
     const hook = webhookFor(reference, opts.metadataAs === undefined ? {} : { metadataAs: opts.metadataAs })
-    return { ...hook, authorizationCode: tx.status === "success" ? tx.authorization.authorization_code : null }
+    return { ...hook, authorizationCode: authorization.authorization_code }
+  }
+
+  const decline = (reference: string, opts: DeclineOptions = {}) => {
+    const tx = payable(reference)
+    tx.status = "failed"
+    tx.gatewayResponse = opts.gatewayResponse ?? "Declined"
+    tx.authorization = makeAuthorization(tx.email, { ...opts.card, reusable: false })
   }
 
   const deliver = (webhook: SignedWebhook, url: string) =>
@@ -616,8 +630,11 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
       )
     }
     if (req.method !== "POST") return new Response("Method not allowed", { status: 405 })
-    const hook = complete(tx.reference, { outcome: url.searchParams.get("outcome") === "decline" ? "failed" : "success" })
-    if (options.webhookUrl !== undefined) await deliver(hook, options.webhookUrl)
+    if (url.searchParams.get("outcome") === "decline") decline(tx.reference)
+    else {
+      const hook = complete(tx.reference)
+      if (options.webhookUrl !== undefined) await deliver(hook, options.webhookUrl)
+    }
     if (tx.callbackUrl !== null) {
       const target = new URL(tx.callbackUrl)
       target.searchParams.set("trxref", tx.reference)
@@ -696,6 +713,7 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
       })
     },
     complete,
+    decline,
     seedAuthorization: (email, card) => {
       customerFor(email)
       return makeAuthorization(email, card)

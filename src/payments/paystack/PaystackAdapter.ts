@@ -100,8 +100,11 @@ const WebhookEvent = Schema.Struct({
   data: opt(Schema.Unknown)
 })
 
-/** The event types we act on; every other one is acknowledged and skipped. */
-const HANDLED_EVENTS: ReadonlySet<string> = new Set(["charge.success", "charge.failed"])
+/**
+ * The event types we act on; every other one is acknowledged and skipped. Paystack documents no `charge.failed`: a
+ * declined hosted payment is learned by verifying the transaction (the reconciler verifies open checkouts).
+ */
+const HANDLED_EVENTS: ReadonlySet<string> = new Set(["charge.success"])
 
 /** A webhook body as far as every event goes: JSON naming its `event`. */
 const readWebhookEvent = (rawBody: Uint8Array): Effect.Effect<typeof WebhookEvent.Type, ProviderError> => {
@@ -433,15 +436,6 @@ export const makePaystackAdapter = (
         const eventKey = `${type}:${nonEmpty(tx.id) ?? reference}`
         const metadata = normalizePaystackMetadata(tx.metadata)
 
-        if (type === "charge.failed") {
-          return {
-            _tag: "PaymentFailed",
-            eventKey,
-            reference,
-            message: nonEmpty(tx.gateway_response) ?? nonEmpty(tx.message) ?? "Payment failed",
-            metadata
-          } satisfies ProviderEvent
-        }
         if (tx.amount === null || tx.amount === undefined || nonEmpty(tx.currency) === null) {
           return yield* rejected("Paystack webhook: charge.success without amount or currency")
         }
