@@ -169,4 +169,9 @@ export interface PaymentAdapter {
   readonly routeEvent: (rawBody: Uint8Array) => Effect.Effect<EventRoute, ProviderError>
   /** The whole event, validated (`rejected` when malformed); a type it does not handle is `Ignored`. */
   readonly parseEvent: (rawBody: Uint8Array) => Effect.Effect<ProviderEvent, ProviderError>
+  /**
+   * Fetches what a parsed event leaves out (Stripe never expands objects inside events): a saved method's card
+   * details, from its bare id. Called before the webhook's transaction; an event that lacks nothing comes back as is.
+   */
+  readonly completeEvent: (account: ProviderAccount, event: ProviderEvent) => Effect.Effect<ProviderEvent, ProviderError>
 }

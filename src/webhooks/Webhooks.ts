@@ -103,14 +103,23 @@ export const WebhooksLive = Layer.effect(
         const event = yield* adapter.parseEvent(rawBody).pipe(Effect.mapError(malformed))
 
         const org = organizationId!
-        // Some events carry no payment method (Stripe's checkout.session.completed unexpanded): ask the provider,
-        // before the transaction, so no lock waits on the network.
-        const enriched = event._tag === "PaymentSucceeded" && event.method === null
-          ? yield* adapter.verify(resolved.account, event.reference).pipe(
-            Effect.map((v) => ({ ...event, method: v.method })),
-            Effect.orElseSucceed(() => event)
+        // What the event leaves out is fetched before the transaction, so no lock waits on the network: a method
+        // known only by its id (Stripe's setup_intent.succeeded), or no method at all (Stripe's
+        // checkout.session.completed), which verifying the payment supplies. Without an answer the event is applied
+        // as it came.
+        const completed = yield* adapter.completeEvent(resolved.account, event).pipe(
+          Effect.catchAll((e) =>
+            Effect.logWarning("could not fetch what a webhook event lacks", { provider, reason: e.reason }).pipe(
+              Effect.as(event)
+            )
           )
-          : event
+        )
+        const enriched = completed._tag === "PaymentSucceeded" && completed.method === null
+          ? yield* adapter.verify(resolved.account, completed.reference).pipe(
+            Effect.map((v) => ({ ...completed, method: v.method })),
+            Effect.orElseSucceed(() => completed)
+          )
+          : completed
 
         // The dedupe record and the effects commit together: a replay finds the record and does nothing.
         const result = yield* sql.withTransaction(Effect.gen(function*() {

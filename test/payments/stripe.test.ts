@@ -429,11 +429,12 @@ describe("StripeAdapter", () => {
     const parseError = (rawBody: Uint8Array) => runError(adapter.parseEvent(rawBody))
     const encode = (value: unknown) => new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value))
 
-    test("checkout.session.completed (payment) is PaymentSucceeded; with an expanded intent it carries the card", async () => {
+    test("checkout.session.completed (payment) is PaymentSucceeded, without a method: the event names its intent by id", async () => {
       const request = checkoutRequest({ amount: 12_345, currency: "eur" })
       const { accessCode } = await run(adapter.createCheckout(account, request))
-      const done = fake.completeCheckout(accessCode!)
+      fake.completeCheckout(accessCode!)
       const signed = await fake.eventFor("checkout.session.completed", accessCode!)
+      expect(typeof (signed.event["data"] as any).object.payment_intent).toBe("string")
       const event = await parse(signed.rawBody)
       expect(event).toEqual({
         _tag: "PaymentSucceeded",
@@ -444,51 +445,47 @@ describe("StripeAdapter", () => {
         metadata: { ...request.metadata, reference: request.reference },
         method: null
       })
-      const expanded = await fake.eventFor("checkout.session.completed", accessCode!, { expand: ["payment_intent.payment_method"] })
-      const withMethod = await parse(expanded.rawBody) as Extract<ProviderEvent, { _tag: "PaymentSucceeded" }>
-      expect(withMethod.method).toMatchObject({
-        token: done.paymentMethod["id"],
-        providerCustomerId: done.customer["id"],
-        last4: "4242",
-        brand: "visa",
-        reusable: true
-      })
     })
 
-    test("checkout.session.completed (setup): the id-only snapshot is Ignored, setup_intent.succeeded carries the method", async () => {
+    test("checkout.session.completed (setup) is Ignored; setup_intent.succeeded names the method by id, completeEvent fetches its card", async () => {
       const request = checkoutRequest({ mode: "setup" })
       const { accessCode } = await run(adapter.createCheckout(account, request))
-      const done = fake.completeCheckout(accessCode!)
+      const done = fake.completeCheckout(accessCode!, { card: { brand: "mastercard", last4: "5454", expMonth: 3, expYear: 2032, fingerprint: "fpMC5454" } })
       const plain = await fake.eventFor("checkout.session.completed", accessCode!)
       expect(await parse(plain.rawBody)).toEqual({ _tag: "Ignored", eventKey: plain.event["id"] as string, type: "checkout.session.completed" })
 
-      const expanded = await fake.eventFor("checkout.session.completed", accessCode!, { expand: ["setup_intent.payment_method"] })
-      const fromSession = await parse(expanded.rawBody)
-      expect(fromSession).toMatchObject({
-        _tag: "SetupSucceeded",
-        reference: request.reference,
-        method: { token: done.paymentMethod["id"], providerCustomerId: done.customer["id"], last4: "4242", reusable: true }
-      })
-
       const si = await fake.eventFor("setup_intent.succeeded", done.setupIntent!["id"] as string)
-      expect(await parse(si.rawBody)).toEqual({
+      expect((si.event["data"] as any).object.payment_method).toBe(done.paymentMethod["id"])
+      const parsed = await parse(si.rawBody)
+      const bare = {
+        token: done.paymentMethod["id"] as string,
+        providerCustomerId: done.customer["id"] as string,
+        email: null,
+        type: "card",
+        brand: null,
+        last4: null,
+        expMonth: null,
+        expYear: null,
+        reusable: true,
+        fingerprint: null
+      }
+      expect(parsed).toEqual({
         _tag: "SetupSucceeded",
         eventKey: si.event["id"] as string,
         reference: request.reference,
         metadata: { ...request.metadata, reference: request.reference },
-        method: {
-          token: done.paymentMethod["id"] as string,
-          providerCustomerId: done.customer["id"] as string,
-          email: null,
-          type: "card",
-          brand: null,
-          last4: null,
-          expMonth: null,
-          expYear: null,
-          reusable: true,
-          fingerprint: null
-        }
+        method: bare
       })
+      const completed = await run(adapter.completeEvent(account, parsed))
+      expect(completed).toEqual({
+        ...(parsed as Extract<ProviderEvent, { _tag: "SetupSucceeded" }>),
+        method: { ...bare, email: "ada@example.com", brand: "mastercard", last4: "5454", expMonth: 3, expYear: 2032, fingerprint: "fpMC5454" }
+      })
+      expect(lastRequest("GET", `/v1/payment_methods/${done.paymentMethod["id"]}`).status).toBe(200)
+      // An event that lacks nothing is not completed.
+      const before = fake.requests.length
+      expect(await run(adapter.completeEvent(account, completed))).toEqual(completed)
+      expect(fake.requests.length).toBe(before)
     })
 
     test("payment_intent.succeeded is PaymentSucceeded by metadata.reference", async () => {

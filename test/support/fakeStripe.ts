@@ -63,8 +63,6 @@ export interface EventOptions {
   readonly secret?: string
   /** Extra `v1=` values placed before the real one (e.g. signatures of a rotated secret). */
   readonly extraSignatures?: ReadonlyArray<string>
-  /** Expand ids inside `data.object`, e.g. `["payment_intent.payment_method"]`. */
-  readonly expand?: ReadonlyArray<string>
   readonly id?: string
 }
 
@@ -694,7 +692,8 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
       object: "event",
       api_version: Stripe.API_VERSION,
       created: timestamp,
-      data: { object: render(object, opts.expand) },
+      // Stripe never expands objects inside events: related objects stay bare ids, as stored.
+      data: { object: clone(object) },
       livemode: false,
       pending_webhooks: 1,
       request: { id: null, idempotency_key: null },

@@ -448,7 +448,9 @@ export const makePaystackAdapter = (
           metadata,
           method: methodOf(tx)
         } satisfies ProviderEvent
-      })
+      }),
+    // A charge.success carries its whole authorization: nothing to fetch.
+    completeEvent: (_account, event) => Effect.succeed(event)
   }
 }
 

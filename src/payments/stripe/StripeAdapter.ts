@@ -28,6 +28,7 @@ import type {
   PaymentAdapter,
   PaymentMetadata,
   ProviderAccount,
+  ProviderEvent,
   SavedMethod
 } from "../PaymentProvider.ts"
 import { ProviderError } from "../PaymentProvider.ts"
@@ -147,6 +148,9 @@ const paymentIntentStatus = (pi: Stripe.PaymentIntent): VerifyResult["status"] =
       return "pending"
   }
 }
+
+/** A method known only by its id (from an event): none of what identifies or labels the card. */
+const lacksDetails = (m: MethodDetails): boolean => m.fingerprint === null && m.last4 === null && m.brand === null
 
 const returnUrl = (callbackUrl: string | null, fallback: string): string => callbackUrl ?? fallback
 
@@ -436,6 +440,22 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
   const removeMethod = (account: ProviderAccount, method: SavedMethod): Effect.Effect<void, ProviderError> =>
     call(account, (stripe) => stripe.paymentMethods.detach(method.token)).pipe(Effect.asVoid)
 
+  /**
+   * Stripe sends objects unexpanded: `setup_intent.succeeded` names its PaymentMethod by a bare `pm_…`. Without the
+   * card's brand, last4, expiry and fingerprint a saved method is unlabelled and never recognised as a card saved
+   * before, so they are fetched here.
+   */
+  const completeEvent = (account: ProviderAccount, event: ProviderEvent): Effect.Effect<ProviderEvent, ProviderError> =>
+    Effect.gen(function*() {
+      if ((event._tag === "SetupSucceeded" || event._tag === "PaymentSucceeded") && event.method !== null && lacksDetails(event.method)) {
+        const given = event.method
+        const pm = yield* call(account, (stripe) => stripe.paymentMethods.retrieve(given.token))
+        const method = methodFromPaymentMethod(pm, { customer: given.providerCustomerId, email: given.email })
+        return method === null ? event : { ...event, method }
+      }
+      return event
+    })
+
   const verifySignature = (
     account: ProviderAccount,
     rawBody: Uint8Array,
@@ -468,7 +488,8 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
     removeMethod,
     verifySignature,
     routeEvent: routeStripeEvent,
-    parseEvent: parseStripeEvent
+    parseEvent: parseStripeEvent,
+    completeEvent
   }
 }
 
