@@ -40,6 +40,17 @@ export interface CreditsShape {
     amountMicro: bigint,
     kind: CreditKind
   ) => Effect.Effect<{ readonly bonus: bigint; readonly addon: bigint }>
+  /**
+   * Takes credits back (a refunded purchase): at most what the balance still holds, never below zero, since what was
+   * spent stays spent. Inside the caller's transaction when there is one; answers what was taken.
+   */
+  readonly takeBackById: (
+    organizationId: string,
+    customerId: string,
+    systemId: string,
+    amountMicro: bigint,
+    kind: CreditKind
+  ) => Effect.Effect<{ readonly taken: bigint; readonly bonus: bigint; readonly addon: bigint }>
 }
 
 export class Credits extends Context.Tag("Credits")<Credits, CreditsShape>() {}
@@ -63,8 +74,20 @@ export const CreditsLive = Layer.effect(
         return { bonus: next.bonus, addon: next.addon }
       })).pipe(Effect.orDie)
 
+    const takeBackById: CreditsShape["takeBackById"] = (org, customerId, systemId, amountMicro, kind) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const row = yield* repo.lockBalance(org, customerId, systemId, { windowStart: now, windowEnd: null }, now)
+        const held = kind === "bonus" ? row.bonus : row.addon
+        const taken = amountMicro <= 0n ? 0n : held < amountMicro ? (held > 0n ? held : 0n) : amountMicro
+        const next = kind === "bonus" ? { ...row, bonus: row.bonus - taken } : { ...row, addon: row.addon - taken }
+        if (taken > 0n) yield* repo.writeBalance(org, customerId, systemId, next, now)
+        return { taken, bonus: next.bonus, addon: next.addon }
+      })).pipe(Effect.orDie)
+
     return {
       grantById,
+      takeBackById,
       balances: (org, customerId, systemId) =>
         Effect.map(repo.readBalance(org, customerId, systemId), (row) =>
           Option.match(row, {

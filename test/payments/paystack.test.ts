@@ -529,9 +529,58 @@ describe("parseEvent", () => {
     expect(await parse(invented.rawBody)).toEqual({ _tag: "Ignored", eventKey: "charge.failed:7", type: "charge.failed" })
   })
 
+  test("refund.processed is a Refunded increment of the transaction it names (amount sent as a string)", async () => {
+    const request = checkoutRequest({ amount: 40_000 })
+    await run(adapter.createCheckout(account, request))
+    fake.complete(request.reference)
+    await run(adapter.refund(account, request.reference, 15_000))
+    const refund = fake.refunds.at(-1)!
+    const hook = fake.refundProcessed(refund.id)
+    expect(hook.event.data.amount).toBe("15000")
+    expect(await run(adapter.routeEvent(hook.rawBody))).toEqual({ type: "refund.processed", handled: true, organizationId: null })
+    expect(await parse(hook.rawBody)).toEqual({
+      _tag: "Refunded",
+      eventKey: `refund.processed:${refund.refundReference}`,
+      reference: request.reference,
+      providerPaymentId: null,
+      cause: "refund",
+      reversalKey: `refund:${refund.refundReference}`,
+      amount: 15_000,
+      cumulative: false,
+      currency: "NGN",
+      metadata: {}
+    })
+  })
+
+  test("charge.dispute.create is Disputed (routed by its transaction's metadata); an accepted resolution is a lost dispute", async () => {
+    const request = checkoutRequest({ amount: 40_000 })
+    await run(adapter.createCheckout(account, request))
+    fake.complete(request.reference)
+    const opened = fake.dispute(request.reference)
+    expect(await run(adapter.routeEvent(opened.rawBody))).toEqual({ type: "charge.dispute.create", handled: true, organizationId: "org_1" })
+    expect(await parse(opened.rawBody)).toEqual({
+      _tag: "Disputed",
+      eventKey: `charge.dispute.create:${opened.disputeId}`,
+      reference: request.reference,
+      providerPaymentId: null,
+      metadata
+    })
+    const declined = await parse(fake.resolveDispute(opened.disputeId, "declined").rawBody)
+    expect(declined).toEqual({ _tag: "Ignored", eventKey: `charge.dispute.resolve:${opened.disputeId}`, type: "charge.dispute.resolve" })
+    expect(await parse(fake.resolveDispute(opened.disputeId, "merchant-accepted").rawBody)).toMatchObject({
+      _tag: "Refunded",
+      reference: request.reference,
+      cause: "dispute",
+      reversalKey: `dispute:${opened.disputeId}`,
+      amount: 40_000,
+      cumulative: false,
+      currency: "NGN"
+    })
+  })
+
   test("other event types are ignored, with their type", async () => {
-    const dispute = await parse(fake.webhook("charge.dispute.create", { id: 99, reference: "r-99" }).rawBody)
-    expect(dispute).toEqual({ _tag: "Ignored", eventKey: "charge.dispute.create:99", type: "charge.dispute.create" })
+    const subscription = await parse(fake.webhook("subscription.create", { id: 99, reference: "r-99" }).rawBody)
+    expect(subscription).toEqual({ _tag: "Ignored", eventKey: "subscription.create:99", type: "subscription.create" })
     const transfer = await parse(fake.webhook("transfer.success", { reference: "tr-1" }).rawBody)
     expect(transfer).toEqual({ _tag: "Ignored", eventKey: "transfer.success:tr-1", type: "transfer.success" })
   })

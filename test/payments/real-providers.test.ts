@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { Effect } from "effect"
+import { SqlClient } from "@effect/sql"
+import { BigDecimal, Effect } from "effect"
+import { Invoices } from "../../src/billing/Invoices.ts"
 import { ProviderAccounts } from "../../src/payments/ProviderAccounts.ts"
 import { post, syncCatalog } from "../support/catalog.ts"
 import { makeShiftedClock } from "../support/clock.ts"
@@ -79,6 +81,131 @@ for (const db of databases()) {
       expect(wallet.paymentMethods).toEqual([
         expect.objectContaining({ provider: "stripe", type: "card", brand: "mastercard", last4: "5454", expMonth: 3, expYear: 2032 })
       ])
+    })
+
+    /** The purchased-credits balance, as check reports it (the customer has no plan granting tokens). */
+    const addonBalance = async (call: (path: string, body: unknown) => Promise<{ body: any }>) =>
+      ((await call("/v1/check", { customer: "ada", feature: "tokens", value: 0 })).body.credits?.addonBalance ?? 0) as number
+
+    const paymentOf = (orgId: string, reference: string) =>
+      server.run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql<{ amountRefunded: string; disputed: number }>`SELECT amount_refunded, disputed FROM payments
+          WHERE organization_id = ${orgId} AND reference = ${reference}`)).then((rows) => ({
+        amountRefunded: String(rows[0]!.amountRefunded),
+        disputed: Number(rows[0]!.disputed) === 1
+      }))
+
+    /** A pack bought through Stripe's hosted page: its session, PaymentIntent and Charge. */
+    const buyPackOnStripe = async (orgSlug: string, call: (path: string, body: unknown) => Promise<{ body: any }>, quantity: number) => {
+      const bought = await call("/v1/addon", { customer: "ada", pack: "pack", quantity })
+      expect(bought.body).toMatchObject({ requiresCheckout: true })
+      const session = [...stripe.sessions.values()].find((s) => s["url"] === bought.body.checkoutUrl)!
+      const done = stripe.completeCheckout(session["id"] as string)
+      expect(await deliver(orgSlug, "stripe", await stripe.eventFor("checkout.session.completed", session["id"] as string)))
+        .toMatchObject({ skipped: false })
+      const pi = done.paymentIntent!["id"] as string
+      return { reference: session["client_reference_id"] as string, pi, charge: stripe.paymentIntents.get(pi)!["latest_charge"] as string }
+    }
+
+    test("Stripe refunds take a pack's credits back in proportion, never below zero; a repeated or stale total changes nothing", async () => {
+      const { org, call } = await orgWith("stripe", "USD")
+      const { reference, pi, charge } = await buyPackOnStripe(org.slug, call, 2)
+      expect(await addonBalance(call)).toBe(200)
+
+      stripe.refund(pi, 5000) // a quarter of 20000
+      const quarter = await stripe.eventFor("charge.refunded", charge)
+      expect(await deliver(org.slug, "stripe", quarter)).toMatchObject({ skipped: false })
+      expect(await addonBalance(call)).toBe(150)
+      expect(await deliver(org.slug, "stripe", quarter)).toMatchObject({ skipped: true })
+
+      expect((await call("/v1/track", { customer: "ada", feature: "tokens", value: 120 })).body).toMatchObject({ allowed: true })
+      expect(await addonBalance(call)).toBe(30)
+      stripe.refund(pi) // the rest: 150 credits are owed back, 30 are left, what was spent stays spent
+      expect(await deliver(org.slug, "stripe", await stripe.eventFor("charge.refunded", charge))).toMatchObject({ skipped: false })
+      expect(await addonBalance(call)).toBe(0)
+      // Stripe's events report a running total: an older one arriving late is no new refund.
+      const stale = await stripe.event("charge.refunded", { ...stripe.charges.get(charge)!, amount_refunded: 5000 })
+      expect(await deliver(org.slug, "stripe", stale)).toMatchObject({ skipped: true })
+      expect(await paymentOf(org.id, reference)).toEqual({ amountRefunded: "20000", disputed: false })
+    })
+
+    test("Stripe disputes name the payment by id: opened marks it disputed, lost takes the credits back", async () => {
+      const { org, call } = await orgWith("stripe", "USD")
+      const { reference, pi } = await buyPackOnStripe(org.slug, call, 1)
+      const dispute = stripe.openDispute(pi)
+      const opened = await stripe.eventFor("charge.dispute.created", dispute["id"] as string)
+      expect(JSON.parse(opened.payload).data.object.metadata).toEqual({})
+      expect(await deliver(org.slug, "stripe", opened)).toMatchObject({ skipped: false })
+      expect(await paymentOf(org.id, reference)).toEqual({ amountRefunded: "0", disputed: true })
+      expect(await addonBalance(call)).toBe(100)
+      stripe.closeDispute(dispute["id"] as string, "lost")
+      const lost = await stripe.eventFor("charge.dispute.closed", dispute["id"] as string)
+      expect(await deliver(org.slug, "stripe", lost)).toMatchObject({ skipped: false })
+      expect(await paymentOf(org.id, reference)).toEqual({ amountRefunded: "10000", disputed: true })
+      expect(await addonBalance(call)).toBe(0)
+    })
+
+    test("a dispute whose payment Stripe cannot be asked about is not recorded as received: delivered again, it applies", async () => {
+      const { org, call } = await orgWith("stripe", "USD")
+      const { reference, pi } = await buyPackOnStripe(org.slug, call, 1)
+      const dispute = stripe.openDispute(pi)
+      const opened = await stripe.eventFor("charge.dispute.created", dispute["id"] as string)
+      stripe.inject({ status: 503 }, { method: "GET", path: "/v1/payment_intents/pi_" })
+      const first = await deliver(org.slug, "stripe", opened)
+      expect(first).toMatchObject({ received: true, skipped: true, error: expect.stringContaining("deliver it again") })
+      expect(await paymentOf(org.id, reference)).toEqual({ amountRefunded: "0", disputed: false })
+      expect(await deliver(org.slug, "stripe", opened)).toMatchObject({ skipped: false })
+      expect(await paymentOf(org.id, reference)).toEqual({ amountRefunded: "0", disputed: true })
+    })
+
+    test("a refunded subscription payment keeps its access (decisions.md §7)", async () => {
+      const { org, call, get } = await orgWith("stripe", "USD")
+      const attached = await call("/v1/attach", { customer: "ada", product: "pro" })
+      const session = [...stripe.sessions.values()].find((s) => s["url"] === attached.body.checkoutUrl)!
+      const done = stripe.completeCheckout(session["id"] as string)
+      await deliver(org.slug, "stripe", await stripe.eventFor("checkout.session.completed", session["id"] as string))
+      stripe.refund(done.paymentIntent!["id"] as string)
+      const charge = stripe.paymentIntents.get(done.paymentIntent!["id"] as string)!["latest_charge"] as string
+      expect(await deliver(org.slug, "stripe", await stripe.eventFor("charge.refunded", charge))).toMatchObject({ skipped: false })
+      expect(await paymentOf(org.id, session["client_reference_id"] as string)).toMatchObject({ amountRefunded: "250000" })
+      expect((await get("/v1/subscriptions?customer=ada")).subscriptions[0]).toMatchObject({ plan: "pro", status: "active" })
+      expect((await call("/v1/check", { customer: "ada", feature: "tokens" })).body).toMatchObject({ allowed: true })
+    })
+
+    test("Paystack: a refunded invoice stays paid and carries amountRefunded; a lost dispute adds to it, capped at what was paid", async () => {
+      const { org, call, get } = await orgWith("paystack", "NGN")
+      const customer = (await get("/v1/customers/ada")).customer ?? (await get("/v1/customers/ada"))
+      const setup = await call("/v1/wallet/setup", { customer: "ada", provider: "paystack" })
+      await deliver(org.slug, "paystack", paystack.complete(setup.body.reference))
+      const invoice = await server.run(Effect.flatMap(Invoices, (invoices) =>
+        invoices.createInvoice(org.id, customer.id, "NGN", [{
+          feature: "tokens",
+          description: "Overage",
+          quantity: 1,
+          unitPrice: "120000",
+          amount: BigDecimal.unsafeFromString("120000"),
+          periodStart: 0,
+          periodEnd: 0
+        }])))
+      expect((await call(`/v1/billing/invoice/${invoice.id}/pay`, {})).body).toMatchObject({ paid: true })
+      const reference = (paystack.requests.filter((r) => r.path === "/transaction/charge_authorization").at(-1)!.body as any).reference as string
+
+      const refunded = await (await fetch(`${paystack.baseUrl}/refund`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${paystack.secretKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ transaction: reference, amount: 20000 })
+      })).json() as any
+      const processed = paystack.refundProcessed(refunded.data.id)
+      expect(await deliver(org.slug, "paystack", processed)).toMatchObject({ skipped: false })
+      expect(await deliver(org.slug, "paystack", processed)).toMatchObject({ skipped: true })
+      const listed = async () => (await get("/v1/billing/invoices?customer=ada")).invoices.find((i: any) => i.id === invoice.id)
+      expect(await listed()).toMatchObject({ status: "paid", amountPaid: 120000, amountRefunded: 20000 })
+
+      const disputed = paystack.dispute(reference)
+      expect(await deliver(org.slug, "paystack", disputed)).toMatchObject({ skipped: false })
+      expect(await paymentOf(org.id, reference)).toEqual({ amountRefunded: "20000", disputed: true })
+      expect(await deliver(org.slug, "paystack", paystack.resolveDispute(disputed.disputeId, "merchant-accepted"))).toMatchObject({ skipped: false })
+      expect(await listed()).toMatchObject({ status: "paid", amountRefunded: 120000 })
     })
   })
 }

@@ -518,6 +518,56 @@ describe("StripeAdapter", () => {
       })
     })
 
+    test("charge.refunded is a running total per charge; without our reference in its metadata, completeEvent asks the PaymentIntent", async () => {
+      const method = savedCard()
+      const request = chargeRequest(method, { amount: 3_000 })
+      const pi = (await run(adapter.charge(account, request)) as { providerReference: string }).providerReference
+      const chargeId = fake.paymentIntents.get(pi)!["latest_charge"] as string
+      fake.refund(pi, 1_000)
+      const signed = await fake.eventFor("charge.refunded", chargeId)
+      const expected: ProviderEvent = {
+        _tag: "Refunded",
+        eventKey: signed.event["id"] as string,
+        reference: request.reference,
+        providerPaymentId: pi,
+        cause: "refund",
+        reversalKey: `charge:${chargeId}`,
+        amount: 1_000,
+        cumulative: true,
+        currency: "USD",
+        metadata: { ...request.metadata, reference: request.reference }
+      }
+      expect(await parse(signed.rawBody)).toEqual(expected)
+      // A charge whose metadata does not carry ours (made before it was set): the payment is named by id only.
+      const bare = await fake.event("charge.refunded", { ...fake.charges.get(chargeId)!, metadata: {} })
+      const parsed = await parse(bare.rawBody)
+      expect(parsed).toMatchObject({ _tag: "Refunded", reference: null, providerPaymentId: pi })
+      expect(await run(adapter.completeEvent(account, parsed))).toEqual({ ...expected, eventKey: bare.event["id"] as string })
+    })
+
+    test("disputes name the payment by id: created is Disputed, closed lost is a Refunded of the disputed amount, won is Ignored", async () => {
+      const request = chargeRequest(savedCard(), { amount: 4_200 })
+      const pi = (await run(adapter.charge(account, request)) as { providerReference: string }).providerReference
+      const dispute = fake.openDispute(pi)
+      const created = await parse((await fake.eventFor("charge.dispute.created", dispute["id"] as string)).rawBody)
+      expect(created).toMatchObject({ _tag: "Disputed", reference: null, providerPaymentId: pi, metadata: {} })
+      expect(await run(adapter.completeEvent(account, created))).toMatchObject({ _tag: "Disputed", reference: request.reference })
+      fake.closeDispute(dispute["id"] as string, "lost")
+      const lost = await parse((await fake.eventFor("charge.dispute.closed", dispute["id"] as string)).rawBody)
+      expect(lost).toMatchObject({
+        _tag: "Refunded",
+        providerPaymentId: pi,
+        cause: "dispute",
+        reversalKey: `dispute:${dispute["id"]}`,
+        amount: 4_200,
+        cumulative: false,
+        currency: "USD"
+      })
+      fake.closeDispute(dispute["id"] as string, "won")
+      const won = await fake.eventFor("charge.dispute.closed", dispute["id"] as string)
+      expect(await parse(won.rawBody)).toEqual({ _tag: "Ignored", eventKey: won.event["id"] as string, type: "charge.dispute.closed" })
+    })
+
     test("other types, and objects that are not ours, are Ignored", async () => {
       const other = await fake.event("customer.created", { id: "cus_x", object: "customer" })
       expect(await parse(other.rawBody)).toEqual({ _tag: "Ignored", eventKey: other.event["id"] as string, type: "customer.created" })

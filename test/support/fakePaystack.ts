@@ -129,9 +129,19 @@ export interface FakeTransaction {
 
 export interface FakeRefund {
   readonly id: number
+  readonly refundReference: string
   readonly transactionReference: string
   readonly amount: number
   readonly currency: string
+}
+
+export interface FakeDispute {
+  readonly id: number
+  readonly transactionReference: string
+  readonly refundAmount: number
+  readonly currency: string
+  status: string
+  resolution: string | null
 }
 
 export interface RecordedRequest {
@@ -163,6 +173,12 @@ export interface FakePaystack {
   /** A reusable card authorization for `email`, as if saved by an earlier payment. */
   readonly seedAuthorization: (email: string, card?: FakeCard) => FakeAuthorization
   readonly webhookFor: (reference: string, options?: { readonly metadataAs?: MetadataAs }) => SignedWebhook
+  /** The signed `refund.processed` Paystack sends once a refund (made through `POST /refund`) is processed. */
+  readonly refundProcessed: (refundId: number) => SignedWebhook
+  /** The customer disputes a paid transaction: the signed `charge.dispute.create`. */
+  readonly dispute: (reference: string) => SignedWebhook & { readonly disputeId: number }
+  /** The dispute is resolved (`merchant-accepted` refunds the customer): the signed `charge.dispute.resolve`. */
+  readonly resolveDispute: (disputeId: number, resolution: "merchant-accepted" | "declined") => SignedWebhook
   readonly webhook: (event: string, data: Record<string, unknown>) => SignedWebhook
   readonly sign: (body: string | Uint8Array) => string
   /** POSTs a signed webhook to `url` as Paystack would. */
@@ -377,6 +393,66 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
     tx.authorization = makeAuthorization(tx.email, { ...opts.card, reusable: false })
   }
 
+  // A processed refund names its transaction by reference only: no metadata, the amount as a string (as Paystack's
+  // own samples show it).
+  const refundProcessed = (refundId: number): SignedWebhook => {
+    const r = refunds.find((x) => x.id === refundId)
+    if (r === undefined) throw new Error(`fakePaystack: no refund ${refundId}`)
+    const customer = customerFor(transactions.get(r.transactionReference)!.email)
+    return signed("refund.processed", {
+      status: "processed",
+      transaction_reference: r.transactionReference,
+      refund_reference: r.refundReference,
+      amount: String(r.amount),
+      currency: r.currency,
+      processor: "mpgs_zen",
+      customer: { first_name: null, last_name: null, email: customer.email },
+      integration: 100_001,
+      domain: "test"
+    })
+  }
+
+  const disputes = new Map<number, FakeDispute>()
+  const disputePayload = (d: FakeDispute): Record<string, unknown> => {
+    const tx = transactions.get(d.transactionReference)!
+    return {
+      id: d.id,
+      refund_amount: d.refundAmount,
+      currency: d.currency,
+      status: d.status,
+      resolution: d.resolution,
+      domain: "test",
+      transaction: transactionPayload(tx),
+      transaction_reference: null,
+      category: "chargeback",
+      customer: { email: tx.email }
+    }
+  }
+
+  const dispute = (reference: string) => {
+    const tx = transactions.get(reference)
+    if (tx === undefined || tx.status !== "success") throw new Error(`fakePaystack: no paid transaction ${reference}`)
+    const d: FakeDispute = {
+      id: ++nextId,
+      transactionReference: reference,
+      refundAmount: tx.amount,
+      currency: tx.currency,
+      status: "awaiting-merchant-feedback",
+      resolution: null
+    }
+    disputes.set(d.id, d)
+    return { ...signed("charge.dispute.create", disputePayload(d)), disputeId: d.id }
+  }
+
+  const resolveDispute = (disputeId: number, resolution: "merchant-accepted" | "declined") => {
+    const d = disputes.get(disputeId)
+    if (d === undefined) throw new Error(`fakePaystack: no dispute ${disputeId}`)
+    d.status = "resolved"
+    d.resolution = resolution
+    if (resolution === "merchant-accepted") transactions.get(d.transactionReference)!.status = "reversed"
+    return signed("charge.dispute.resolve", disputePayload(d))
+  }
+
   const deliver = (webhook: SignedWebhook, url: string) =>
     fetch(url, { method: "POST", headers: webhook.headers, body: webhook.body })
 
@@ -570,7 +646,13 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
     }
     tx.refunded += amount
     const now = new Date().toISOString()
-    const r: FakeRefund = { id: ++nextId, transactionReference: tx.reference, amount, currency: tx.currency }
+    const r: FakeRefund = {
+      id: ++nextId,
+      refundReference: `${nextId}${randomCode(6)}`,
+      transactionReference: tx.reference,
+      amount,
+      currency: tx.currency
+    }
     refunds.push(r)
     return ok("Refund has been queued for processing", {
       transaction: {
@@ -719,6 +801,9 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
       return makeAuthorization(email, card)
     },
     webhookFor,
+    refundProcessed,
+    dispute,
+    resolveDispute,
     webhook: signed,
     sign,
     deliver,

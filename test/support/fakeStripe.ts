@@ -163,6 +163,8 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
   const paymentMethods = new Map<string, Json>()
   const cardBehaviors = new Map<string, CardBehavior>()
   const refunds = new Map<string, Json>()
+  const charges = new Map<string, Json>()
+  const disputes = new Map<string, Json>()
   const events = new Map<string, Json>()
   const idempotency = new Map<string, { fingerprint: string; status: number; body: string }>()
   const requests: Array<RecordedRequest> = []
@@ -175,6 +177,8 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
     if (id.startsWith("seti_")) return setupIntents.get(id)
     if (id.startsWith("pm_")) return paymentMethods.get(id)
     if (id.startsWith("re_")) return refunds.get(id)
+    if (id.startsWith("ch_")) return charges.get(id)
+    if (id.startsWith("dp_")) return disputes.get(id)
     return undefined
   }
 
@@ -261,6 +265,31 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
     return pi
   }
 
+  /** A succeeded PaymentIntent's Charge; it carries the intent's metadata as it was when charged, as Stripe's does. */
+  const chargeSucceeded = (pi: Json): void => {
+    const charge: Json = {
+      id: randomId("ch"),
+      object: "charge",
+      amount: pi["amount"],
+      amount_captured: pi["amount"],
+      amount_refunded: 0,
+      currency: pi["currency"],
+      customer: pi["customer"],
+      payment_intent: pi["id"],
+      payment_method: pi["payment_method"],
+      metadata: clone(pi["metadata"]),
+      paid: true,
+      captured: true,
+      refunded: false,
+      disputed: false,
+      status: "succeeded",
+      created: nowSeconds(),
+      livemode: false
+    }
+    charges.set(charge["id"] as string, charge)
+    Object.assign(pi, { status: "succeeded", amount_received: pi["amount"], latest_charge: charge["id"] })
+  }
+
   /** Confirms `pi` with its payment method as Stripe would off-session; throws the 402 Stripe would answer. */
   const confirmOffSession = (pi: Json): void => {
     const pmId = pi["payment_method"] as string
@@ -285,9 +314,7 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
     }
     switch (behavior) {
       case "succeed":
-        pi["status"] = "succeeded"
-        pi["amount_received"] = pi["amount"]
-        pi["latest_charge"] = randomId("ch")
+        chargeSucceeded(pi)
         return
       case "processing":
         pi["status"] = "processing"
@@ -480,6 +507,11 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
       created: nowSeconds()
     }
     refunds.set(refund["id"] as string, refund)
+    const charge = charges.get(pi["latest_charge"] as string)
+    if (charge !== undefined) {
+      charge["amount_refunded"] = (charge["amount_refunded"] as number) + amount
+      charge["refunded"] = charge["amount_refunded"] === charge["amount"]
+    }
     return refund
   }
 
@@ -502,6 +534,7 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
     if (method === "GET" && (m = /^\/v1\/payment_methods\/([^/]+)$/.exec(path))) return get(paymentMethods, "payment_method", m[1]!, p["expand"])
     if (method === "POST" && (m = /^\/v1\/payment_methods\/([^/]+)\/detach$/.exec(path))) return clone(detachPaymentMethod(m[1]!))
     if (method === "POST" && path === "/v1/refunds") return createRefund(p)
+    if (method === "GET" && (m = /^\/v1\/charges\/([^/]+)$/.exec(path))) return get(charges, "charge", m[1]!, p["expand"])
     throw new ApiError(404, { type: "invalid_request_error", message: `Unrecognized request URL (${method}: ${path}).` })
   }
 
@@ -661,7 +694,7 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
       receipt_email: null
     })
     if (succeed) {
-      Object.assign(pi, { status: "succeeded", amount_received: pi["amount"], latest_charge: randomId("ch") })
+      chargeSucceeded(pi)
       Object.assign(session, {
         status: "complete",
         payment_status: "paid",
@@ -674,6 +707,37 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
       session["payment_intent"] = pi["id"]
     }
     return { session: clone(session), customer: clone(customer), paymentMethod: clone(pm), paymentIntent: clone(pi), setupIntent: null }
+  }
+
+  /** The cardholder disputes a succeeded payment (its Charge): a Dispute as Stripe opens it. */
+  const openDispute = (paymentIntentId: string): Json => {
+    const pi = paymentIntents.get(paymentIntentId)
+    const charge = pi === undefined ? undefined : charges.get(pi["latest_charge"] as string)
+    if (pi === undefined || charge === undefined) throw new Error(`fakeStripe: no charge of ${paymentIntentId}`)
+    charge["disputed"] = true
+    const dispute: Json = {
+      id: randomId("dp"),
+      object: "dispute",
+      amount: charge["amount"],
+      currency: charge["currency"],
+      charge: charge["id"],
+      payment_intent: pi["id"],
+      reason: "fraudulent",
+      status: "needs_response",
+      is_charge_refundable: false,
+      metadata: {},
+      created: nowSeconds(),
+      livemode: false
+    }
+    disputes.set(dispute["id"] as string, dispute)
+    return clone(dispute)
+  }
+
+  const closeDispute = (disputeId: string, status: "won" | "lost"): Json => {
+    const dispute = disputes.get(disputeId)
+    if (dispute === undefined) throw new Error(`fakeStripe: no dispute ${disputeId}`)
+    dispute["status"] = status
+    return clone(dispute)
   }
 
   /** `t=…,v1=…` for `payload`, signed by Stripe's own helper. */
@@ -742,6 +806,13 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
     setupIntents,
     paymentMethods,
     refunds,
+    charges,
+    disputes,
+    /** A refund as made from the Dashboard; `charge.refunded` is then `eventFor("charge.refunded", chargeId)`. */
+    refund: (paymentIntentId: string, amount?: number) =>
+      clone(createRefund({ payment_intent: paymentIntentId, ...(amount === undefined ? {} : { amount: String(amount) }) })),
+    openDispute,
+    closeDispute,
     /** A customer with an attached card (as a finished checkout leaves it), for off-session charges. */
     createCustomerWithCard: (opts: CardOptions = {}) => {
       const customer = newCustomer(opts.email ?? "customer@example.com", {})

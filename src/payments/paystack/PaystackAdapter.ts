@@ -89,6 +89,28 @@ const Transaction = Schema.Struct({
 })
 type Transaction = typeof Transaction.Type
 
+/** `refund.*` events: the refund, naming its transaction by `transaction_reference` (amounts may be strings). */
+const Refund = Schema.Struct({
+  id: opt(LooseString),
+  status: opt(LooseString),
+  transaction_reference: opt(LooseString),
+  refund_reference: opt(LooseString),
+  amount: opt(LooseInt),
+  currency: opt(LooseString),
+  transaction: opt(Schema.Unknown)
+})
+
+/** `charge.dispute.*` events: the dispute with its whole transaction (and our metadata on it). */
+const Dispute = Schema.Struct({
+  id: opt(LooseString),
+  refund_amount: opt(LooseInt),
+  currency: opt(LooseString),
+  status: opt(LooseString),
+  resolution: opt(LooseString),
+  transaction_reference: opt(LooseString),
+  transaction: opt(Schema.Unknown)
+})
+
 const Initialized = Schema.Struct({
   authorization_url: LooseString,
   access_code: opt(LooseString),
@@ -103,8 +125,15 @@ const WebhookEvent = Schema.Struct({
 /**
  * The event types we act on; every other one is acknowledged and skipped. Paystack documents no `charge.failed`: a
  * declined hosted payment is learned by verifying the transaction (the reconciler verifies open checkouts).
+ * `charge.dispute.resolve` moves money back when the dispute was accepted (by the merchant, or for want of an answer).
  */
-const HANDLED_EVENTS: ReadonlySet<string> = new Set(["charge.success"])
+const HANDLED_EVENTS: ReadonlySet<string> = new Set([
+  "charge.success",
+  "refund.processed",
+  "charge.dispute.create",
+  "charge.dispute.resolve"
+])
+const LOST_DISPUTE = new Set(["merchant-accepted", "auto-accepted"])
 
 /** A webhook body as far as every event goes: JSON naming its `event`. */
 const readWebhookEvent = (rawBody: Uint8Array): Effect.Effect<typeof WebhookEvent.Type, ProviderError> => {
@@ -122,6 +151,8 @@ const readWebhookEvent = (rawBody: Uint8Array): Effect.Effect<typeof WebhookEven
 
 const decodeEnvelope = Schema.decodeUnknownEither(Envelope)
 const decodeTransaction = Schema.decodeUnknownEither(Transaction)
+const decodeRefund = Schema.decodeUnknownEither(Refund)
+const decodeDispute = Schema.decodeUnknownEither(Dispute)
 const decodeAuthorization = Schema.decodeUnknownEither(Authorization)
 const decodeCustomer = Schema.decodeUnknownEither(Customer)
 
@@ -407,7 +438,10 @@ export const makePaystackAdapter = (
 
     routeEvent: (rawBody) =>
       Effect.map(readWebhookEvent(rawBody), ({ data, event: type }) => {
-        const metadata = typeof data === "object" && data !== null ? (data as { metadata?: unknown }).metadata : null
+        // A dispute carries our metadata on its transaction; a refund carries none (on the sandbox route it cannot
+        // be routed).
+        const of = (v: unknown) => (typeof v === "object" && v !== null ? (v as { metadata?: unknown; transaction?: unknown }) : null)
+        const metadata = of(data)?.metadata ?? of(of(data)?.transaction)?.metadata ?? null
         return {
           type,
           handled: HANDLED_EVENTS.has(type),
@@ -428,6 +462,64 @@ export const makePaystackAdapter = (
         }
 
         const rejected = (message: string) => new ProviderError({ reason: "rejected", message })
+        const bodyHash = () => createHash("sha256").update(rawBody).digest("hex")
+        if (type === "refund.processed") {
+          const decodedRefund = decodeRefund(data)
+          if (Either.isLeft(decodedRefund)) return yield* rejected("Paystack webhook: malformed refund.processed data")
+          const refund = decodedRefund.right
+          const reference = nonEmpty(refund.transaction_reference) ??
+            (Either.getOrNull(decodeTransaction(refund.transaction ?? {}))?.reference ?? null)
+          const currency = nonEmpty(refund.currency)
+          if (reference === null || refund.amount === null || refund.amount === undefined || currency === null) {
+            return yield* rejected("Paystack webhook: refund.processed without a transaction, amount or currency")
+          }
+          const key = nonEmpty(refund.refund_reference) ?? nonEmpty(refund.id) ?? bodyHash()
+          return {
+            _tag: "Refunded",
+            eventKey: `${type}:${key}`,
+            reference,
+            providerPaymentId: null,
+            cause: "refund",
+            reversalKey: `refund:${key}`,
+            amount: refund.amount,
+            cumulative: false,
+            currency: currency.toUpperCase(),
+            metadata: {}
+          } satisfies ProviderEvent
+        }
+        if (type === "charge.dispute.create" || type === "charge.dispute.resolve") {
+          const decodedDispute = decodeDispute(data)
+          if (Either.isLeft(decodedDispute)) return yield* rejected(`Paystack webhook: malformed ${type} data`)
+          const dispute = decodedDispute.right
+          const tx = Either.getOrNull(decodeTransaction(dispute.transaction ?? {}))
+          const reference = nonEmpty(tx?.reference) ?? nonEmpty(dispute.transaction_reference)
+          if (reference === null) return yield* rejected(`Paystack webhook: ${type} without a transaction`)
+          const id = nonEmpty(dispute.id) ?? bodyHash()
+          const metadata = normalizePaystackMetadata(tx?.metadata)
+          if (type === "charge.dispute.create") {
+            return { _tag: "Disputed", eventKey: `${type}:${id}`, reference, providerPaymentId: null, metadata } satisfies ProviderEvent
+          }
+          if (!LOST_DISPUTE.has((dispute.resolution ?? "").toLowerCase())) {
+            return { _tag: "Ignored", eventKey: `${type}:${id}`, type } satisfies ProviderEvent
+          }
+          const amount = dispute.refund_amount ?? tx?.amount
+          const currency = nonEmpty(dispute.currency) ?? nonEmpty(tx?.currency)
+          if (amount === null || amount === undefined || currency === null) {
+            return yield* rejected("Paystack webhook: charge.dispute.resolve without an amount or currency")
+          }
+          return {
+            _tag: "Refunded",
+            eventKey: `${type}:${id}`,
+            reference,
+            providerPaymentId: null,
+            cause: "dispute",
+            reversalKey: `dispute:${id}`,
+            amount,
+            cumulative: false,
+            currency: currency.toUpperCase(),
+            metadata
+          } satisfies ProviderEvent
+        }
         const decoded = decodeTransaction(data)
         if (Either.isLeft(decoded)) return yield* rejected(`Paystack webhook: malformed ${type} data`)
         const tx = decoded.right

@@ -453,7 +453,27 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
         const method = methodFromPaymentMethod(pm, { customer: given.providerCustomerId, email: given.email })
         return method === null ? event : { ...event, method }
       }
+      if ((event._tag === "Refunded" || event._tag === "Disputed") && event.reference === null && event.providerPaymentId !== null) {
+        const found = yield* referenceOfPayment(account, event.providerPaymentId)
+        return found === null ? event : { ...event, reference: found.reference, metadata: { ...found.metadata, ...event.metadata } }
+      }
       return event
+    })
+
+  /** Our reference of a payment Stripe names by its PaymentIntent (or Charge) id: the metadata we put on it. */
+  const referenceOfPayment = (account: ProviderAccount, id: string) =>
+    Effect.gen(function*() {
+      let paymentIntent: string | null = id.startsWith("pi_") ? id : null
+      if (id.startsWith("ch_")) {
+        const charge = yield* call(account, (stripe) => stripe.charges.retrieve(id))
+        const reference = charge.metadata?.["reference"]
+        if (reference !== undefined && reference !== "") return { reference, metadata: charge.metadata }
+        paymentIntent = idOf(charge.payment_intent)
+      }
+      if (paymentIntent === null) return null
+      const pi = yield* call(account, (stripe) => stripe.paymentIntents.retrieve(paymentIntent))
+      const reference = pi.metadata?.["reference"]
+      return reference === undefined || reference === "" ? null : { reference, metadata: pi.metadata }
     })
 
   const verifySignature = (

@@ -8,6 +8,7 @@ import m0005 from "./0005_usage_rollups_by_customer.ts"
 import m0006 from "./0006_hot_path.ts"
 import m0007 from "./0007_batched_reads.ts"
 import m0008 from "./0008_payment_attempts.ts"
+import m0013 from "./0013_refunds.ts"
 
 /**
  * The schema's versions in order, one file each. A migration that has landed is never edited: a change is a new file.
@@ -21,5 +22,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0005_usage_rollups_by_customer": m0005,
   "0006_hot_path": m0006,
   "0007_batched_reads": m0007,
-  "0008_payment_attempts": m0008
+  "0008_payment_attempts": m0008,
+  "0013_refunds": m0013
 }
