@@ -83,6 +83,21 @@ for (const db of databases()) {
       ])
     })
 
+    test("a Paystack card setup charges the currency's minimum in that currency, and refunds it", async () => {
+      const { org, call, get } = await orgWith("paystack", "NGN")
+      for (const [currency, amount] of [["GHS", 10], ["USD", 200], ["KES", 300]] as const) {
+        const setup = await call("/v1/wallet/setup", { customer: "ada", provider: "paystack", currency })
+        expect(setup.status).toBe(200)
+        expect(paystack.transactions.get(setup.body.reference)).toMatchObject({ amount, currency, channels: ["card"] })
+        expect(await deliver(org.slug, "paystack", paystack.complete(setup.body.reference))).toMatchObject({ skipped: false })
+        expect(paystack.refunds.filter((r) => r.transactionReference === setup.body.reference)).toEqual([
+          expect.objectContaining({ amount, currency })
+        ])
+      }
+      // The same card each time: one saved method.
+      expect((await get("/v1/wallet?customer=ada")).paymentMethods).toHaveLength(1)
+    })
+
     /** The purchased-credits balance, as check reports it (the customer has no plan granting tokens). */
     const addonBalance = async (call: (path: string, body: unknown) => Promise<{ body: any }>) =>
       ((await call("/v1/check", { customer: "ada", feature: "tokens", value: 0 })).body.credits?.addonBalance ?? 0) as number
