@@ -212,14 +212,17 @@ describe("charge", () => {
     expect(e.reason).toBe("duplicate")
   })
 
-  test("an authorization of another email is rejected with Paystack's message", async () => {
+  test("an authorization Paystack refuses (deactivated, unknown, tied to another email) is MethodGone, with Paystack's message", async () => {
     const auth = fake.seedAuthorization("ada@example.com")
     const request = chargeRequest(auth.authorization_code, {
       method: { token: auth.authorization_code, providerCustomerId: null, email: "bob@example.com" }
     })
-    const e = await failureOf(adapter.charge(account, request))
-    expect(e.reason).toBe("rejected")
-    expect(e.message).toContain("Email does not match Authorization code")
+    const result = await run(adapter.charge(account, request))
+    expect(result).toEqual({ _tag: "MethodGone", message: expect.stringContaining("Email does not match Authorization code") })
+    expect(await run(adapter.charge(account, chargeRequest("AUTH_unknown")))).toMatchObject({ _tag: "MethodGone" })
+    // Other refusals are not about the method.
+    fake.failNext({ kind: "reject", message: "Invalid Amount Sent" }, { path: "/transaction/charge_authorization" })
+    expect((await failureOf(adapter.charge(account, chargeRequest(auth.authorization_code)))).reason).toBe("rejected")
   })
 
   test("a wrong secret key is unauthorized, and the key is not in the error", async () => {
@@ -371,8 +374,7 @@ describe("refund and removeMethod", () => {
     await run(adapter.removeMethod(account, { token: authorizationCode, providerCustomerId: null, email: null }))
     expect(lastRequest("/customer/authorization/deactivate").body).toEqual({ authorization_code: authorizationCode })
     expect(fake.authorizations.get(authorizationCode)?.active).toBe(false)
-    const e = await failureOf(adapter.charge(account, chargeRequest(authorizationCode)))
-    expect(e.reason).toBe("rejected")
+    expect(await run(adapter.charge(account, chargeRequest(authorizationCode)))).toMatchObject({ _tag: "MethodGone" })
   })
 
   test("removing an unknown authorization is rejected", async () => {

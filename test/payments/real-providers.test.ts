@@ -98,6 +98,51 @@ for (const db of databases()) {
       expect((await get("/v1/wallet?customer=ada")).paymentMethods).toHaveLength(1)
     })
 
+    const openInvoice = (orgId: string, customerId: string, currency: string, amount: number) =>
+      server.run(Effect.flatMap(Invoices, (invoices) =>
+        invoices.createInvoice(orgId, customerId, currency, [{
+          feature: "tokens",
+          description: "Overage",
+          quantity: 1,
+          unitPrice: String(amount),
+          amount: BigDecimal.unsafeFromString(String(amount)),
+          periodStart: 0,
+          periodEnd: 0
+        }])))
+
+    for (const provider of ["paystack", "stripe"] as const) {
+      test(`${provider}: a saved method the provider refuses as gone is dropped, and the same payment falls back to a checkout`, async () => {
+        const { org, call, get } = await orgWith(provider, provider === "stripe" ? "USD" : "NGN")
+        const customer = await get("/v1/customers/ada")
+        const setup = await call("/v1/wallet/setup", { customer: "ada", provider })
+        if (provider === "paystack") {
+          const saved = paystack.complete(setup.body.reference)
+          await deliver(org.slug, "paystack", saved)
+          // Deactivated at Paystack (by the customer's bank, or another integration of the vendor's).
+          paystack.authorizations.get(saved.authorizationCode)!.active = false
+        } else {
+          const done = stripe.completeCheckout(sessionOf(setup.body.reference)["id"] as string)
+          await deliver(org.slug, "stripe", await stripe.eventFor("setup_intent.succeeded", done.setupIntent!["id"] as string))
+          stripe.paymentMethods.get(done.paymentMethod["id"] as string)!["customer"] = null // detached elsewhere
+        }
+        expect((await get("/v1/wallet?customer=ada")).paymentMethods).toHaveLength(1)
+        const invoice = await openInvoice(org.id, customer.id, provider === "stripe" ? "USD" : "NGN", 70000)
+        const paid = await call(`/v1/billing/invoice/${invoice.id}/pay`, {})
+        expect(paid).toMatchObject({ status: 200, body: { paid: false, code: "checkout_required" } })
+        expect(paid.body.checkoutUrl).toStartWith(provider === "stripe" ? stripe.url : paystack.baseUrl)
+        expect((await get("/v1/wallet?customer=ada")).paymentMethods).toEqual([])
+      })
+    }
+
+    test("Stripe's hosted page returns to PUBLIC_URL when the request names no callback", async () => {
+      const { call } = await orgWith("stripe", "USD")
+      const attached = await call("/v1/attach", { customer: "ada", product: "pro" })
+      const session = [...stripe.sessions.values()].find((s) => s["url"] === attached.body.checkoutUrl)!
+      expect(session).toMatchObject({ success_url: `${PUBLIC_URL}/`, cancel_url: `${PUBLIC_URL}/` })
+      const sent = stripe.requestsTo("POST", "/v1/checkout/sessions").at(-1)!
+      expect(sent.params).toMatchObject({ success_url: `${PUBLIC_URL}/`, cancel_url: `${PUBLIC_URL}/` })
+    })
+
     /** The purchased-credits balance, as check reports it (the customer has no plan granting tokens). */
     const addonBalance = async (call: (path: string, body: unknown) => Promise<{ body: any }>) =>
       ((await call("/v1/check", { customer: "ada", feature: "tokens", value: 0 })).body.credits?.addonBalance ?? 0) as number
@@ -189,19 +234,10 @@ for (const db of databases()) {
 
     test("Paystack: a refunded invoice stays paid and carries amountRefunded; a lost dispute adds to it, capped at what was paid", async () => {
       const { org, call, get } = await orgWith("paystack", "NGN")
-      const customer = (await get("/v1/customers/ada")).customer ?? (await get("/v1/customers/ada"))
+      const customer = await get("/v1/customers/ada")
       const setup = await call("/v1/wallet/setup", { customer: "ada", provider: "paystack" })
       await deliver(org.slug, "paystack", paystack.complete(setup.body.reference))
-      const invoice = await server.run(Effect.flatMap(Invoices, (invoices) =>
-        invoices.createInvoice(org.id, customer.id, "NGN", [{
-          feature: "tokens",
-          description: "Overage",
-          quantity: 1,
-          unitPrice: "120000",
-          amount: BigDecimal.unsafeFromString("120000"),
-          periodStart: 0,
-          periodEnd: 0
-        }])))
+      const invoice = await openInvoice(org.id, customer.id, "NGN", 120000)
       expect((await call(`/v1/billing/invoice/${invoice.id}/pay`, {})).body).toMatchObject({ paid: true })
       const reference = (paystack.requests.filter((r) => r.path === "/transaction/charge_authorization").at(-1)!.body as any).reference as string
 

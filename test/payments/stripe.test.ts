@@ -255,8 +255,14 @@ describe("StripeAdapter", () => {
       expect(error.reason).toBe("unavailable")
     })
 
-    test("a method Stripe does not know is rejected", async () => {
-      const error = await runError(adapter.charge(account, chargeRequest({ token: "pm_missing", providerCustomerId: null })))
+    test("a method Stripe no longer has, or one detached from its customer, is MethodGone; other refusals are rejected", async () => {
+      const missing = await run(adapter.charge(account, chargeRequest({ token: "pm_missing", providerCustomerId: null })))
+      expect(missing).toEqual({ _tag: "MethodGone", message: expect.stringContaining("No such PaymentMethod") })
+      const method = savedCard()
+      await run(adapter.removeMethod(account, { ...method, email: null }))
+      const detached = await run(adapter.charge(account, chargeRequest(method)))
+      expect(detached).toEqual({ _tag: "MethodGone", message: expect.stringContaining("may not be used again") })
+      const error = await runError(adapter.charge(account, chargeRequest({ token: savedCard().token, providerCustomerId: "cus_missing" })))
       expect(error.reason).toBe("rejected")
     })
   })

@@ -130,8 +130,13 @@ class ApiError extends Error {
 
 const invalid = (message: string, param?: string, code?: string) =>
   new ApiError(400, { type: "invalid_request_error", message, ...(param ? { param } : {}), ...(code ? { code } : {}) })
-const missing = (kind: string, id: string) =>
-  new ApiError(404, { type: "invalid_request_error", code: "resource_missing", message: `No such ${kind}: '${id}'` })
+const missing = (kind: string, id: string, param?: string) =>
+  new ApiError(404, {
+    type: "invalid_request_error",
+    code: "resource_missing",
+    message: `No such ${kind}: '${id}'`,
+    ...(param === undefined ? {} : { param })
+  })
 
 const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined)
 const bool = (v: unknown) => v === "true" || v === true
@@ -431,13 +436,16 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
     if (customer !== undefined && !customers.has(customer)) throw missing("customer", customer)
     const pmId = str(p["payment_method"])
     const pm = pmId !== undefined ? paymentMethods.get(pmId) : undefined
-    if (pmId !== undefined && !pm) throw missing("payment_method", pmId)
+    if (pmId !== undefined && !pm) throw missing("PaymentMethod", pmId, "payment_method")
     if (pm && pm["customer"] !== null && pm["customer"] !== customer) {
       throw invalid(`The provided PaymentMethod belongs to a different Customer.`, "payment_method")
     }
     const offSession = bool(p["off_session"])
     if (pm && offSession && pm["customer"] === null) {
-      throw invalid("The provided PaymentMethod was previously used or is detached; attach it to a Customer first.", "payment_method")
+      // Stripe's words for a PaymentMethod detached from its customer (or never attached): it cannot be reused.
+      throw invalid(
+        "The provided PaymentMethod was previously used with a PaymentIntent without Customer attachment, shared with a connected account without Customer attachment, or was detached from a Customer. It may not be used again. To use a PaymentMethod multiple times, you must attach it to a Customer first."
+      )
     }
     const pi = newPaymentIntent({
       amount,

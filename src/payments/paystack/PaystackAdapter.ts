@@ -230,6 +230,13 @@ const ACTION_STATUSES = new Set([
 ])
 const DECLINED_STATUSES = new Set(["failed", "abandoned", "reversed"])
 
+/**
+ * How Paystack refuses an authorization that can no longer be charged: deactivated (by us, the customer or the bank),
+ * unknown, not reusable, or tied to another email than the one it was saved with. Its messages say "authorization"
+ * and one of these words.
+ */
+const AUTHORIZATION_GONE = /authorization[^]*\b(inactive|invalid|deactivated|not found|not reusable|does not match)\b|\b(invalid|inactive)\b[^]*authorization/i
+
 const chargeResultOf = (tx: Transaction, reference: string): ChargeResult => {
   const status = (tx.status ?? "").toLowerCase()
   const providerReference = nonEmpty(tx.reference) ?? reference
@@ -376,7 +383,7 @@ export const makePaystackAdapter = (
     charge: (account, request) =>
       Effect.gen(function*() {
         yield* checkAmount(request.amount, "amount")
-        const data = yield* call(account, "POST", "/transaction/charge_authorization", {
+        const answered = yield* call(account, "POST", "/transaction/charge_authorization", {
           authorization_code: request.method.token,
           // Paystack only charges an authorization with the email it was created with.
           email: request.method.email ?? request.email,
@@ -385,8 +392,15 @@ export const makePaystackAdapter = (
           reference: request.reference,
           // This endpoint documents metadata as "stringified JSON".
           metadata: JSON.stringify(request.metadata)
-        })
-        const tx = yield* transactionOf("charge_authorization", data)
+        }).pipe(Effect.either)
+        if (Either.isLeft(answered)) {
+          const e = answered.left
+          // Nothing was charged: Paystack refused the authorization itself, and will refuse it every time.
+          const said = e.message.slice(e.message.indexOf(": ") + 2) // Paystack's words, without our label
+          if (e.reason === "rejected" && AUTHORIZATION_GONE.test(said)) return { _tag: "MethodGone", message: said } as const
+          return yield* e
+        }
+        const tx = yield* transactionOf("charge_authorization", answered.right)
         return chargeResultOf(tx, request.reference)
       }),
 

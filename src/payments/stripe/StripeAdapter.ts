@@ -152,6 +152,15 @@ const paymentIntentStatus = (pi: Stripe.PaymentIntent): VerifyResult["status"] =
 /** A method known only by its id (from an event): none of what identifies or labels the card. */
 const lacksDetails = (m: MethodDetails): boolean => m.fingerprint === null && m.last4 === null && m.brand === null
 
+/**
+ * The saved PaymentMethod can never be charged again: Stripe no longer has it (`resource_missing` on
+ * `payment_method`), or it was detached from its customer ("… may not be used again").
+ */
+const methodGone = (error: unknown): error is Stripe.errors.StripeInvalidRequestError =>
+  error instanceof Stripe.errors.StripeInvalidRequestError &&
+  ((error.code === "resource_missing" && error.param === "payment_method") ||
+    /detached from a Customer|may not be used again/i.test(error.message))
+
 const returnUrl = (callbackUrl: string | null, fallback: string): string => callbackUrl ?? fallback
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -275,6 +284,9 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
             return { _tag: "Pending", providerReference: pi.id }
         }
       } catch (error) {
+        if (methodGone(error)) {
+          return { _tag: "MethodGone", message: scrub(error.message || "The payment method is gone", account.secretKey) }
+        }
         if (error instanceof Stripe.errors.StripeCardError) {
           const message = scrub(error.message || "The card was declined", account.secretKey)
           return error.code === "authentication_required"
