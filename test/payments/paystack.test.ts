@@ -128,6 +128,27 @@ describe("createCheckout", () => {
     expect(e.message).toContain("Currency not supported")
   })
 
+  test("the account's rules: a currency the business has not enabled, or an amount under the currency's minimum, is refused", async () => {
+    // This fake account has NGN only, as a new Nigerian business does.
+    const usd = await failureOf(adapter.createCheckout(account, checkoutRequest({ currency: "USD", amount: 50_000 })))
+    expect(usd.reason).toBe("rejected")
+    expect(usd.message).toContain("Currency not supported by merchant")
+    const small = await failureOf(adapter.createCheckout(account, checkoutRequest({ amount: 4_999 })))
+    expect(small.reason).toBe("rejected")
+    expect(small.message).toContain("Invalid Amount Sent")
+    expect((await run(adapter.createCheckout(account, checkoutRequest({ amount: 5_000 })))).checkoutUrl).toStartWith(fake.baseUrl)
+    const auth = fake.seedAuthorization("ada@example.com")
+    expect((await failureOf(adapter.charge(account, chargeRequest(auth.authorization_code, { amount: 100 })))).reason).toBe("rejected")
+    const ghana = startFakePaystack({ currencies: ["GHS"] })
+    try {
+      const pesewas = await run(adapter.createCheckout(ghana.account, checkoutRequest({ currency: "GHS", amount: 10 })))
+      expect(pesewas.checkoutUrl).toStartWith(ghana.baseUrl)
+      expect((await failureOf(adapter.createCheckout(ghana.account, checkoutRequest({ currency: "GHS", amount: 9 })))).reason).toBe("rejected")
+    } finally {
+      await ghana.stop()
+    }
+  })
+
   test("a non-integer amount is refused before calling Paystack", async () => {
     const before = fake.requests.length
     const e = await failureOf(adapter.createCheckout(account, checkoutRequest({ amount: 10.5 })))

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { BigDecimal, Effect } from "effect"
 import { Invoices } from "../../src/billing/Invoices.ts"
+import { Payments } from "../../src/payments/Payments.ts"
 import { ProviderAccounts } from "../../src/payments/ProviderAccounts.ts"
 import { post, syncCatalog } from "../support/catalog.ts"
 import { makeShiftedClock } from "../support/clock.ts"
@@ -32,9 +33,10 @@ for (const db of databases()) {
     const time = makeShiftedClock()
 
     beforeAll(async () => {
-      server = await startServer({ ...db.config, publicUrl: PUBLIC_URL }, { clock: time.clock })
-      stripe = startFakeStripe()
-      paystack = startFakePaystack()
+      // Provider calls give up after 1 s here, so an answer can be lost in a test's time.
+      server = await startServer({ ...db.config, publicUrl: PUBLIC_URL, providerTimeoutMs: 1000 }, { clock: time.clock })
+      stripe = startFakeStripe({ now: time.now }) // signs events at the application's (movable) time
+      paystack = startFakePaystack({ currencies: ["NGN", "GHS", "USD", "KES"] })
     })
     afterAll(async () => {
       await stripe.stop()
@@ -42,11 +44,11 @@ for (const db of databases()) {
       await server.close()
     })
 
-    const orgWith = async (provider: "stripe" | "paystack", currency: string) => {
+    const orgWith = async (provider: "stripe" | "paystack", currency: string, stripeFake: FakeStripe = stripe) => {
       const org = await server.createOrg()
       await server.run(Effect.flatMap(ProviderAccounts, (a) =>
         provider === "stripe"
-          ? a.set(org.id, "stripe", { secretKey: stripe.secretKey, webhookSecret: stripe.webhookSecret, baseUrl: stripe.url })
+          ? a.set(org.id, "stripe", { secretKey: stripeFake.secretKey, webhookSecret: stripeFake.webhookSecret, baseUrl: stripeFake.url })
           : a.set(org.id, "paystack", { secretKey: paystack.secretKey, webhookSecret: null, baseUrl: paystack.baseUrl })))
       await syncCatalog(server, org.apiKey, catalog(provider, currency))
       await post(server, org.apiKey, "/v1/customers", { id: "ada", email: "ada@example.com" })
@@ -133,6 +135,36 @@ for (const db of databases()) {
         expect((await get("/v1/wallet?customer=ada")).paymentMethods).toEqual([])
       })
     }
+
+    test("the reconciler waits for Stripe's search, which lags behind writes, before it settles a lost answer", async () => {
+      // This Stripe account's search sees a PaymentIntent five minutes (of the application's clock) after it is made.
+      const laggy = startFakeStripe({ now: time.now, searchLagMs: 5 * 60_000 })
+      try {
+        const { org, call, get } = await orgWith("stripe", "USD", laggy)
+        const customer = await get("/v1/customers/ada")
+        const setup = await call("/v1/wallet/setup", { customer: "ada", provider: "stripe" })
+        const session = [...laggy.sessions.values()].find((x) => x["client_reference_id"] === setup.body.reference)!
+        const done = laggy.completeCheckout(session["id"] as string)
+        await deliver(org.slug, "stripe", await laggy.eventFor("setup_intent.succeeded", done.setupIntent!["id"] as string))
+        const invoice = await openInvoice(org.id, customer.id, "USD", 70000)
+
+        laggy.inject({ delayMs: 1500 }, { method: "POST", path: "/v1/payment_intents" })
+        expect((await call(`/v1/billing/invoice/${invoice.id}/pay`, {})).body).toMatchObject({ code: "payment_processing" })
+        await Bun.sleep(800) // the fake finishes the charge the service gave up waiting for
+        expect(laggy.paymentIntents.size).toBe(1)
+        const invoiceStatus = async () => (await get("/v1/billing/invoices?customer=ada")).invoices[0].status as string
+
+        time.advance(2 * 60_000)
+        expect(await server.run(Effect.flatMap(Payments, (p) => p.reconcile))).toMatchObject({ stillProcessing: 1 })
+        expect(await invoiceStatus()).toBe("open")
+        time.advance(4 * 60_000)
+        await server.run(Effect.flatMap(Payments, (p) => p.reconcile))
+        expect(await invoiceStatus()).toBe("paid")
+        expect(laggy.requestsTo("POST", "/v1/payment_intents")).toHaveLength(1)
+      } finally {
+        await laggy.stop()
+      }
+    })
 
     test("Stripe's hosted page returns to PUBLIC_URL when the request names no callback", async () => {
       const { call } = await orgWith("stripe", "USD")

@@ -238,6 +238,55 @@ describe("StripeAdapter", () => {
       expect(fake.requestsTo("POST", "/v1/payment_intents").length).toBe(before + 1)
     })
 
+    test("the account's rules: amounts under the currency's minimum or over eight digits, and currencies it cannot charge, are rejected", async () => {
+      for (const amount of [49, 100_000_000]) {
+        const error = await runError(adapter.charge(account, chargeRequest(savedCard(), { amount })))
+        expect(error.reason).toBe("rejected")
+        expect(error.message).toContain("Amount must be")
+      }
+      expect((await run(adapter.charge(account, chargeRequest(savedCard(), { amount: 50 }))))._tag).toBe("Succeeded")
+      expect((await runError(adapter.createCheckout(account, checkoutRequest({ amount: 30 })))).message).toContain("Amount must be")
+      const usdOnly = startFakeStripe({ currencies: ["usd"] })
+      try {
+        const other = { ...account, secretKey: usdOnly.secretKey, baseUrl: usdOnly.url }
+        const error = await runError(adapter.createCheckout(other, checkoutRequest({ currency: "EUR" })))
+        expect(error.reason).toBe("rejected")
+        expect(error.message).toContain("Invalid currency: eur")
+      } finally {
+        await usdOnly.stop()
+      }
+    })
+
+    test("Stripe keeps a 500 under its idempotency key: the retry gets the same 500 and creates nothing", async () => {
+      const request = chargeRequest(savedCard())
+      fake.inject({ status: 500 }, { method: "POST", path: "/v1/payment_intents" })
+      const count = fake.paymentIntents.size
+      expect((await runError(adapter.charge(account, request))).reason).toBe("unavailable")
+      expect((await runError(adapter.charge(account, request))).reason).toBe("unavailable")
+      expect(lastRequest("POST", "/v1/payment_intents").status).toBe(500)
+      expect(fake.paymentIntents.size).toBe(count)
+    })
+
+    test("idempotency keys are forgotten after 24 hours: the same reference then charges again (references are never reused)", async () => {
+      let offset = 0
+      const clocked = startFakeStripe({ now: () => Date.now() + offset })
+      try {
+        const other = { ...account, secretKey: clocked.secretKey, baseUrl: clocked.url, webhookSecret: clocked.webhookSecret }
+        const { customer, paymentMethod } = clocked.createCustomerWithCard()
+        const request = chargeRequest({ token: paymentMethod["id"] as string, providerCustomerId: customer["id"] as string })
+        const first = await run(adapter.charge(other, request))
+        offset = 23 * 3_600_000
+        expect(await run(adapter.charge(other, request))).toEqual(first)
+        expect(clocked.paymentIntents.size).toBe(1)
+        offset = 24 * 3_600_000
+        const later = await run(adapter.charge(other, request))
+        expect(later).not.toEqual(first)
+        expect(clocked.paymentIntents.size).toBe(2)
+      } finally {
+        await clocked.stop()
+      }
+    })
+
     test("an answer slower than the timeout is a timeout", async () => {
       const quick = makeStripeAdapter({ timeoutMs: 250 })
       fake.inject({ delayMs: 1_500 }, { path: "/v1/payment_intents" })
@@ -326,6 +375,24 @@ describe("StripeAdapter", () => {
       expect(await run(adapter.verify(account, declined.reference))).toMatchObject({ status: "failed", method: null })
 
       expect(await run(adapter.verify(account, "never_issued"))).toEqual({ status: "not_found", method: null })
+    })
+
+    test("search lags behind writes: a new charge is not found by its reference until the lag has passed", async () => {
+      let offset = 0
+      const laggy = startFakeStripe({ now: () => Date.now() + offset, searchLagMs: 60_000 })
+      try {
+        const other = { ...account, secretKey: laggy.secretKey, baseUrl: laggy.url, webhookSecret: laggy.webhookSecret }
+        const { customer, paymentMethod } = laggy.createCustomerWithCard()
+        const request = chargeRequest({ token: paymentMethod["id"] as string, providerCustomerId: customer["id"] as string })
+        const charged = await run(adapter.charge(other, request)) as { providerReference: string }
+        expect(await run(adapter.verify(other, request.reference))).toEqual({ status: "not_found", method: null })
+        // By its own id it is there at once.
+        expect((await run(adapter.verify(other, charged.providerReference))).status).toBe("succeeded")
+        offset = 60_000
+        expect((await run(adapter.verify(other, request.reference))).status).toBe("succeeded")
+      } finally {
+        await laggy.stop()
+      }
     })
 
     test("an off-session charge is found by its reference", async () => {

@@ -17,6 +17,9 @@
  * - `fake.failNext(failure)` injects the next answer: a declined / action-required / pending charge, a 401,
  *   a 5xx, a 4xx with a message, or a delay before answering normally.
  * - `fake.requests` records every API call (method, path, bearer, parsed body) for assertions.
+ *
+ * Account rules, as Paystack documents them: only the currencies enabled for the business (`options.currencies`),
+ * each currency's transaction minimum, a reference used once.
  */
 import type { ProviderAccount } from "../../src/payments/PaymentProvider.ts"
 
@@ -155,6 +158,23 @@ export interface FakePaystackOptions {
   readonly secretKey?: string
   /** When set, a payment completed over HTTP on the hosted page delivers its webhook here. */
   readonly webhookUrl?: string
+  /**
+   * The currencies this account may charge in (Paystack enables them per business; others are refused with
+   * "Currency not supported by merchant"). NGN only by default, as a new Nigerian business starts.
+   */
+  readonly currencies?: ReadonlyArray<string>
+}
+
+/**
+ * Paystack's documented transaction minimums ("Supported currency" in its API reference), in minor units. Paystack
+ * documents no maximum.
+ */
+export const PAYSTACK_TRANSACTION_MINIMUMS: Readonly<Record<string, number>> = {
+  NGN: 5_000,
+  USD: 200,
+  GHS: 10,
+  ZAR: 100,
+  KES: 300
 }
 
 export interface FakePaystack {
@@ -186,7 +206,6 @@ export interface FakePaystack {
   readonly stop: () => Promise<void>
 }
 
-const CURRENCIES = new Set(["NGN", "GHS", "ZAR", "USD", "KES"])
 const CHANNELS = new Set(["card", "bank", "ussd", "qr", "eft", "mobile_money", "bank_transfer"])
 const REFERENCE = /^[A-Za-z0-9.=-]+$/
 
@@ -502,10 +521,18 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
   const amountCheck = (amount: unknown): Response | null =>
     isPositiveInt(amount) ? null : error(400, "Invalid Amount Sent", { type: "validation_error", code: "invalid_amount" })
 
+  const enabled = new Set(options.currencies ?? ["NGN"])
+  // Without a currency Paystack charges in the business's default one.
   const currencyCheck = (currency: unknown): Response | null =>
-    currency === undefined || (typeof currency === "string" && CURRENCIES.has(currency))
+    currency === undefined || (typeof currency === "string" && enabled.has(currency))
       ? null
       : error(400, "Currency not supported by merchant", { type: "validation_error", code: "unsupported_currency" })
+
+  const minimumCheck = (amount: number, currency: unknown): Response | null => {
+    const code = typeof currency === "string" ? currency : "NGN"
+    const minimum = PAYSTACK_TRANSACTION_MINIMUMS[code] ?? 1
+    return amount >= minimum ? null : error(400, "Invalid Amount Sent", { type: "validation_error", code: "invalid_amount" })
+  }
 
   const newTransaction = (fields: {
     reference: string | undefined
@@ -549,7 +576,8 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
   const initialize = (body: Record<string, unknown>): Response => {
     if (!isEmail(body.email)) return error(400, "Invalid Email Address Passed", { type: "validation_error" })
     const amount = intOf(body.amount)
-    const bad = amountCheck(amount) ?? currencyCheck(body.currency) ?? referenceCheck(body.reference)
+    const bad = amountCheck(amount) ?? currencyCheck(body.currency) ?? minimumCheck(amount as number, body.currency) ??
+      referenceCheck(body.reference)
     if (bad !== null) return bad
     let channels: Array<string> | null = null
     if (body.channels !== undefined) {
@@ -584,7 +612,8 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
     if (typeof body.authorization_code !== "string") {
       return error(400, "Authorization code is required", { type: "validation_error" })
     }
-    const bad = amountCheck(amount) ?? currencyCheck(body.currency) ?? referenceCheck(body.reference)
+    const bad = amountCheck(amount) ?? currencyCheck(body.currency) ?? minimumCheck(amount as number, body.currency) ??
+      referenceCheck(body.reference)
     if (bad !== null) return bad
     const auth = authorizations.get(body.authorization_code)
     if (auth === undefined || !auth.active || auth.email.toLowerCase() !== body.email.toLowerCase()) {

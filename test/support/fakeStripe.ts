@@ -1,7 +1,9 @@
 /**
  * A fake of Stripe's REST API (v1), enough of it for the official `stripe` SDK and our StripeAdapter:
  * form-encoded bodies with nested keys, bearer secret check, Stripe's error JSON, `Idempotency-Key` replay and
- * conflict, `expand[]`, PaymentIntent search on metadata. Test controls: recorded requests, one-shot injected failures
+ * conflict (5xx results kept too, keys forgotten after 24 h of the fake's clock), `expand[]`, PaymentIntent search on
+ * metadata (optionally lagging behind writes), the account's currencies and Stripe's amount limits; events carry
+ * related objects as bare ids, as Stripe's do. Test controls: recorded requests, one-shot injected failures
  * and delays, cards with a behaviour, completing a Checkout Session as the customer would, signed webhook events.
  *
  * Endpoints: POST /v1/customers · POST|GET /v1/checkout/sessions · GET /v1/checkout/sessions/:id ·
@@ -86,7 +88,40 @@ const randomId = (prefix: string) => {
 
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v)
 const clone = <A>(v: A): A => structuredClone(v)
-const nowSeconds = () => Math.floor(Date.now() / 1000)
+/** Keys are forgotten this long after first use ("keys … removed after they're at least 24 hours old"). */
+export const IDEMPOTENCY_KEY_TTL_MS = 24 * 3_600_000
+
+/**
+ * Stripe's documented minimum charge amounts of some currencies (minor units); every amount is at most eight digits.
+ * Currencies not listed here are held to no minimum by the fake.
+ */
+export const STRIPE_MINIMUMS: Readonly<Record<string, number>> = {
+  usd: 50,
+  eur: 50,
+  gbp: 30,
+  cad: 50,
+  aud: 50,
+  chf: 50,
+  nzd: 50,
+  sgd: 50,
+  inr: 50,
+  jpy: 50
+}
+export const STRIPE_MAXIMUM = 99_999_999
+
+export interface FakeStripeOptions {
+  readonly secretKey?: string
+  readonly webhookSecret?: string
+  /** The fake's clock, in ms (Date.now by default): object timestamps, event signatures, key expiry, search lag. */
+  readonly now?: () => number
+  /**
+   * How long a new PaymentIntent stays invisible to search (Stripe: searchable "in under 1 minute" normally, later
+   * during incidents; never for read-after-write). Off by default.
+   */
+  readonly searchLagMs?: number
+  /** Currencies the account may charge in (lowercase); any by default. */
+  readonly currencies?: ReadonlyArray<string>
+}
 
 /** `a[b][0][c]=x` → `{a: {b: [{c: "x"}]}}`. */
 export const parseForm = (encoded: string): Json => {
@@ -155,7 +190,11 @@ const metadataParam = (v: unknown): Record<string, string> => {
   return Object.fromEntries(Object.entries(v).map(([k, val]) => [k, String(val)]))
 }
 
-export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: string } = {}) => {
+export const startFakeStripe = (options: FakeStripeOptions = {}) => {
+  const now = options.now ?? Date.now
+  const nowSeconds = () => Math.floor(now() / 1000)
+  /** When each PaymentIntent was created, in ms of the fake's clock (search lag). */
+  const createdAt = new Map<string, number>()
   const secretKey = options.secretKey ?? `sk_test_${randomId("fake").slice(5)}`
   const webhookSecret = options.webhookSecret ?? `whsec_${randomId("fake").slice(5)}`
 
@@ -171,7 +210,7 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
   const charges = new Map<string, Json>()
   const disputes = new Map<string, Json>()
   const events = new Map<string, Json>()
-  const idempotency = new Map<string, { fingerprint: string; status: number; body: string }>()
+  const idempotency = new Map<string, { fingerprint: string; status: number; body: string; savedAt: number }>()
   const requests: Array<RecordedRequest> = []
   const injections: Array<{ match: InjectionMatch; injection: Injection }> = []
 
@@ -267,6 +306,7 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
       ...fields
     }
     paymentIntents.set(pi["id"] as string, pi)
+    createdAt.set(pi["id"] as string, now())
     return pi
   }
 
@@ -378,9 +418,12 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
         amountTotal! += unit * quantity
         lineItems.push(clone(item))
       })
+      currencyCheck(currency!, "line_items[0][price_data][currency]")
+      amountCheck(amountTotal, currency!, "line_items")
       if (p["setup_intent_data"] !== undefined) throw invalid("setup_intent_data can only be used in setup mode.", "setup_intent_data")
     } else {
       if (!currency) throw invalid("Missing required param: currency.", "currency", "parameter_missing")
+      currencyCheck(currency, "currency")
       if (p["payment_intent_data"] !== undefined) throw invalid("payment_intent_data can only be used in payment mode.", "payment_intent_data")
       if (p["customer_creation"] !== undefined) throw invalid("customer_creation can only be used in payment mode.", "customer_creation")
     }
@@ -427,11 +470,23 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
     return { object: "list", url: "/v1/checkout/sessions", has_more: start + limit < all.length, data: data.map(clone) }
   }
 
+  const currencyCheck = (currency: string, param: string) => {
+    if (options.currencies !== undefined && !options.currencies.includes(currency)) {
+      throw invalid(`Invalid currency: ${currency}. This account cannot charge in it.`, param)
+    }
+  }
+  const amountCheck = (amount: number, currency: string, param: string) => {
+    const minimum = STRIPE_MINIMUMS[currency] ?? 1
+    if (amount < minimum) throw invalid(`Amount must be at least ${minimum} ${currency} (minor units)`, param, "amount_too_small")
+    if (amount > STRIPE_MAXIMUM) throw invalid(`Amount must be no more than ${STRIPE_MAXIMUM} ${currency} (minor units)`, param, "amount_too_large")
+  }
+
   const createPaymentIntent = (p: Json): Json => {
     const amount = int(p["amount"], "amount")!
-    if (amount <= 0) throw invalid("Amount must be at least 1", "amount", "amount_too_small")
     const currency = str(p["currency"])
     if (!currency) throw invalid("Missing required param: currency.", "currency", "parameter_missing")
+    currencyCheck(currency, "currency")
+    amountCheck(amount, currency, "amount")
     const customer = str(p["customer"])
     if (customer !== undefined && !customers.has(customer)) throw missing("customer", customer)
     const pmId = str(p["payment_method"])
@@ -473,7 +528,9 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
       filters.push([m[2]!, m[4]!.replace(/\\(.)/g, "$1")])
     }
     const limit = Math.min(int(p["limit"], "limit", false) ?? 10, 100)
+    const lag = options.searchLagMs ?? 0
     const data = [...paymentIntents.values()]
+      .filter((pi) => now() - (createdAt.get(pi["id"] as string) ?? 0) >= lag)
       .filter((pi) => filters.every(([k, v]) => (pi["metadata"] as Record<string, string>)[k] === v))
       .reverse()
       .slice(0, limit)
@@ -580,16 +637,32 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
       return new Response("<html><body>Fake Stripe Checkout</body></html>", { headers: { "content-type": "text/html" } })
     }
 
+    const idemKey = method === "POST" ? headers["idempotency-key"] : undefined
+    const fingerprint = `${method} ${path} ${rawBody}`
+    const savedFor = (key: string) => {
+      const saved = idempotency.get(key)
+      if (saved !== undefined && now() - saved.savedAt >= IDEMPOTENCY_KEY_TTL_MS) {
+        idempotency.delete(key)
+        return undefined
+      }
+      return saved
+    }
+
     const injection = takeInjection(method, path)
     if (injection && "delayMs" in injection) await Bun.sleep(injection.delayMs)
     else if (injection) {
-      return respond(injection.status, {
+      const body = JSON.stringify({
         error: {
           type: injection.type ?? (injection.status >= 500 ? "api_error" : "invalid_request_error"),
           message: injection.message ?? (injection.status >= 500 ? "An unknown error occurred" : "Injected failure"),
           ...(injection.code ? { code: injection.code } : {})
         }
       })
+      // An internal error happens once the endpoint runs: Stripe keeps it under the key, and a retry gets it again.
+      if (idemKey !== undefined && injection.status >= 500 && savedFor(idemKey) === undefined) {
+        idempotency.set(idemKey, { fingerprint, status: injection.status, body, savedAt: now() })
+      }
+      return respond(injection.status, body)
     }
 
     const auth = headers["authorization"] ?? ""
@@ -607,10 +680,8 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
       return respond(400, { error: { type: "invalid_request_error", message: "Invalid request: bodies must be form-encoded" } })
     }
 
-    const idemKey = method === "POST" ? headers["idempotency-key"] : undefined
-    const fingerprint = `${method} ${path} ${rawBody}`
     if (idemKey !== undefined) {
-      const saved = idempotency.get(idemKey)
+      const saved = savedFor(idemKey)
       if (saved) {
         if (saved.fingerprint !== fingerprint) {
           return respond(400, {
@@ -634,8 +705,9 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
       status = error.status
       body = JSON.stringify({ error: error.body })
     }
-    // Stripe saves the outcome once the endpoint began executing: successes and card errors, not validation errors.
-    if (idemKey !== undefined && (status === 200 || status === 402)) idempotency.set(idemKey, { fingerprint, status, body })
+    // Stripe saves the outcome once the endpoint began executing: successes, card errors and internal errors (above),
+    // not validation errors.
+    if (idemKey !== undefined && (status === 200 || status === 402)) idempotency.set(idemKey, { fingerprint, status, body, savedAt: now() })
     return respond(status, body, idemKey !== undefined ? { "idempotency-key": idemKey } : {})
   }
 
