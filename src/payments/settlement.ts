@@ -156,6 +156,9 @@ export const makeSettlement = (
       if (event.reference === null) return false
       const found = yield* repo.lockPayment(org, event.reference)
       if (Option.isNone(found) || found.value.status !== "succeeded") {
+        // Our own refund of a Paystack card-setup charge comes back this way: no payment, nothing to undo.
+        const setup = Option.isNone(found) ? yield* repo.findCheckout(org, event.reference) : Option.none()
+        if (Option.isSome(setup) && setup.value.purpose === "setup") return false
         yield* Effect.logWarning("refund or lost dispute of no settled payment: ignored", {
           organization: org,
           reference: event.reference

@@ -9,6 +9,8 @@
  * - Webhooks carry no event id: the dedupe key is the event type plus `data.id` (falling back to
  *   `data.reference`). `data.metadata` may be an object, a JSON string, `0`, `""` or `null`; it is normalised to
  *   an object of strings.
+ * - Events handled: `charge.success`, `refund.processed`, `charge.dispute.create`, `charge.dispute.resolve` (Paystack
+ *   has no `charge.failed`). A charge refused because the authorization is gone is `MethodGone`.
  * - The secret key is only ever put in the `Authorization` header; every error message is scrubbed of it.
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"

@@ -11,6 +11,9 @@
  *   PaymentIntent search on `metadata['reference']` (covers off-session charges and payment-mode checkouts), then, as
  *   search is eventually consistent at Stripe and SetupIntents cannot be searched, by scanning the newest Checkout
  *   Sessions for `client_reference_id` (bounded; see `SESSION_SCAN_PAGES`). Nothing found → `pending`.
+ * - A charge refused because the saved PaymentMethod is gone (`resource_missing`, detached) is `MethodGone`.
+ * - Events never carry expanded objects: `completeEvent` fetches a method's card details from its `pm_…`, and the
+ *   reference of a refund's or dispute's payment from its PaymentIntent's metadata.
  * - Webhooks: signature checked with `stripe.webhooks.signature.verifyHeaderAsync` (what `constructEventAsync` runs,
  *   minus the JSON parse) with `receivedAt = nowMs`, 300 s tolerance in both directions; `parseEvent` is pure.
  * - No error message ever carries the secret key: credentials failures get a fixed message, every other message is
