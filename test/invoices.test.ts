@@ -173,6 +173,7 @@ for (const database of databases()) {
         total: 166,
         amountPaid: 0,
         amountDue: 166,
+        amountRefunded: 0,
         createdAt: expect.any(Number),
         paidAt: null
       })

@@ -43,6 +43,9 @@ export const Invoice = Schema.Struct({
   total: MinorUnits,
   amountPaid: MinorUnits,
   amountDue: MinorUnits,
+  amountRefunded: MinorUnits.annotations({
+    description: "Refunded or lost to disputes, of what its payments paid; a refunded invoice stays `paid`"
+  }),
   createdAt: EpochMillis,
   paidAt: Schema.NullOr(IsoDateTime)
 }).annotations({ identifier: "Invoice" })

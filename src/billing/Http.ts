@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { CurrentOrganization } from "../api/security.ts"
 import { mapDomainErrors } from "../boundary/toApiError.ts"
+import { Payments } from "../payments/Payments.ts"
 import { idempotencyKeyOf } from "../platform/idempotencyKey.ts"
 import { InvoicePayments } from "./InvoicePayments.ts"
 import { Invoices, toWireInvoice } from "./Invoices.ts"
@@ -11,6 +12,7 @@ export const BillingHttp = HttpApiBuilder.group(BillingApi, "billing", (handlers
   Effect.gen(function*() {
     const invoices = yield* Invoices
     const invoicePayments = yield* InvoicePayments
+    const payments = yield* Payments
     return handlers
       .handle("generateInvoice", ({ payload }) =>
         Effect.flatMap(CurrentOrganization, (org) => invoices.generate(org.id, payload.customer)).pipe(
@@ -21,10 +23,15 @@ export const BillingHttp = HttpApiBuilder.group(BillingApi, "billing", (handlers
           mapDomainErrors
         ))
       .handle("listInvoices", ({ urlParams }) =>
-        Effect.flatMap(CurrentOrganization, (org) => invoices.list(org.id, urlParams.customer)).pipe(
-          Effect.map((list) => ({ success: true, invoices: list.map(toWireInvoice) })),
-          mapDomainErrors
-        ))
+        Effect.gen(function*() {
+          const org = yield* CurrentOrganization
+          const list = yield* invoices.list(org.id, urlParams.customer)
+          const refunded = yield* payments.refundedByTarget(org.id, list.map((i) => i.id))
+          return {
+            success: true,
+            invoices: list.map((i) => toWireInvoice({ ...i, amountRefunded: refunded.get(i.id) ?? "0" }))
+          }
+        }).pipe(mapDomainErrors))
       .handle("getUnbilledUsage", ({ urlParams }) =>
         Effect.flatMap(CurrentOrganization, (org) => invoices.unbilled(org.id, urlParams.customer)).pipe(
           Effect.map((customers) => ({ success: true, customers })),

@@ -74,7 +74,8 @@ export const invoiceNumber = (n: number): string => `INV-${String(n).padStart(6,
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
 /** The wire invoice of decisions.md §7. */
-export const toWireInvoice = (r: InvoiceRecord): Invoice => ({
+/** `amountRefunded`: what its payments had refunded (payments owns refunds; an invoice just created has none). */
+export const toWireInvoice = (r: InvoiceRecord & { readonly amountRefunded?: string }): Invoice => ({
   id: r.id,
   number: r.number,
   customerId: r.customerId,
@@ -85,6 +86,7 @@ export const toWireInvoice = (r: InvoiceRecord): Invoice => ({
   total: Number(r.total),
   amountPaid: Number(r.amountPaid),
   amountDue: toNumber(BigDecimal.subtract(toDecimal(r.total), toDecimal(r.amountPaid))),
+  amountRefunded: Number(r.amountRefunded ?? "0"),
   createdAt: r.createdAt,
   paidAt: iso(r.paidAt)
 })

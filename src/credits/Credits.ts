@@ -48,6 +48,17 @@ export interface CreditsShape {
     kind: CreditKind,
     upTo?: bigint
   ) => Effect.Effect<{ readonly bonus: bigint; readonly addon: bigint }, InvalidInput>
+  /**
+   * Takes credits back (a refunded purchase): at most what the balance still holds, never below zero, since what was
+   * spent stays spent. Inside the caller's transaction when there is one; answers what was taken.
+   */
+  readonly takeBackById: (
+    organizationId: string,
+    customerId: string,
+    systemId: string,
+    amountMicro: bigint,
+    kind: CreditKind
+  ) => Effect.Effect<{ readonly taken: bigint; readonly bonus: bigint; readonly addon: bigint }>
 }
 
 const KIND_NAME: Record<CreditKind, string> = { bonus: "bonus", addon: "purchased" }

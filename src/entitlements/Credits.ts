@@ -35,8 +35,20 @@ export const CreditsLive = Layer.effect(
         return { bonus: next.bonus, addon: next.addon }
       })).pipe(Effect.catchTag("SqlError", Effect.die))
 
+    const takeBackById: CreditsShape["takeBackById"] = (org, customerId, systemId, amountMicro, kind) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const row = yield* repo.lockBalance(org, customerId, systemId, { windowStart: now, windowEnd: null }, now)
+        const held = kind === "bonus" ? row.bonus : row.addon
+        const taken = amountMicro <= 0n ? 0n : held < amountMicro ? (held > 0n ? held : 0n) : amountMicro
+        const next = kind === "bonus" ? { ...row, bonus: row.bonus - taken } : { ...row, addon: row.addon - taken }
+        if (taken > 0n) yield* repo.writeBalance(org, customerId, systemId, next, now)
+        return { taken, bonus: next.bonus, addon: next.addon }
+      })).pipe(Effect.orDie)
+
     return {
       grantById,
+      takeBackById,
       balances: (org, customerId, systemId) =>
         Effect.map(repo.readBalance(org, customerId, systemId), (row) =>
           Option.match(row, {

@@ -37,6 +37,17 @@ export interface AddonsShape {
   ) => Effect.Effect<AddonResult, NotFound | Conflict | InvalidInput | PaymentFailed | ProviderNotConfigured | ProviderFailure>
   /** The payment effect: add the pack's credits × quantity to the customer's purchased credits. */
   readonly grant: (org: string, customerId: string, packId: string, quantity: number) => Effect.Effect<bigint>
+  /**
+   * The refund effect: takes back the share `refunded / paid` of what the purchase granted, as far as the purchased
+   * balance still holds it (decisions.md §7). Answers the micro-credits taken.
+   */
+  readonly takeBack: (
+    org: string,
+    customerId: string,
+    packId: string,
+    quantity: number,
+    share: { readonly refunded: bigint; readonly paid: bigint }
+  ) => Effect.Effect<bigint>
 }
 
 export class Addons extends Context.Tag("Addons")<Addons, AddonsShape>() {}
@@ -62,8 +73,27 @@ export const AddonsLive = Layer.effect(
         return after.addon
       })
 
+    const takeBack: AddonsShape["takeBack"] = (org, customerId, packId, quantity, share) =>
+      Effect.gen(function*() {
+        const snapshot = yield* catalog.snapshot(org)
+        const pack = [...snapshot.creditPacks.values()].find((p) => p.id === packId)
+        if (pack === undefined || share.paid <= 0n) {
+          yield* Effect.logError("refunded pack purchase of a pack no longer in the catalog: credits not taken back", {
+            organization: org,
+            pack: packId
+          })
+          return 0n
+        }
+        // Exact: the credits granted in micro-units, times the refunded share, rounded down (never more than granted).
+        const granted = toMicro(BigDecimal.multiply(toDecimal(pack.credits), toDecimal(quantity)))
+        const owed = granted * share.refunded / share.paid
+        const after = yield* credits.takeBackById(org, customerId, pack.creditSystemId, owed, "addon")
+        return after.taken
+      })
+
     return {
       grant,
+      takeBack,
       purchase: (org, request) =>
         Effect.gen(function*() {
           const customer = yield* customers.resolve(org, request.customer)

@@ -17,10 +17,25 @@ export interface PaidTarget {
  */
 export type PaymentEffect = (org: string, paid: PaidTarget) => Effect.Effect<boolean>
 
+/** Money of an applied payment that went back to the customer (a refund, a lost dispute). */
+export interface RefundedTarget extends PaidTarget {
+  /** This reversal's whole minor units (not the running total), at most the payment's `amount`. */
+  readonly refunded: string
+}
+
+/** What money going back undoes, inside the transaction that records it. */
+export type RefundEffect = (org: string, refunded: RefundedTarget) => Effect.Effect<void>
+
+export interface PaymentEffectsShape {
+  readonly paid: Partial<Record<Purpose, PaymentEffect>>
+  /** A purpose without one keeps what it gave (decisions.md §7: access is not revoked, a paid invoice stays paid). */
+  readonly refunded: Partial<Record<Purpose, RefundEffect>>
+}
+
 /**
- * Filled by the features that own the targets (src/wiring), read when a payment is confirmed, so payments never
- * imports the features it pays for.
+ * Filled by the features that own the targets (src/wiring), read when a payment is confirmed or reversed, so
+ * payments never imports the features it pays for.
  */
 export class PaymentEffects extends Context.Reference<PaymentEffects>()("PaymentEffects", {
-  defaultValue: (): Partial<Record<Purpose, PaymentEffect>> => ({})
+  defaultValue: (): PaymentEffectsShape => ({ paid: {}, refunded: {} })
 }) {}

@@ -130,6 +130,33 @@ export type ProviderEvent =
     readonly metadata: Partial<PaymentMetadata>
     readonly method: MethodDetails
   }
+  | {
+    /**
+     * Money of a settled payment went back to the customer: a refund, or a dispute the merchant lost (decisions.md
+     * §7). `reference` is null when the event names only the provider's payment (`providerPaymentId`: Stripe's
+     * `pi_…` or `ch_…`), which `completeEvent` resolves.
+     */
+    readonly _tag: "Refunded"
+    readonly eventKey: string
+    readonly reference: string | null
+    readonly providerPaymentId: string | null
+    readonly cause: "refund" | "dispute"
+    /** Names this reversal at the provider: different ones add up, the same one reported again does not. */
+    readonly reversalKey: string
+    /** Minor units. `cumulative`: all reversed under `reversalKey` so far (Stripe's `amount_refunded`), not an increment. */
+    readonly amount: number
+    readonly cumulative: boolean
+    readonly currency: string
+    readonly metadata: Partial<PaymentMetadata>
+  }
+  | {
+    /** The customer disputed a settled payment; nothing moves until it is lost (then a `Refunded`). */
+    readonly _tag: "Disputed"
+    readonly eventKey: string
+    readonly reference: string | null
+    readonly providerPaymentId: string | null
+    readonly metadata: Partial<PaymentMetadata>
+  }
   | { readonly _tag: "Ignored"; readonly eventKey: string; readonly type: string }
 
 /**
@@ -169,4 +196,10 @@ export interface PaymentAdapter {
   readonly routeEvent: (rawBody: Uint8Array) => Effect.Effect<EventRoute, ProviderError>
   /** The whole event, validated (`rejected` when malformed); a type it does not handle is `Ignored`. */
   readonly parseEvent: (rawBody: Uint8Array) => Effect.Effect<ProviderEvent, ProviderError>
+  /**
+   * Fetches what a parsed event leaves out (Stripe never expands objects inside events): a saved method's card
+   * details, from its bare id; our reference of the payment a refund or dispute names by the provider's id. Called
+   * before the webhook's transaction; an event that lacks nothing comes back as is.
+   */
+  readonly completeEvent: (account: ProviderAccount, event: ProviderEvent) => Effect.Effect<ProviderEvent, ProviderError>
 }

@@ -13,7 +13,7 @@ import { type CheckoutRecord, type PaymentMethodRecord, type PaymentRecord, Paym
 import { makeSettlement } from "./settlement.ts"
 import { setupCharge } from "./setupCharge.ts"
 
-export { type PaidTarget, type PaymentEffect, PaymentEffects } from "./PaymentEffects.ts"
+export { type PaidTarget, type PaymentEffect, PaymentEffects, type RefundEffect, type RefundedTarget } from "./PaymentEffects.ts"
 
 export interface CollectRequest {
   readonly purpose: Exclude<Purpose, "setup">
@@ -79,6 +79,8 @@ export interface PaymentsShape {
    * charge, a hosted payment whose webhook never came). Safe in every process at once.
    */
   readonly reconcile: Effect.Effect<{ readonly settled: number; readonly stillProcessing: number }>
+  /** What the payments of each target had refunded (refunds and lost disputes), for targets with any: minor units. */
+  readonly refundedByTarget: (org: string, targetIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, string>>
 }
 
 export class Payments extends Context.Tag("Payments")<Payments, PaymentsShape>() {}
@@ -452,7 +454,8 @@ export const PaymentsLive = Layer.effect(
       methods: (org, customerId) => repo.activeMethods(org, customerId),
       removeMethod,
       applyEvent: settlement.applyEvent,
-      reconcile
+      reconcile,
+      refundedByTarget: (org, targetIds) => targetIds.length === 0 ? Effect.succeed(new Map()) : repo.refundedByTarget(org, targetIds)
     }
   })
 )

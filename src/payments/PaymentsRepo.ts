@@ -144,8 +144,28 @@ export interface PaymentsRepoShape {
     readonly payments: ReadonlyArray<PaymentRecord>
     readonly checkouts: ReadonlyArray<CheckoutRecord>
   }>
+  /** The payment, its row locked until the transaction ends (PostgreSQL; SQLite serialises writers). */
+  readonly lockPayment: (org: string, reference: string) => Effect.Effect<Option.Option<PaymentRecord>>
+  /**
+   * Records a money-back of a payment under the provider's name for it: a new name adds a row; a known one keeps the
+   * larger amount when `cumulative` (a running total), else stays as it was (the same refund reported again).
+   */
+  readonly recordReversal: (org: string, reference: string, reversal: Reversal) => Effect.Effect<void>
+  /** Every money-back recorded for the payment, in minor units. */
+  readonly reversals: (org: string, reference: string) => Effect.Effect<ReadonlyArray<string>>
   readonly addRefund: (org: string, reference: string, amountRefunded: string, now: number) => Effect.Effect<void>
   readonly markDisputed: (org: string, reference: string, now: number) => Effect.Effect<void>
+  /** What the payments of each target had refunded (only targets with a refund), in minor units. */
+  readonly refundedByTarget: (org: string, targetIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, string>>
+}
+
+export interface Reversal {
+  readonly key: string
+  readonly cause: "refund" | "dispute"
+  /** Whole minor units. */
+  readonly amount: string
+  readonly cumulative: boolean
+  readonly now: number
 }
 
 export class PaymentsRepo extends Context.Tag("PaymentsRepo")<PaymentsRepo, PaymentsRepoShape>() {}
@@ -330,7 +350,54 @@ export const PaymentsRepoSql = Layer.effect(
             WHERE organization_id = ${org} AND reference = ${reference}`.pipe(Effect.asVoid, Effect.orDie),
       markDisputed: (org, reference, now) =>
         sql`UPDATE payments SET disputed = 1, updated_at = ${now}
-            WHERE organization_id = ${org} AND reference = ${reference}`.pipe(Effect.asVoid, Effect.orDie)
+            WHERE organization_id = ${org} AND reference = ${reference}`.pipe(Effect.asVoid, Effect.orDie),
+      lockPayment: (org, reference) =>
+        sql`SELECT * FROM payments WHERE organization_id = ${org} AND reference = ${reference} ${forUpdate}`.pipe(
+          Effect.map((rows) => first(rows, toPayment)),
+          Effect.orDie
+        ),
+      recordReversal: (org, reference, r) =>
+        Effect.gen(function*() {
+          const known = yield* sql<{ amount: string }>`SELECT amount FROM payment_reversals
+              WHERE organization_id = ${org} AND payment_reference = ${reference} AND reversal_key = ${r.key}`
+          const before = known[0]
+          if (before === undefined) {
+            yield* sql`INSERT INTO payment_reversals ${
+              sql.insert({
+                organizationId: org,
+                paymentReference: reference,
+                reversalKey: r.key,
+                cause: r.cause,
+                amount: r.amount,
+                createdAt: r.now,
+                updatedAt: r.now
+              })
+            }`
+          } else if (r.cumulative && BigInt(r.amount) > BigInt(before.amount)) {
+            yield* sql`UPDATE payment_reversals SET amount = ${r.amount}, updated_at = ${r.now}
+                WHERE organization_id = ${org} AND payment_reference = ${reference} AND reversal_key = ${r.key}`
+          }
+        }).pipe(Effect.orDie),
+      reversals: (org, reference) =>
+        sql<{ amount: string }>`SELECT amount FROM payment_reversals
+            WHERE organization_id = ${org} AND payment_reference = ${reference}`.pipe(
+          Effect.map((rows) => rows.map((r) => String(r.amount))),
+          Effect.orDie
+        ),
+      refundedByTarget: (org, targetIds) =>
+        Effect.gen(function*() {
+          const sums = new Map<string, bigint>()
+          // Chunked: one statement's parameters stay well under SQLite's and PostgreSQL's limits.
+          for (let i = 0; i < targetIds.length; i += 500) {
+            const rows = yield* sql<{ targetId: string; amountRefunded: string }>`SELECT target_id, amount_refunded
+                FROM payments WHERE organization_id = ${org} AND ${sql.in("target_id", targetIds.slice(i, i + 500))}
+                  AND amount_refunded <> '0'`
+            for (const r of rows) sums.set(r.targetId, (sums.get(r.targetId) ?? 0n) + BigInt(r.amountRefunded))
+          }
+          return new Map([...sums].map(([id, sum]) => [id, sum.toString()]))
+        }).pipe(
+          Effect.orDie
+        )
     }
   })
 )

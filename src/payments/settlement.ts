@@ -41,7 +41,7 @@ export const makeSettlement = (
   /** The paid-for object's effect; `false` when it could no longer take the payment. */
   const apply = (org: string, purpose: Purpose, paid: PaidTarget) =>
     Effect.gen(function*() {
-      const effect = (yield* PaymentEffects)[purpose]
+      const effect = (yield* PaymentEffects).paid[purpose]
       const applied = effect === undefined ? true : yield* effect(org, paid)
       if (!applied) {
         yield* repo.markUnapplied(org, paid.reference)
@@ -146,9 +146,69 @@ export const makeSettlement = (
       return false
     })
 
+  /**
+   * Money of a settled payment went back (decisions.md §7). Each reversal is recorded under the provider's name for
+   * it; the payment's `amount_refunded` becomes their sum, never more than it paid, and only the increase is undone:
+   * a pack's credits in proportion. Subscriptions and invoices keep what the payment gave.
+   */
+  const refunded = (org: string, event: Extract<ProviderEvent, { _tag: "Refunded" }>) =>
+    Effect.gen(function*() {
+      if (event.reference === null) return false
+      const found = yield* repo.lockPayment(org, event.reference)
+      if (Option.isNone(found) || found.value.status !== "succeeded") {
+        // Our own refund of a Paystack card-setup charge comes back this way: no payment, nothing to undo.
+        const setup = Option.isNone(found) ? yield* repo.findCheckout(org, event.reference) : Option.none()
+        if (Option.isSome(setup) && setup.value.purpose === "setup") return false
+        yield* Effect.logWarning("refund or lost dispute of no settled payment: ignored", {
+          organization: org,
+          reference: event.reference
+        })
+        return false
+      }
+      const p = found.value
+      if (event.currency.toUpperCase() !== p.currency.toUpperCase() || !Number.isSafeInteger(event.amount) || event.amount < 0) {
+        yield* Effect.logError("refund in another currency than the payment's: recorded nowhere", {
+          organization: org,
+          reference: p.reference,
+          reported: `${event.amount} ${event.currency}`
+        })
+        return false
+      }
+      const now = yield* Clock.currentTimeMillis
+      yield* repo.recordReversal(org, p.reference, {
+        key: event.reversalKey,
+        cause: event.cause,
+        amount: String(event.amount),
+        cumulative: event.cumulative,
+        now
+      })
+      const newlyDisputed = event.cause === "dispute" && !p.disputed
+      if (newlyDisputed) yield* repo.markDisputed(org, p.reference, now)
+      const paid = BigInt(p.amount)
+      const recorded = (yield* repo.reversals(org, p.reference)).reduce((sum, a) => sum + BigInt(a), 0n)
+      const total = recorded < paid ? recorded : paid
+      const increase = total - BigInt(p.amountRefunded)
+      if (increase <= 0n) return newlyDisputed
+      yield* repo.addRefund(org, p.reference, total.toString(), now)
+      const undo = (yield* PaymentEffects).refunded[p.purpose]
+      if (p.applied && undo !== undefined) yield* undo(org, { ...paidOf(p), refunded: increase.toString() })
+      return true
+    })
+
+  const disputed = (org: string, event: Extract<ProviderEvent, { _tag: "Disputed" }>) =>
+    Effect.gen(function*() {
+      if (event.reference === null) return false
+      const found = yield* repo.lockPayment(org, event.reference)
+      if (Option.isNone(found) || found.value.disputed) return false
+      yield* repo.markDisputed(org, event.reference, yield* Clock.currentTimeMillis)
+      return true
+    })
+
   const applyEvent: Settlement["applyEvent"] = (org, _provider, event) =>
     Effect.gen(function*() {
       if (event._tag === "Ignored") return false
+      if (event._tag === "Refunded") return yield* refunded(org, event)
+      if (event._tag === "Disputed") return yield* disputed(org, event)
       const payment = yield* repo.findPayment(org, event.reference)
       if (Option.isSome(payment)) {
         const p = payment.value

@@ -4,7 +4,7 @@ import type { WebhookAck } from "../api/webhooks.ts"
 import { InvalidInput, InvalidSignature, NotFound } from "../domain/errors.ts"
 import { OrganizationsRepo } from "../organizations/OrganizationsRepo.ts"
 import { Adapters } from "../payments/Adapters.ts"
-import { isProviderName, type ProviderName } from "../payments/PaymentProvider.ts"
+import { isProviderName, type ProviderEvent, type ProviderName } from "../payments/PaymentProvider.ts"
 import { Payments } from "../payments/Payments.ts"
 import { ProviderAccounts, type ResolvedAccount } from "../payments/ProviderAccounts.ts"
 import { jsonTextProblem, MAX_JSON_DEPTH } from "../boundary/jsonText.ts"
@@ -24,6 +24,10 @@ export interface WebhooksShape {
 }
 
 export class Webhooks extends Context.Tag("Webhooks")<Webhooks, WebhooksShape>() {}
+
+/** A refund or dispute that names its payment only by the provider's id. */
+const unresolved = (event: ProviderEvent) =>
+  (event._tag === "Refunded" || event._tag === "Disputed") && event.reference === null
 
 /** An organization reference a query may carry: PostgreSQL refuses U+0000 in any string. */
 const storable = (s: string) => !s.includes("\u0000")
@@ -103,14 +107,27 @@ export const WebhooksLive = Layer.effect(
         const event = yield* adapter.parseEvent(rawBody).pipe(Effect.mapError(malformed))
 
         const org = organizationId!
-        // Some events carry no payment method (Stripe's checkout.session.completed unexpanded): ask the provider,
-        // before the transaction, so no lock waits on the network.
-        const enriched = event._tag === "PaymentSucceeded" && event.method === null
-          ? yield* adapter.verify(resolved.account, event.reference).pipe(
-            Effect.map((v) => ({ ...event, method: v.method })),
-            Effect.orElseSucceed(() => event)
+        // What the event leaves out is fetched before the transaction, so no lock waits on the network: a method
+        // known only by its id (Stripe's setup_intent.succeeded), the payment a refund or dispute names by the
+        // provider's id, or no method at all (Stripe's checkout.session.completed), which verifying the payment
+        // supplies. Without an answer the event is applied as it came.
+        const asked = yield* Effect.either(adapter.completeEvent(resolved.account, event))
+        if (Either.isLeft(asked)) {
+          const { reason } = asked.left
+          yield* Effect.logWarning("could not fetch what a webhook event lacks", { provider, reason })
+          // A refund or dispute whose payment could not be looked up is not recorded as received, so the same event
+          // delivered again (the provider's dashboard can resend it) still takes effect.
+          if (unresolved(event) && (reason === "unavailable" || reason === "timeout")) {
+            return ack(true, "The payment this event is about could not be looked up at the provider; deliver it again")
+          }
+        }
+        const completed = Either.getOrElse(asked, () => event)
+        const enriched = completed._tag === "PaymentSucceeded" && completed.method === null
+          ? yield* adapter.verify(resolved.account, completed.reference).pipe(
+            Effect.map((v) => ({ ...completed, method: v.method })),
+            Effect.orElseSucceed(() => completed)
           )
-          : event
+          : completed
 
         // The dedupe record and the effects commit together: a replay finds the record and does nothing.
         const result = yield* sql.withTransaction(Effect.gen(function*() {

@@ -12,16 +12,26 @@ export const PaymentEffectsLive = Layer.effect(
     const addons = yield* Addons
     const invoices = yield* Invoices
     return {
-      subscription: (org, paid) => subscriptions.activate(org, paid.targetId),
-      addon: (org, paid) => Effect.as(addons.grant(org, paid.customerId, paid.targetId, paid.quantity), true),
-      invoice: (org, paid) =>
-        Effect.gen(function*() {
-          // Locked as a claim would: a second payment arriving for a paid or voided invoice is not applied.
-          if (!(yield* invoices.lockPayable(org, paid.targetId))) return false
-          const invoice = yield* invoices.markPaid(org, paid.targetId, paid.amount, yield* Clock.currentTimeMillis)
-          if (invoice.subscriptionId !== null) yield* subscriptions.renewalPaid(org, invoice.subscriptionId)
-          return true
-        }).pipe(Effect.orDie)
+      paid: {
+        subscription: (org, paid) => subscriptions.activate(org, paid.targetId),
+        addon: (org, paid) => Effect.as(addons.grant(org, paid.customerId, paid.targetId, paid.quantity), true),
+        invoice: (org, paid) =>
+          Effect.gen(function*() {
+            // Locked as a claim would: a second payment arriving for a paid or voided invoice is not applied.
+            if (!(yield* invoices.lockPayable(org, paid.targetId))) return false
+            const invoice = yield* invoices.markPaid(org, paid.targetId, paid.amount, yield* Clock.currentTimeMillis)
+            if (invoice.subscriptionId !== null) yield* subscriptions.renewalPaid(org, invoice.subscriptionId)
+            return true
+          }).pipe(Effect.orDie)
+      },
+      // decisions.md §7: a refunded pack gives back its credits in proportion; a subscription keeps its access and an
+      // invoice stays paid (it shows `amountRefunded`).
+      refunded: {
+        addon: (org, r) =>
+          Effect.asVoid(
+            addons.takeBack(org, r.customerId, r.targetId, r.quantity, { refunded: BigInt(r.refunded), paid: BigInt(r.amount) })
+          )
+      }
     }
   })
 )

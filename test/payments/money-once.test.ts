@@ -196,6 +196,30 @@ for (const db of databases()) {
       expect(after!.failureMessage).toContain("100 NGN")
     })
 
+    test("a declined hosted payment (Paystack sends no webhook for it) is learned by the reconciler's verify", async () => {
+      const { org } = await customerWithCard()
+      await post(server, org.apiKey, "/v1/customers", { id: "cy", email: "cy@example.com" })
+      const attached = await post(server, org.apiKey, "/v1/attach", { customer: "cy", product: "pro" })
+      expect(attached.body.subscription.status).toBe("pending")
+      const page = [...paystack.transactions.values()].find((t) => attached.body.checkoutUrl.endsWith(`/${t.accessCode}`))!
+      const back = await fetch(`${attached.body.checkoutUrl}?outcome=decline`, { method: "POST", redirect: "manual" })
+      expect(back.status).toBe(200)
+      expect(page.status).toBe("failed")
+      time.advance(11 * 60_000)
+      await server.run(Effect.flatMap(Payments, (p) => p.reconcile))
+      const checkouts = await server.run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql<{ status: string }>`SELECT status FROM checkouts WHERE organization_id = ${org.id} AND reference = ${page.reference}`))
+      expect(checkouts.map((c) => c.status)).toEqual(["failed"])
+      // Still pending, and payable again: its checkout route opens a new page rather than answering the closed one.
+      const id = attached.body.subscription.id as string
+      const retry = await post(server, org.apiKey, `/v1/subscriptions/${id}/checkout`, {})
+      expect(retry.body).toMatchObject({ activatedDirectly: false, code: "checkout_required" })
+      expect(retry.body.checkoutUrl).not.toBe(attached.body.checkoutUrl)
+      await deliver(org.slug, paystack.complete(retry.body.reference))
+      const subs = await (await server.fetch("/v1/subscriptions?customer=cy", { apiKey: org.apiKey })).json() as any
+      expect(subs.subscriptions[0]).toMatchObject({ plan: "pro", status: "active" })
+    })
+
     test("concurrent checkouts of one pending subscription: one charge, the rest see it, no 5xx", async () => {
       const { org } = await customerWithCard()
       // Pending with a checkout: the card was saved after the subscription was created.

@@ -128,6 +128,27 @@ describe("createCheckout", () => {
     expect(e.message).toContain("Currency not supported")
   })
 
+  test("the account's rules: a currency the business has not enabled, or an amount under the currency's minimum, is refused", async () => {
+    // This fake account has NGN only, as a new Nigerian business does.
+    const usd = await failureOf(adapter.createCheckout(account, checkoutRequest({ currency: "USD", amount: 50_000 })))
+    expect(usd.reason).toBe("rejected")
+    expect(usd.message).toContain("Currency not supported by merchant")
+    const small = await failureOf(adapter.createCheckout(account, checkoutRequest({ amount: 4_999 })))
+    expect(small.reason).toBe("rejected")
+    expect(small.message).toContain("Invalid Amount Sent")
+    expect((await run(adapter.createCheckout(account, checkoutRequest({ amount: 5_000 })))).checkoutUrl).toStartWith(fake.baseUrl)
+    const auth = fake.seedAuthorization("ada@example.com")
+    expect((await failureOf(adapter.charge(account, chargeRequest(auth.authorization_code, { amount: 100 })))).reason).toBe("rejected")
+    const ghana = startFakePaystack({ currencies: ["GHS"] })
+    try {
+      const pesewas = await run(adapter.createCheckout(ghana.account, checkoutRequest({ currency: "GHS", amount: 10 })))
+      expect(pesewas.checkoutUrl).toStartWith(ghana.baseUrl)
+      expect((await failureOf(adapter.createCheckout(ghana.account, checkoutRequest({ currency: "GHS", amount: 9 })))).reason).toBe("rejected")
+    } finally {
+      await ghana.stop()
+    }
+  })
+
   test("a non-integer amount is refused before calling Paystack", async () => {
     const before = fake.requests.length
     const e = await failureOf(adapter.createCheckout(account, checkoutRequest({ amount: 10.5 })))
@@ -212,14 +233,17 @@ describe("charge", () => {
     expect(e.reason).toBe("duplicate")
   })
 
-  test("an authorization of another email is rejected with Paystack's message", async () => {
+  test("an authorization Paystack refuses (deactivated, unknown, tied to another email) is MethodGone, with Paystack's message", async () => {
     const auth = fake.seedAuthorization("ada@example.com")
     const request = chargeRequest(auth.authorization_code, {
       method: { token: auth.authorization_code, providerCustomerId: null, email: "bob@example.com" }
     })
-    const e = await failureOf(adapter.charge(account, request))
-    expect(e.reason).toBe("rejected")
-    expect(e.message).toContain("Email does not match Authorization code")
+    const result = await run(adapter.charge(account, request))
+    expect(result).toEqual({ _tag: "MethodGone", message: expect.stringContaining("Email does not match Authorization code") })
+    expect(await run(adapter.charge(account, chargeRequest("AUTH_unknown")))).toMatchObject({ _tag: "MethodGone" })
+    // Other refusals are not about the method.
+    fake.failNext({ kind: "reject", message: "Invalid Amount Sent" }, { path: "/transaction/charge_authorization" })
+    expect((await failureOf(adapter.charge(account, chargeRequest(auth.authorization_code)))).reason).toBe("rejected")
   })
 
   test("a wrong secret key is unauthorized, and the key is not in the error", async () => {
@@ -327,7 +351,7 @@ describe("verify", () => {
   test("a failed payment is failed", async () => {
     const request = checkoutRequest()
     await run(adapter.createCheckout(account, request))
-    fake.complete(request.reference, { outcome: "failed" })
+    fake.decline(request.reference)
     expect(await run(adapter.verify(account, request.reference))).toMatchObject({ status: "failed", method: null })
   })
 
@@ -371,8 +395,7 @@ describe("refund and removeMethod", () => {
     await run(adapter.removeMethod(account, { token: authorizationCode, providerCustomerId: null, email: null }))
     expect(lastRequest("/customer/authorization/deactivate").body).toEqual({ authorization_code: authorizationCode })
     expect(fake.authorizations.get(authorizationCode)?.active).toBe(false)
-    const e = await failureOf(adapter.charge(account, chargeRequest(authorizationCode)))
-    expect(e.reason).toBe("rejected")
+    expect(await run(adapter.charge(account, chargeRequest(authorizationCode)))).toMatchObject({ _tag: "MethodGone" })
   })
 
   test("removing an unknown authorization is rejected", async () => {
@@ -518,23 +541,69 @@ describe("parseEvent", () => {
     expect(event).toMatchObject({ _tag: "PaymentSucceeded", reference: request.reference, amount: 150_000, metadata })
   })
 
-  test("charge.failed is a PaymentFailed with the gateway's message", async () => {
+  test("charge.failed is not a Paystack event: a body of that type is acknowledged and skipped, not acted on", async () => {
     const request = checkoutRequest()
     await run(adapter.createCheckout(account, request))
-    const hook = fake.complete(request.reference, { outcome: "failed", gatewayResponse: "Insufficient Funds" })
-    const tx = fake.transactions.get(request.reference)!
+    fake.decline(request.reference, { gatewayResponse: "Insufficient Funds" })
+    // Paystack announces no failure: the fake has nothing to send, and verify is how a decline is learned.
+    expect(() => fake.webhookFor(request.reference)).toThrow()
+    const invented = fake.webhook("charge.failed", { id: 7, reference: request.reference, status: "failed", metadata })
+    expect(await run(adapter.routeEvent(invented.rawBody))).toEqual({ type: "charge.failed", handled: false, organizationId: "org_1" })
+    expect(await parse(invented.rawBody)).toEqual({ _tag: "Ignored", eventKey: "charge.failed:7", type: "charge.failed" })
+  })
+
+  test("refund.processed is a Refunded increment of the transaction it names (amount sent as a string)", async () => {
+    const request = checkoutRequest({ amount: 40_000 })
+    await run(adapter.createCheckout(account, request))
+    fake.complete(request.reference)
+    await run(adapter.refund(account, request.reference, 15_000))
+    const refund = fake.refunds.at(-1)!
+    const hook = fake.refundProcessed(refund.id)
+    expect(hook.event.data.amount).toBe("15000")
+    expect(await run(adapter.routeEvent(hook.rawBody))).toEqual({ type: "refund.processed", handled: true, organizationId: null })
     expect(await parse(hook.rawBody)).toEqual({
-      _tag: "PaymentFailed",
-      eventKey: `charge.failed:${tx.id}`,
+      _tag: "Refunded",
+      eventKey: `refund.processed:${refund.refundReference}`,
       reference: request.reference,
-      message: "Insufficient Funds",
+      providerPaymentId: null,
+      cause: "refund",
+      reversalKey: `refund:${refund.refundReference}`,
+      amount: 15_000,
+      cumulative: false,
+      currency: "NGN",
+      metadata: {}
+    })
+  })
+
+  test("charge.dispute.create is Disputed (routed by its transaction's metadata); an accepted resolution is a lost dispute", async () => {
+    const request = checkoutRequest({ amount: 40_000 })
+    await run(adapter.createCheckout(account, request))
+    fake.complete(request.reference)
+    const opened = fake.dispute(request.reference)
+    expect(await run(adapter.routeEvent(opened.rawBody))).toEqual({ type: "charge.dispute.create", handled: true, organizationId: "org_1" })
+    expect(await parse(opened.rawBody)).toEqual({
+      _tag: "Disputed",
+      eventKey: `charge.dispute.create:${opened.disputeId}`,
+      reference: request.reference,
+      providerPaymentId: null,
       metadata
+    })
+    const declined = await parse(fake.resolveDispute(opened.disputeId, "declined").rawBody)
+    expect(declined).toEqual({ _tag: "Ignored", eventKey: `charge.dispute.resolve:${opened.disputeId}`, type: "charge.dispute.resolve" })
+    expect(await parse(fake.resolveDispute(opened.disputeId, "merchant-accepted").rawBody)).toMatchObject({
+      _tag: "Refunded",
+      reference: request.reference,
+      cause: "dispute",
+      reversalKey: `dispute:${opened.disputeId}`,
+      amount: 40_000,
+      cumulative: false,
+      currency: "NGN"
     })
   })
 
   test("other event types are ignored, with their type", async () => {
-    const dispute = await parse(fake.webhook("charge.dispute.create", { id: 99, reference: "r-99" }).rawBody)
-    expect(dispute).toEqual({ _tag: "Ignored", eventKey: "charge.dispute.create:99", type: "charge.dispute.create" })
+    const subscription = await parse(fake.webhook("subscription.create", { id: 99, reference: "r-99" }).rawBody)
+    expect(subscription).toEqual({ _tag: "Ignored", eventKey: "subscription.create:99", type: "subscription.create" })
     const transfer = await parse(fake.webhook("transfer.success", { reference: "tr-1" }).rawBody)
     expect(transfer).toEqual({ _tag: "Ignored", eventKey: "transfer.success:tr-1", type: "transfer.success" })
   })
@@ -585,6 +654,14 @@ describe("hosted page (as a customer pays)", () => {
         await run(adapter.verifySignature(hosted.account, raw, { "x-paystack-signature": delivered.signature ?? undefined }, 0))
       ).toBe(true)
       expect(await run(adapter.parseEvent(raw))).toMatchObject({ _tag: "PaymentSucceeded", reference: request.reference })
+
+      // A declined card sends nothing; the transaction says so when verified.
+      const declined = checkoutRequest()
+      const declinedPage = await run(adapter.createCheckout(hosted.account, declined))
+      const back = await fetch(`${declinedPage.checkoutUrl}?outcome=decline`, { method: "POST", redirect: "manual" })
+      expect(back.status).toBe(302)
+      expect(received).toHaveLength(1)
+      expect(await run(adapter.verify(hosted.account, declined.reference))).toMatchObject({ status: "failed" })
     } finally {
       await hosted.stop()
       await receiver.stop(true)

@@ -238,6 +238,55 @@ describe("StripeAdapter", () => {
       expect(fake.requestsTo("POST", "/v1/payment_intents").length).toBe(before + 1)
     })
 
+    test("the account's rules: amounts under the currency's minimum or over eight digits, and currencies it cannot charge, are rejected", async () => {
+      for (const amount of [49, 100_000_000]) {
+        const error = await runError(adapter.charge(account, chargeRequest(savedCard(), { amount })))
+        expect(error.reason).toBe("rejected")
+        expect(error.message).toContain("Amount must be")
+      }
+      expect((await run(adapter.charge(account, chargeRequest(savedCard(), { amount: 50 }))))._tag).toBe("Succeeded")
+      expect((await runError(adapter.createCheckout(account, checkoutRequest({ amount: 30 })))).message).toContain("Amount must be")
+      const usdOnly = startFakeStripe({ currencies: ["usd"] })
+      try {
+        const other = { ...account, secretKey: usdOnly.secretKey, baseUrl: usdOnly.url }
+        const error = await runError(adapter.createCheckout(other, checkoutRequest({ currency: "EUR" })))
+        expect(error.reason).toBe("rejected")
+        expect(error.message).toContain("Invalid currency: eur")
+      } finally {
+        await usdOnly.stop()
+      }
+    })
+
+    test("Stripe keeps a 500 under its idempotency key: the retry gets the same 500 and creates nothing", async () => {
+      const request = chargeRequest(savedCard())
+      fake.inject({ status: 500 }, { method: "POST", path: "/v1/payment_intents" })
+      const count = fake.paymentIntents.size
+      expect((await runError(adapter.charge(account, request))).reason).toBe("unavailable")
+      expect((await runError(adapter.charge(account, request))).reason).toBe("unavailable")
+      expect(lastRequest("POST", "/v1/payment_intents").status).toBe(500)
+      expect(fake.paymentIntents.size).toBe(count)
+    })
+
+    test("idempotency keys are forgotten after 24 hours: the same reference then charges again (references are never reused)", async () => {
+      let offset = 0
+      const clocked = startFakeStripe({ now: () => Date.now() + offset })
+      try {
+        const other = { ...account, secretKey: clocked.secretKey, baseUrl: clocked.url, webhookSecret: clocked.webhookSecret }
+        const { customer, paymentMethod } = clocked.createCustomerWithCard()
+        const request = chargeRequest({ token: paymentMethod["id"] as string, providerCustomerId: customer["id"] as string })
+        const first = await run(adapter.charge(other, request))
+        offset = 23 * 3_600_000
+        expect(await run(adapter.charge(other, request))).toEqual(first)
+        expect(clocked.paymentIntents.size).toBe(1)
+        offset = 24 * 3_600_000
+        const later = await run(adapter.charge(other, request))
+        expect(later).not.toEqual(first)
+        expect(clocked.paymentIntents.size).toBe(2)
+      } finally {
+        await clocked.stop()
+      }
+    })
+
     test("an answer slower than the timeout is a timeout", async () => {
       const quick = makeStripeAdapter({ timeoutMs: 250 })
       fake.inject({ delayMs: 1_500 }, { path: "/v1/payment_intents" })
@@ -255,8 +304,14 @@ describe("StripeAdapter", () => {
       expect(error.reason).toBe("unavailable")
     })
 
-    test("a method Stripe does not know is rejected", async () => {
-      const error = await runError(adapter.charge(account, chargeRequest({ token: "pm_missing", providerCustomerId: null })))
+    test("a method Stripe no longer has, or one detached from its customer, is MethodGone; other refusals are rejected", async () => {
+      const missing = await run(adapter.charge(account, chargeRequest({ token: "pm_missing", providerCustomerId: null })))
+      expect(missing).toEqual({ _tag: "MethodGone", message: expect.stringContaining("No such PaymentMethod") })
+      const method = savedCard()
+      await run(adapter.removeMethod(account, { ...method, email: null }))
+      const detached = await run(adapter.charge(account, chargeRequest(method)))
+      expect(detached).toEqual({ _tag: "MethodGone", message: expect.stringContaining("may not be used again") })
+      const error = await runError(adapter.charge(account, chargeRequest({ token: savedCard().token, providerCustomerId: "cus_missing" })))
       expect(error.reason).toBe("rejected")
     })
   })
@@ -320,6 +375,24 @@ describe("StripeAdapter", () => {
       expect(await run(adapter.verify(account, declined.reference))).toMatchObject({ status: "failed", method: null })
 
       expect(await run(adapter.verify(account, "never_issued"))).toEqual({ status: "not_found", method: null })
+    })
+
+    test("search lags behind writes: a new charge is not found by its reference until the lag has passed", async () => {
+      let offset = 0
+      const laggy = startFakeStripe({ now: () => Date.now() + offset, searchLagMs: 60_000 })
+      try {
+        const other = { ...account, secretKey: laggy.secretKey, baseUrl: laggy.url, webhookSecret: laggy.webhookSecret }
+        const { customer, paymentMethod } = laggy.createCustomerWithCard()
+        const request = chargeRequest({ token: paymentMethod["id"] as string, providerCustomerId: customer["id"] as string })
+        const charged = await run(adapter.charge(other, request)) as { providerReference: string }
+        expect(await run(adapter.verify(other, request.reference))).toEqual({ status: "not_found", method: null })
+        // By its own id it is there at once.
+        expect((await run(adapter.verify(other, charged.providerReference))).status).toBe("succeeded")
+        offset = 60_000
+        expect((await run(adapter.verify(other, request.reference))).status).toBe("succeeded")
+      } finally {
+        await laggy.stop()
+      }
     })
 
     test("an off-session charge is found by its reference", async () => {
@@ -429,11 +502,12 @@ describe("StripeAdapter", () => {
     const parseError = (rawBody: Uint8Array) => runError(adapter.parseEvent(rawBody))
     const encode = (value: unknown) => new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value))
 
-    test("checkout.session.completed (payment) is PaymentSucceeded; with an expanded intent it carries the card", async () => {
+    test("checkout.session.completed (payment) is PaymentSucceeded, without a method: the event names its intent by id", async () => {
       const request = checkoutRequest({ amount: 12_345, currency: "eur" })
       const { accessCode } = await run(adapter.createCheckout(account, request))
-      const done = fake.completeCheckout(accessCode!)
+      fake.completeCheckout(accessCode!)
       const signed = await fake.eventFor("checkout.session.completed", accessCode!)
+      expect(typeof (signed.event["data"] as any).object.payment_intent).toBe("string")
       const event = await parse(signed.rawBody)
       expect(event).toEqual({
         _tag: "PaymentSucceeded",
@@ -444,51 +518,47 @@ describe("StripeAdapter", () => {
         metadata: { ...request.metadata, reference: request.reference },
         method: null
       })
-      const expanded = await fake.eventFor("checkout.session.completed", accessCode!, { expand: ["payment_intent.payment_method"] })
-      const withMethod = await parse(expanded.rawBody) as Extract<ProviderEvent, { _tag: "PaymentSucceeded" }>
-      expect(withMethod.method).toMatchObject({
-        token: done.paymentMethod["id"],
-        providerCustomerId: done.customer["id"],
-        last4: "4242",
-        brand: "visa",
-        reusable: true
-      })
     })
 
-    test("checkout.session.completed (setup): the id-only snapshot is Ignored, setup_intent.succeeded carries the method", async () => {
+    test("checkout.session.completed (setup) is Ignored; setup_intent.succeeded names the method by id, completeEvent fetches its card", async () => {
       const request = checkoutRequest({ mode: "setup" })
       const { accessCode } = await run(adapter.createCheckout(account, request))
-      const done = fake.completeCheckout(accessCode!)
+      const done = fake.completeCheckout(accessCode!, { card: { brand: "mastercard", last4: "5454", expMonth: 3, expYear: 2032, fingerprint: "fpMC5454" } })
       const plain = await fake.eventFor("checkout.session.completed", accessCode!)
       expect(await parse(plain.rawBody)).toEqual({ _tag: "Ignored", eventKey: plain.event["id"] as string, type: "checkout.session.completed" })
 
-      const expanded = await fake.eventFor("checkout.session.completed", accessCode!, { expand: ["setup_intent.payment_method"] })
-      const fromSession = await parse(expanded.rawBody)
-      expect(fromSession).toMatchObject({
-        _tag: "SetupSucceeded",
-        reference: request.reference,
-        method: { token: done.paymentMethod["id"], providerCustomerId: done.customer["id"], last4: "4242", reusable: true }
-      })
-
       const si = await fake.eventFor("setup_intent.succeeded", done.setupIntent!["id"] as string)
-      expect(await parse(si.rawBody)).toEqual({
+      expect((si.event["data"] as any).object.payment_method).toBe(done.paymentMethod["id"])
+      const parsed = await parse(si.rawBody)
+      const bare = {
+        token: done.paymentMethod["id"] as string,
+        providerCustomerId: done.customer["id"] as string,
+        email: null,
+        type: "card",
+        brand: null,
+        last4: null,
+        expMonth: null,
+        expYear: null,
+        reusable: true,
+        fingerprint: null
+      }
+      expect(parsed).toEqual({
         _tag: "SetupSucceeded",
         eventKey: si.event["id"] as string,
         reference: request.reference,
         metadata: { ...request.metadata, reference: request.reference },
-        method: {
-          token: done.paymentMethod["id"] as string,
-          providerCustomerId: done.customer["id"] as string,
-          email: null,
-          type: "card",
-          brand: null,
-          last4: null,
-          expMonth: null,
-          expYear: null,
-          reusable: true,
-          fingerprint: null
-        }
+        method: bare
       })
+      const completed = await run(adapter.completeEvent(account, parsed))
+      expect(completed).toEqual({
+        ...(parsed as Extract<ProviderEvent, { _tag: "SetupSucceeded" }>),
+        method: { ...bare, email: "ada@example.com", brand: "mastercard", last4: "5454", expMonth: 3, expYear: 2032, fingerprint: "fpMC5454" }
+      })
+      expect(lastRequest("GET", `/v1/payment_methods/${done.paymentMethod["id"]}`).status).toBe(200)
+      // An event that lacks nothing is not completed.
+      const before = fake.requests.length
+      expect(await run(adapter.completeEvent(account, completed))).toEqual(completed)
+      expect(fake.requests.length).toBe(before)
     })
 
     test("payment_intent.succeeded is PaymentSucceeded by metadata.reference", async () => {
@@ -519,6 +589,56 @@ describe("StripeAdapter", () => {
         message: "Your card was declined.",
         metadata: { ...request.metadata, reference: request.reference }
       })
+    })
+
+    test("charge.refunded is a running total per charge; without our reference in its metadata, completeEvent asks the PaymentIntent", async () => {
+      const method = savedCard()
+      const request = chargeRequest(method, { amount: 3_000 })
+      const pi = (await run(adapter.charge(account, request)) as { providerReference: string }).providerReference
+      const chargeId = fake.paymentIntents.get(pi)!["latest_charge"] as string
+      fake.refund(pi, 1_000)
+      const signed = await fake.eventFor("charge.refunded", chargeId)
+      const expected: ProviderEvent = {
+        _tag: "Refunded",
+        eventKey: signed.event["id"] as string,
+        reference: request.reference,
+        providerPaymentId: pi,
+        cause: "refund",
+        reversalKey: `charge:${chargeId}`,
+        amount: 1_000,
+        cumulative: true,
+        currency: "USD",
+        metadata: { ...request.metadata, reference: request.reference }
+      }
+      expect(await parse(signed.rawBody)).toEqual(expected)
+      // A charge whose metadata does not carry ours (made before it was set): the payment is named by id only.
+      const bare = await fake.event("charge.refunded", { ...fake.charges.get(chargeId)!, metadata: {} })
+      const parsed = await parse(bare.rawBody)
+      expect(parsed).toMatchObject({ _tag: "Refunded", reference: null, providerPaymentId: pi })
+      expect(await run(adapter.completeEvent(account, parsed))).toEqual({ ...expected, eventKey: bare.event["id"] as string })
+    })
+
+    test("disputes name the payment by id: created is Disputed, closed lost is a Refunded of the disputed amount, won is Ignored", async () => {
+      const request = chargeRequest(savedCard(), { amount: 4_200 })
+      const pi = (await run(adapter.charge(account, request)) as { providerReference: string }).providerReference
+      const dispute = fake.openDispute(pi)
+      const created = await parse((await fake.eventFor("charge.dispute.created", dispute["id"] as string)).rawBody)
+      expect(created).toMatchObject({ _tag: "Disputed", reference: null, providerPaymentId: pi, metadata: {} })
+      expect(await run(adapter.completeEvent(account, created))).toMatchObject({ _tag: "Disputed", reference: request.reference })
+      fake.closeDispute(dispute["id"] as string, "lost")
+      const lost = await parse((await fake.eventFor("charge.dispute.closed", dispute["id"] as string)).rawBody)
+      expect(lost).toMatchObject({
+        _tag: "Refunded",
+        providerPaymentId: pi,
+        cause: "dispute",
+        reversalKey: `dispute:${dispute["id"]}`,
+        amount: 4_200,
+        cumulative: false,
+        currency: "USD"
+      })
+      fake.closeDispute(dispute["id"] as string, "won")
+      const won = await fake.eventFor("charge.dispute.closed", dispute["id"] as string)
+      expect(await parse(won.rawBody)).toEqual({ _tag: "Ignored", eventKey: won.event["id"] as string, type: "charge.dispute.closed" })
     })
 
     test("other types, and objects that are not ours, are Ignored", async () => {

@@ -5,16 +5,21 @@
  *
  * Test control:
  * - `fake.account` is a `ProviderAccount` pointing at the fake with its secret key.
- * - `fake.complete(reference, {outcome})` is the customer paying (or failing to pay) on the hosted page of an
- *   initialized transaction; it returns the signed `charge.success` / `charge.failed` webhook Paystack would send
- *   (`body`, `rawBody`, `signature`, `headers`), with a reusable card `authorization` by default.
- *   The same happens over HTTP: `POST {authorization_url}` (`?outcome=decline` to fail), which also delivers the
- *   webhook to `options.webhookUrl` when set, like the simulated provider's pay button (decisions.md §8).
+ * - `fake.complete(reference)` is the customer paying on the hosted page of an initialized transaction; it returns
+ *   the signed `charge.success` webhook Paystack would send (`body`, `rawBody`, `signature`, `headers`), with a
+ *   reusable card `authorization` by default. `fake.decline(reference)` is the customer's card being declined there:
+ *   the transaction is `failed` and nothing is sent (Paystack documents no `charge.failed` event; a failure is
+ *   learned by verifying the transaction). The same happens over HTTP: `POST {authorization_url}`
+ *   (`?outcome=decline` to fail), which delivers the success webhook to `options.webhookUrl` when set, like the
+ *   simulated provider's pay button (decisions.md §8).
  * - `fake.webhookFor(reference)` signs the webhook of any finished transaction (e.g. one made by
  *   `charge_authorization`); `fake.webhook(type, data)` signs any event; `fake.sign(body)` signs any bytes.
  * - `fake.failNext(failure)` injects the next answer: a declined / action-required / pending charge, a 401,
  *   a 5xx, a 4xx with a message, or a delay before answering normally.
  * - `fake.requests` records every API call (method, path, bearer, parsed body) for assertions.
+ *
+ * Account rules, as Paystack documents them: only the currencies enabled for the business (`options.currencies`),
+ * each currency's transaction minimum, a reference used once.
  */
 import type { ProviderAccount } from "../../src/payments/PaymentProvider.ts"
 
@@ -67,10 +72,14 @@ export interface FakeCard {
 export type MetadataAs = "asSent" | "object" | "string" | "zero" | "empty" | "null"
 
 export interface CompleteOptions {
-  readonly outcome?: "success" | "failed"
   readonly card?: FakeCard
   readonly gatewayResponse?: string
   readonly metadataAs?: MetadataAs
+}
+
+export interface DeclineOptions {
+  readonly card?: FakeCard
+  readonly gatewayResponse?: string
 }
 
 export interface SignedWebhook {
@@ -123,9 +132,19 @@ export interface FakeTransaction {
 
 export interface FakeRefund {
   readonly id: number
+  readonly refundReference: string
   readonly transactionReference: string
   readonly amount: number
   readonly currency: string
+}
+
+export interface FakeDispute {
+  readonly id: number
+  readonly transactionReference: string
+  readonly refundAmount: number
+  readonly currency: string
+  status: string
+  resolution: string | null
 }
 
 export interface RecordedRequest {
@@ -139,6 +158,23 @@ export interface FakePaystackOptions {
   readonly secretKey?: string
   /** When set, a payment completed over HTTP on the hosted page delivers its webhook here. */
   readonly webhookUrl?: string
+  /**
+   * The currencies this account may charge in (Paystack enables them per business; others are refused with
+   * "Currency not supported by merchant"). NGN only by default, as a new Nigerian business starts.
+   */
+  readonly currencies?: ReadonlyArray<string>
+}
+
+/**
+ * Paystack's documented transaction minimums ("Supported currency" in its API reference), in minor units. Paystack
+ * documents no maximum.
+ */
+export const PAYSTACK_TRANSACTION_MINIMUMS: Readonly<Record<string, number>> = {
+  NGN: 5_000,
+  USD: 200,
+  GHS: 10,
+  ZAR: 100,
+  KES: 300
 }
 
 export interface FakePaystack {
@@ -150,11 +186,19 @@ export interface FakePaystack {
   readonly refunds: ReadonlyArray<FakeRefund>
   readonly requests: ReadonlyArray<RecordedRequest>
   readonly failNext: (failure: PaystackFailure, options?: FailNextOptions) => void
-  /** The customer pays (or fails to) on the hosted page; returns the signed webhook Paystack sends. */
-  readonly complete: (reference: string, options?: CompleteOptions) => SignedWebhook & { readonly authorizationCode: string | null }
+  /** The customer pays on the hosted page; returns the signed `charge.success` webhook Paystack sends. */
+  readonly complete: (reference: string, options?: CompleteOptions) => SignedWebhook & { readonly authorizationCode: string }
+  /** The customer's card is declined on the hosted page: the transaction is `failed`, and Paystack sends nothing. */
+  readonly decline: (reference: string, options?: DeclineOptions) => void
   /** A reusable card authorization for `email`, as if saved by an earlier payment. */
   readonly seedAuthorization: (email: string, card?: FakeCard) => FakeAuthorization
   readonly webhookFor: (reference: string, options?: { readonly metadataAs?: MetadataAs }) => SignedWebhook
+  /** The signed `refund.processed` Paystack sends once a refund (made through `POST /refund`) is processed. */
+  readonly refundProcessed: (refundId: number) => SignedWebhook
+  /** The customer disputes a paid transaction: the signed `charge.dispute.create`. */
+  readonly dispute: (reference: string) => SignedWebhook & { readonly disputeId: number }
+  /** The dispute is resolved (`merchant-accepted` refunds the customer): the signed `charge.dispute.resolve`. */
+  readonly resolveDispute: (disputeId: number, resolution: "merchant-accepted" | "declined") => SignedWebhook
   readonly webhook: (event: string, data: Record<string, unknown>) => SignedWebhook
   readonly sign: (body: string | Uint8Array) => string
   /** POSTs a signed webhook to `url` as Paystack would. */
@@ -162,7 +206,6 @@ export interface FakePaystack {
   readonly stop: () => Promise<void>
 }
 
-const CURRENCIES = new Set(["NGN", "GHS", "ZAR", "USD", "KES"])
 const CHANNELS = new Set(["card", "bank", "ussd", "qr", "eft", "mobile_money", "bank_transfer"])
 const REFERENCE = /^[A-Za-z0-9.=-]+$/
 
@@ -337,30 +380,96 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
   const webhookFor = (reference: string, opts: { readonly metadataAs?: MetadataAs } = {}): SignedWebhook => {
     const tx = transactions.get(reference)
     if (tx === undefined) throw new Error(`fakePaystack: no transaction ${reference}`)
-    const type = tx.status === "success" ? "charge.success" : tx.status === "failed" ? "charge.failed" : null
-    if (type === null) throw new Error(`fakePaystack: transaction ${reference} is ${tx.status}, nothing to send`)
-    return signed(type, transactionPayload(tx, opts.metadataAs))
+    // Paystack's webhooks include no `charge.failed`: only a success is announced.
+    if (tx.status !== "success") throw new Error(`fakePaystack: transaction ${reference} is ${tx.status}, Paystack sends nothing`)
+    return signed("charge.success", transactionPayload(tx, opts.metadataAs))
+  }
+
+  /** A transaction the customer can still pay on its page (a declined card may be followed by another). */
+  const payable = (reference: string) => {
+    const tx = transactions.get(reference)
+    if (tx === undefined) throw new Error(`fakePaystack: no transaction ${reference}`)
+    if (tx.status === "success") throw new Error(`fakePaystack: transaction ${reference} is already paid`)
+    if (tx.source !== "initialize") throw new Error(`fakePaystack: transaction ${reference} has no hosted page`)
+    return tx
   }
 
   const complete = (reference: string, opts: CompleteOptions = {}) => {
-    const tx = transactions.get(reference)
-    if (tx === undefined) throw new Error(`fakePaystack: no transaction ${reference}`)
-    if (tx.status === "success" || tx.status === "failed") {
-      throw new Error(`fakePaystack: transaction ${reference} is already ${tx.status}`)
-    }
-    const now = new Date().toISOString()
-    if ((opts.outcome ?? "success") === "success") {
-      tx.status = "success"
-      tx.gatewayResponse = opts.gatewayResponse ?? "Successful"
-      tx.paidAt = now
-      tx.authorization = makeAuthorization(tx.email, opts.card)
-    } else {
-      tx.status = "failed"
-      tx.gatewayResponse = opts.gatewayResponse ?? "Declined"
-      tx.authorization = makeAuthorization(tx.email, { ...opts.card, reusable: false })
-    }
+    const tx = payable(reference)
+    tx.status = "success"
+    tx.gatewayResponse = opts.gatewayResponse ?? "Successful"
+    tx.paidAt = new Date().toISOString()
+    const authorization = makeAuthorization(tx.email, opts.card)
+    tx.authorization = authorization
     const hook = webhookFor(reference, opts.metadataAs === undefined ? {} : { metadataAs: opts.metadataAs })
-    return { ...hook, authorizationCode: tx.status === "success" ? tx.authorization.authorization_code : null }
+    return { ...hook, authorizationCode: authorization.authorization_code }
+  }
+
+  const decline = (reference: string, opts: DeclineOptions = {}) => {
+    const tx = payable(reference)
+    tx.status = "failed"
+    tx.gatewayResponse = opts.gatewayResponse ?? "Declined"
+    tx.authorization = makeAuthorization(tx.email, { ...opts.card, reusable: false })
+  }
+
+  // A processed refund names its transaction by reference only: no metadata, the amount as a string (as Paystack's
+  // own samples show it).
+  const refundProcessed = (refundId: number): SignedWebhook => {
+    const r = refunds.find((x) => x.id === refundId)
+    if (r === undefined) throw new Error(`fakePaystack: no refund ${refundId}`)
+    const customer = customerFor(transactions.get(r.transactionReference)!.email)
+    return signed("refund.processed", {
+      status: "processed",
+      transaction_reference: r.transactionReference,
+      refund_reference: r.refundReference,
+      amount: String(r.amount),
+      currency: r.currency,
+      processor: "mpgs_zen",
+      customer: { first_name: null, last_name: null, email: customer.email },
+      integration: 100_001,
+      domain: "test"
+    })
+  }
+
+  const disputes = new Map<number, FakeDispute>()
+  const disputePayload = (d: FakeDispute): Record<string, unknown> => {
+    const tx = transactions.get(d.transactionReference)!
+    return {
+      id: d.id,
+      refund_amount: d.refundAmount,
+      currency: d.currency,
+      status: d.status,
+      resolution: d.resolution,
+      domain: "test",
+      transaction: transactionPayload(tx),
+      transaction_reference: null,
+      category: "chargeback",
+      customer: { email: tx.email }
+    }
+  }
+
+  const dispute = (reference: string) => {
+    const tx = transactions.get(reference)
+    if (tx === undefined || tx.status !== "success") throw new Error(`fakePaystack: no paid transaction ${reference}`)
+    const d: FakeDispute = {
+      id: ++nextId,
+      transactionReference: reference,
+      refundAmount: tx.amount,
+      currency: tx.currency,
+      status: "awaiting-merchant-feedback",
+      resolution: null
+    }
+    disputes.set(d.id, d)
+    return { ...signed("charge.dispute.create", disputePayload(d)), disputeId: d.id }
+  }
+
+  const resolveDispute = (disputeId: number, resolution: "merchant-accepted" | "declined") => {
+    const d = disputes.get(disputeId)
+    if (d === undefined) throw new Error(`fakePaystack: no dispute ${disputeId}`)
+    d.status = "resolved"
+    d.resolution = resolution
+    if (resolution === "merchant-accepted") transactions.get(d.transactionReference)!.status = "reversed"
+    return signed("charge.dispute.resolve", disputePayload(d))
   }
 
   const deliver = (webhook: SignedWebhook, url: string) =>
@@ -412,10 +521,18 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
   const amountCheck = (amount: unknown): Response | null =>
     isPositiveInt(amount) ? null : error(400, "Invalid Amount Sent", { type: "validation_error", code: "invalid_amount" })
 
+  const enabled = new Set(options.currencies ?? ["NGN"])
+  // Without a currency Paystack charges in the business's default one.
   const currencyCheck = (currency: unknown): Response | null =>
-    currency === undefined || (typeof currency === "string" && CURRENCIES.has(currency))
+    currency === undefined || (typeof currency === "string" && enabled.has(currency))
       ? null
       : error(400, "Currency not supported by merchant", { type: "validation_error", code: "unsupported_currency" })
+
+  const minimumCheck = (amount: number, currency: unknown): Response | null => {
+    const code = typeof currency === "string" ? currency : "NGN"
+    const minimum = PAYSTACK_TRANSACTION_MINIMUMS[code] ?? 1
+    return amount >= minimum ? null : error(400, "Invalid Amount Sent", { type: "validation_error", code: "invalid_amount" })
+  }
 
   const newTransaction = (fields: {
     reference: string | undefined
@@ -459,7 +576,8 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
   const initialize = (body: Record<string, unknown>): Response => {
     if (!isEmail(body.email)) return error(400, "Invalid Email Address Passed", { type: "validation_error" })
     const amount = intOf(body.amount)
-    const bad = amountCheck(amount) ?? currencyCheck(body.currency) ?? referenceCheck(body.reference)
+    const bad = amountCheck(amount) ?? currencyCheck(body.currency) ?? minimumCheck(amount as number, body.currency) ??
+      referenceCheck(body.reference)
     if (bad !== null) return bad
     let channels: Array<string> | null = null
     if (body.channels !== undefined) {
@@ -494,7 +612,8 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
     if (typeof body.authorization_code !== "string") {
       return error(400, "Authorization code is required", { type: "validation_error" })
     }
-    const bad = amountCheck(amount) ?? currencyCheck(body.currency) ?? referenceCheck(body.reference)
+    const bad = amountCheck(amount) ?? currencyCheck(body.currency) ?? minimumCheck(amount as number, body.currency) ??
+      referenceCheck(body.reference)
     if (bad !== null) return bad
     const auth = authorizations.get(body.authorization_code)
     if (auth === undefined || !auth.active || auth.email.toLowerCase() !== body.email.toLowerCase()) {
@@ -556,7 +675,13 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
     }
     tx.refunded += amount
     const now = new Date().toISOString()
-    const r: FakeRefund = { id: ++nextId, transactionReference: tx.reference, amount, currency: tx.currency }
+    const r: FakeRefund = {
+      id: ++nextId,
+      refundReference: `${nextId}${randomCode(6)}`,
+      transactionReference: tx.reference,
+      amount,
+      currency: tx.currency
+    }
     refunds.push(r)
     return ok("Refund has been queued for processing", {
       transaction: {
@@ -616,8 +741,11 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
       )
     }
     if (req.method !== "POST") return new Response("Method not allowed", { status: 405 })
-    const hook = complete(tx.reference, { outcome: url.searchParams.get("outcome") === "decline" ? "failed" : "success" })
-    if (options.webhookUrl !== undefined) await deliver(hook, options.webhookUrl)
+    if (url.searchParams.get("outcome") === "decline") decline(tx.reference)
+    else {
+      const hook = complete(tx.reference)
+      if (options.webhookUrl !== undefined) await deliver(hook, options.webhookUrl)
+    }
     if (tx.callbackUrl !== null) {
       const target = new URL(tx.callbackUrl)
       target.searchParams.set("trxref", tx.reference)
@@ -696,11 +824,15 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
       })
     },
     complete,
+    decline,
     seedAuthorization: (email, card) => {
       customerFor(email)
       return makeAuthorization(email, card)
     },
     webhookFor,
+    refundProcessed,
+    dispute,
+    resolveDispute,
     webhook: signed,
     sign,
     deliver,

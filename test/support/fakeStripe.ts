@@ -1,7 +1,9 @@
 /**
  * A fake of Stripe's REST API (v1), enough of it for the official `stripe` SDK and our StripeAdapter:
  * form-encoded bodies with nested keys, bearer secret check, Stripe's error JSON, `Idempotency-Key` replay and
- * conflict, `expand[]`, PaymentIntent search on metadata. Test controls: recorded requests, one-shot injected failures
+ * conflict (5xx results kept too, keys forgotten after 24 h of the fake's clock), `expand[]`, PaymentIntent search on
+ * metadata (optionally lagging behind writes), the account's currencies and Stripe's amount limits; events carry
+ * related objects as bare ids, as Stripe's do. Test controls: recorded requests, one-shot injected failures
  * and delays, cards with a behaviour, completing a Checkout Session as the customer would, signed webhook events.
  *
  * Endpoints: POST /v1/customers · POST|GET /v1/checkout/sessions · GET /v1/checkout/sessions/:id ·
@@ -63,8 +65,6 @@ export interface EventOptions {
   readonly secret?: string
   /** Extra `v1=` values placed before the real one (e.g. signatures of a rotated secret). */
   readonly extraSignatures?: ReadonlyArray<string>
-  /** Expand ids inside `data.object`, e.g. `["payment_intent.payment_method"]`. */
-  readonly expand?: ReadonlyArray<string>
   readonly id?: string
 }
 
@@ -88,7 +88,40 @@ const randomId = (prefix: string) => {
 
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v)
 const clone = <A>(v: A): A => structuredClone(v)
-const nowSeconds = () => Math.floor(Date.now() / 1000)
+/** Keys are forgotten this long after first use ("keys … removed after they're at least 24 hours old"). */
+export const IDEMPOTENCY_KEY_TTL_MS = 24 * 3_600_000
+
+/**
+ * Stripe's documented minimum charge amounts of some currencies (minor units); every amount is at most eight digits.
+ * Currencies not listed here are held to no minimum by the fake.
+ */
+export const STRIPE_MINIMUMS: Readonly<Record<string, number>> = {
+  usd: 50,
+  eur: 50,
+  gbp: 30,
+  cad: 50,
+  aud: 50,
+  chf: 50,
+  nzd: 50,
+  sgd: 50,
+  inr: 50,
+  jpy: 50
+}
+export const STRIPE_MAXIMUM = 99_999_999
+
+export interface FakeStripeOptions {
+  readonly secretKey?: string
+  readonly webhookSecret?: string
+  /** The fake's clock, in ms (Date.now by default): object timestamps, event signatures, key expiry, search lag. */
+  readonly now?: () => number
+  /**
+   * How long a new PaymentIntent stays invisible to search (Stripe: searchable "in under 1 minute" normally, later
+   * during incidents; never for read-after-write). Off by default.
+   */
+  readonly searchLagMs?: number
+  /** Currencies the account may charge in (lowercase); any by default. */
+  readonly currencies?: ReadonlyArray<string>
+}
 
 /** `a[b][0][c]=x` → `{a: {b: [{c: "x"}]}}`. */
 export const parseForm = (encoded: string): Json => {
@@ -132,8 +165,13 @@ class ApiError extends Error {
 
 const invalid = (message: string, param?: string, code?: string) =>
   new ApiError(400, { type: "invalid_request_error", message, ...(param ? { param } : {}), ...(code ? { code } : {}) })
-const missing = (kind: string, id: string) =>
-  new ApiError(404, { type: "invalid_request_error", code: "resource_missing", message: `No such ${kind}: '${id}'` })
+const missing = (kind: string, id: string, param?: string) =>
+  new ApiError(404, {
+    type: "invalid_request_error",
+    code: "resource_missing",
+    message: `No such ${kind}: '${id}'`,
+    ...(param === undefined ? {} : { param })
+  })
 
 const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined)
 const bool = (v: unknown) => v === "true" || v === true
@@ -152,7 +190,11 @@ const metadataParam = (v: unknown): Record<string, string> => {
   return Object.fromEntries(Object.entries(v).map(([k, val]) => [k, String(val)]))
 }
 
-export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: string } = {}) => {
+export const startFakeStripe = (options: FakeStripeOptions = {}) => {
+  const now = options.now ?? Date.now
+  const nowSeconds = () => Math.floor(now() / 1000)
+  /** When each PaymentIntent was created, in ms of the fake's clock (search lag). */
+  const createdAt = new Map<string, number>()
   const secretKey = options.secretKey ?? `sk_test_${randomId("fake").slice(5)}`
   const webhookSecret = options.webhookSecret ?? `whsec_${randomId("fake").slice(5)}`
 
@@ -165,8 +207,10 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
   const paymentMethods = new Map<string, Json>()
   const cardBehaviors = new Map<string, CardBehavior>()
   const refunds = new Map<string, Json>()
+  const charges = new Map<string, Json>()
+  const disputes = new Map<string, Json>()
   const events = new Map<string, Json>()
-  const idempotency = new Map<string, { fingerprint: string; status: number; body: string }>()
+  const idempotency = new Map<string, { fingerprint: string; status: number; body: string; savedAt: number }>()
   const requests: Array<RecordedRequest> = []
   const injections: Array<{ match: InjectionMatch; injection: Injection }> = []
 
@@ -177,6 +221,8 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
     if (id.startsWith("seti_")) return setupIntents.get(id)
     if (id.startsWith("pm_")) return paymentMethods.get(id)
     if (id.startsWith("re_")) return refunds.get(id)
+    if (id.startsWith("ch_")) return charges.get(id)
+    if (id.startsWith("dp_")) return disputes.get(id)
     return undefined
   }
 
@@ -260,7 +306,33 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
       ...fields
     }
     paymentIntents.set(pi["id"] as string, pi)
+    createdAt.set(pi["id"] as string, now())
     return pi
+  }
+
+  /** A succeeded PaymentIntent's Charge; it carries the intent's metadata as it was when charged, as Stripe's does. */
+  const chargeSucceeded = (pi: Json): void => {
+    const charge: Json = {
+      id: randomId("ch"),
+      object: "charge",
+      amount: pi["amount"],
+      amount_captured: pi["amount"],
+      amount_refunded: 0,
+      currency: pi["currency"],
+      customer: pi["customer"],
+      payment_intent: pi["id"],
+      payment_method: pi["payment_method"],
+      metadata: clone(pi["metadata"]),
+      paid: true,
+      captured: true,
+      refunded: false,
+      disputed: false,
+      status: "succeeded",
+      created: nowSeconds(),
+      livemode: false
+    }
+    charges.set(charge["id"] as string, charge)
+    Object.assign(pi, { status: "succeeded", amount_received: pi["amount"], latest_charge: charge["id"] })
   }
 
   /** Confirms `pi` with its payment method as Stripe would off-session; throws the 402 Stripe would answer. */
@@ -287,9 +359,7 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
     }
     switch (behavior) {
       case "succeed":
-        pi["status"] = "succeeded"
-        pi["amount_received"] = pi["amount"]
-        pi["latest_charge"] = randomId("ch")
+        chargeSucceeded(pi)
         return
       case "processing":
         pi["status"] = "processing"
@@ -348,9 +418,12 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
         amountTotal! += unit * quantity
         lineItems.push(clone(item))
       })
+      currencyCheck(currency!, "line_items[0][price_data][currency]")
+      amountCheck(amountTotal, currency!, "line_items")
       if (p["setup_intent_data"] !== undefined) throw invalid("setup_intent_data can only be used in setup mode.", "setup_intent_data")
     } else {
       if (!currency) throw invalid("Missing required param: currency.", "currency", "parameter_missing")
+      currencyCheck(currency, "currency")
       if (p["payment_intent_data"] !== undefined) throw invalid("payment_intent_data can only be used in payment mode.", "payment_intent_data")
       if (p["customer_creation"] !== undefined) throw invalid("customer_creation can only be used in payment mode.", "customer_creation")
     }
@@ -397,22 +470,37 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
     return { object: "list", url: "/v1/checkout/sessions", has_more: start + limit < all.length, data: data.map(clone) }
   }
 
+  const currencyCheck = (currency: string, param: string) => {
+    if (options.currencies !== undefined && !options.currencies.includes(currency)) {
+      throw invalid(`Invalid currency: ${currency}. This account cannot charge in it.`, param)
+    }
+  }
+  const amountCheck = (amount: number, currency: string, param: string) => {
+    const minimum = STRIPE_MINIMUMS[currency] ?? 1
+    if (amount < minimum) throw invalid(`Amount must be at least ${minimum} ${currency} (minor units)`, param, "amount_too_small")
+    if (amount > STRIPE_MAXIMUM) throw invalid(`Amount must be no more than ${STRIPE_MAXIMUM} ${currency} (minor units)`, param, "amount_too_large")
+  }
+
   const createPaymentIntent = (p: Json): Json => {
     const amount = int(p["amount"], "amount")!
-    if (amount <= 0) throw invalid("Amount must be at least 1", "amount", "amount_too_small")
     const currency = str(p["currency"])
     if (!currency) throw invalid("Missing required param: currency.", "currency", "parameter_missing")
+    currencyCheck(currency, "currency")
+    amountCheck(amount, currency, "amount")
     const customer = str(p["customer"])
     if (customer !== undefined && !customers.has(customer)) throw missing("customer", customer)
     const pmId = str(p["payment_method"])
     const pm = pmId !== undefined ? paymentMethods.get(pmId) : undefined
-    if (pmId !== undefined && !pm) throw missing("payment_method", pmId)
+    if (pmId !== undefined && !pm) throw missing("PaymentMethod", pmId, "payment_method")
     if (pm && pm["customer"] !== null && pm["customer"] !== customer) {
       throw invalid(`The provided PaymentMethod belongs to a different Customer.`, "payment_method")
     }
     const offSession = bool(p["off_session"])
     if (pm && offSession && pm["customer"] === null) {
-      throw invalid("The provided PaymentMethod was previously used or is detached; attach it to a Customer first.", "payment_method")
+      // Stripe's words for a PaymentMethod detached from its customer (or never attached): it cannot be reused.
+      throw invalid(
+        "The provided PaymentMethod was previously used with a PaymentIntent without Customer attachment, shared with a connected account without Customer attachment, or was detached from a Customer. It may not be used again. To use a PaymentMethod multiple times, you must attach it to a Customer first."
+      )
     }
     const pi = newPaymentIntent({
       amount,
@@ -440,7 +528,9 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
       filters.push([m[2]!, m[4]!.replace(/\\(.)/g, "$1")])
     }
     const limit = Math.min(int(p["limit"], "limit", false) ?? 10, 100)
+    const lag = options.searchLagMs ?? 0
     const data = [...paymentIntents.values()]
+      .filter((pi) => now() - (createdAt.get(pi["id"] as string) ?? 0) >= lag)
       .filter((pi) => filters.every(([k, v]) => (pi["metadata"] as Record<string, string>)[k] === v))
       .reverse()
       .slice(0, limit)
@@ -482,6 +572,11 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
       created: nowSeconds()
     }
     refunds.set(refund["id"] as string, refund)
+    const charge = charges.get(pi["latest_charge"] as string)
+    if (charge !== undefined) {
+      charge["amount_refunded"] = (charge["amount_refunded"] as number) + amount
+      charge["refunded"] = charge["amount_refunded"] === charge["amount"]
+    }
     return refund
   }
 
@@ -504,6 +599,7 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
     if (method === "GET" && (m = /^\/v1\/payment_methods\/([^/]+)$/.exec(path))) return get(paymentMethods, "payment_method", m[1]!, p["expand"])
     if (method === "POST" && (m = /^\/v1\/payment_methods\/([^/]+)\/detach$/.exec(path))) return clone(detachPaymentMethod(m[1]!))
     if (method === "POST" && path === "/v1/refunds") return createRefund(p)
+    if (method === "GET" && (m = /^\/v1\/charges\/([^/]+)$/.exec(path))) return get(charges, "charge", m[1]!, p["expand"])
     throw new ApiError(404, { type: "invalid_request_error", message: `Unrecognized request URL (${method}: ${path}).` })
   }
 
@@ -541,16 +637,32 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
       return new Response("<html><body>Fake Stripe Checkout</body></html>", { headers: { "content-type": "text/html" } })
     }
 
+    const idemKey = method === "POST" ? headers["idempotency-key"] : undefined
+    const fingerprint = `${method} ${path} ${rawBody}`
+    const savedFor = (key: string) => {
+      const saved = idempotency.get(key)
+      if (saved !== undefined && now() - saved.savedAt >= IDEMPOTENCY_KEY_TTL_MS) {
+        idempotency.delete(key)
+        return undefined
+      }
+      return saved
+    }
+
     const injection = takeInjection(method, path)
     if (injection && "delayMs" in injection) await Bun.sleep(injection.delayMs)
     else if (injection) {
-      return respond(injection.status, {
+      const body = JSON.stringify({
         error: {
           type: injection.type ?? (injection.status >= 500 ? "api_error" : "invalid_request_error"),
           message: injection.message ?? (injection.status >= 500 ? "An unknown error occurred" : "Injected failure"),
           ...(injection.code ? { code: injection.code } : {})
         }
       })
+      // An internal error happens once the endpoint runs: Stripe keeps it under the key, and a retry gets it again.
+      if (idemKey !== undefined && injection.status >= 500 && savedFor(idemKey) === undefined) {
+        idempotency.set(idemKey, { fingerprint, status: injection.status, body, savedAt: now() })
+      }
+      return respond(injection.status, body)
     }
 
     const auth = headers["authorization"] ?? ""
@@ -568,10 +680,8 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
       return respond(400, { error: { type: "invalid_request_error", message: "Invalid request: bodies must be form-encoded" } })
     }
 
-    const idemKey = method === "POST" ? headers["idempotency-key"] : undefined
-    const fingerprint = `${method} ${path} ${rawBody}`
     if (idemKey !== undefined) {
-      const saved = idempotency.get(idemKey)
+      const saved = savedFor(idemKey)
       if (saved) {
         if (saved.fingerprint !== fingerprint) {
           return respond(400, {
@@ -595,8 +705,9 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
       status = error.status
       body = JSON.stringify({ error: error.body })
     }
-    // Stripe saves the outcome once the endpoint began executing: successes and card errors, not validation errors.
-    if (idemKey !== undefined && (status === 200 || status === 402)) idempotency.set(idemKey, { fingerprint, status, body })
+    // Stripe saves the outcome once the endpoint began executing: successes, card errors and internal errors (above),
+    // not validation errors.
+    if (idemKey !== undefined && (status === 200 || status === 402)) idempotency.set(idemKey, { fingerprint, status, body, savedAt: now() })
     return respond(status, body, idemKey !== undefined ? { "idempotency-key": idemKey } : {})
   }
 
@@ -663,7 +774,7 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
       receipt_email: null
     })
     if (succeed) {
-      Object.assign(pi, { status: "succeeded", amount_received: pi["amount"], latest_charge: randomId("ch") })
+      chargeSucceeded(pi)
       Object.assign(session, {
         status: "complete",
         payment_status: "paid",
@@ -676,6 +787,37 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
       session["payment_intent"] = pi["id"]
     }
     return { session: clone(session), customer: clone(customer), paymentMethod: clone(pm), paymentIntent: clone(pi), setupIntent: null }
+  }
+
+  /** The cardholder disputes a succeeded payment (its Charge): a Dispute as Stripe opens it. */
+  const openDispute = (paymentIntentId: string): Json => {
+    const pi = paymentIntents.get(paymentIntentId)
+    const charge = pi === undefined ? undefined : charges.get(pi["latest_charge"] as string)
+    if (pi === undefined || charge === undefined) throw new Error(`fakeStripe: no charge of ${paymentIntentId}`)
+    charge["disputed"] = true
+    const dispute: Json = {
+      id: randomId("dp"),
+      object: "dispute",
+      amount: charge["amount"],
+      currency: charge["currency"],
+      charge: charge["id"],
+      payment_intent: pi["id"],
+      reason: "fraudulent",
+      status: "needs_response",
+      is_charge_refundable: false,
+      metadata: {},
+      created: nowSeconds(),
+      livemode: false
+    }
+    disputes.set(dispute["id"] as string, dispute)
+    return clone(dispute)
+  }
+
+  const closeDispute = (disputeId: string, status: "won" | "lost"): Json => {
+    const dispute = disputes.get(disputeId)
+    if (dispute === undefined) throw new Error(`fakeStripe: no dispute ${disputeId}`)
+    dispute["status"] = status
+    return clone(dispute)
   }
 
   /** `t=…,v1=…` for `payload`, signed by Stripe's own helper. */
@@ -694,7 +836,8 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
       object: "event",
       api_version: Stripe.API_VERSION,
       created: timestamp,
-      data: { object: render(object, opts.expand) },
+      // Stripe never expands objects inside events: related objects stay bare ids, as stored.
+      data: { object: clone(object) },
       livemode: false,
       pending_webhooks: 1,
       request: { id: null, idempotency_key: null },
@@ -743,6 +886,13 @@ export const startFakeStripe = (options: { secretKey?: string; webhookSecret?: s
     setupIntents,
     paymentMethods,
     refunds,
+    charges,
+    disputes,
+    /** A refund as made from the Dashboard; `charge.refunded` is then `eventFor("charge.refunded", chargeId)`. */
+    refund: (paymentIntentId: string, amount?: number) =>
+      clone(createRefund({ payment_intent: paymentIntentId, ...(amount === undefined ? {} : { amount: String(amount) }) })),
+    openDispute,
+    closeDispute,
     /** A customer with an attached card (as a finished checkout leaves it), for off-session charges. */
     createCustomerWithCard: (opts: CardOptions = {}) => {
       const customer = newCustomer(opts.email ?? "customer@example.com", {})

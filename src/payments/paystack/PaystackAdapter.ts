@@ -9,6 +9,8 @@
  * - Webhooks carry no event id: the dedupe key is the event type plus `data.id` (falling back to
  *   `data.reference`). `data.metadata` may be an object, a JSON string, `0`, `""` or `null`; it is normalised to
  *   an object of strings.
+ * - Events handled: `charge.success`, `refund.processed`, `charge.dispute.create`, `charge.dispute.resolve` (Paystack
+ *   has no `charge.failed`). A charge refused because the authorization is gone is `MethodGone`.
  * - The secret key is only ever put in the `Authorization` header; every error message is scrubbed of it.
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
@@ -89,6 +91,28 @@ const Transaction = Schema.Struct({
 })
 type Transaction = typeof Transaction.Type
 
+/** `refund.*` events: the refund, naming its transaction by `transaction_reference` (amounts may be strings). */
+const Refund = Schema.Struct({
+  id: opt(LooseString),
+  status: opt(LooseString),
+  transaction_reference: opt(LooseString),
+  refund_reference: opt(LooseString),
+  amount: opt(LooseInt),
+  currency: opt(LooseString),
+  transaction: opt(Schema.Unknown)
+})
+
+/** `charge.dispute.*` events: the dispute with its whole transaction (and our metadata on it). */
+const Dispute = Schema.Struct({
+  id: opt(LooseString),
+  refund_amount: opt(LooseInt),
+  currency: opt(LooseString),
+  status: opt(LooseString),
+  resolution: opt(LooseString),
+  transaction_reference: opt(LooseString),
+  transaction: opt(Schema.Unknown)
+})
+
 const Initialized = Schema.Struct({
   authorization_url: LooseString,
   access_code: opt(LooseString),
@@ -100,8 +124,18 @@ const WebhookEvent = Schema.Struct({
   data: opt(Schema.Unknown)
 })
 
-/** The event types we act on; every other one is acknowledged and skipped. */
-const HANDLED_EVENTS: ReadonlySet<string> = new Set(["charge.success", "charge.failed"])
+/**
+ * The event types we act on; every other one is acknowledged and skipped. Paystack documents no `charge.failed`: a
+ * declined hosted payment is learned by verifying the transaction (the reconciler verifies open checkouts).
+ * `charge.dispute.resolve` moves money back when the dispute was accepted (by the merchant, or for want of an answer).
+ */
+const HANDLED_EVENTS: ReadonlySet<string> = new Set([
+  "charge.success",
+  "refund.processed",
+  "charge.dispute.create",
+  "charge.dispute.resolve"
+])
+const LOST_DISPUTE = new Set(["merchant-accepted", "auto-accepted"])
 
 /** A webhook body as far as every event goes: JSON naming its `event`. */
 const readWebhookEvent = (rawBody: Uint8Array): Effect.Effect<typeof WebhookEvent.Type, ProviderError> => {
@@ -119,6 +153,8 @@ const readWebhookEvent = (rawBody: Uint8Array): Effect.Effect<typeof WebhookEven
 
 const decodeEnvelope = Schema.decodeUnknownEither(Envelope)
 const decodeTransaction = Schema.decodeUnknownEither(Transaction)
+const decodeRefund = Schema.decodeUnknownEither(Refund)
+const decodeDispute = Schema.decodeUnknownEither(Dispute)
 const decodeAuthorization = Schema.decodeUnknownEither(Authorization)
 const decodeCustomer = Schema.decodeUnknownEither(Customer)
 
@@ -195,6 +231,13 @@ const ACTION_STATUSES = new Set([
   "pay_offline"
 ])
 const DECLINED_STATUSES = new Set(["failed", "abandoned", "reversed"])
+
+/**
+ * How Paystack refuses an authorization that can no longer be charged: deactivated (by us, the customer or the bank),
+ * unknown, not reusable, or tied to another email than the one it was saved with. Its messages say "authorization"
+ * and one of these words.
+ */
+const AUTHORIZATION_GONE = /authorization[^]*\b(inactive|invalid|deactivated|not found|not reusable|does not match)\b|\b(invalid|inactive)\b[^]*authorization/i
 
 const chargeResultOf = (tx: Transaction, reference: string): ChargeResult => {
   const status = (tx.status ?? "").toLowerCase()
@@ -342,7 +385,7 @@ export const makePaystackAdapter = (
     charge: (account, request) =>
       Effect.gen(function*() {
         yield* checkAmount(request.amount, "amount")
-        const data = yield* call(account, "POST", "/transaction/charge_authorization", {
+        const answered = yield* call(account, "POST", "/transaction/charge_authorization", {
           authorization_code: request.method.token,
           // Paystack only charges an authorization with the email it was created with.
           email: request.method.email ?? request.email,
@@ -351,8 +394,15 @@ export const makePaystackAdapter = (
           reference: request.reference,
           // This endpoint documents metadata as "stringified JSON".
           metadata: JSON.stringify(request.metadata)
-        })
-        const tx = yield* transactionOf("charge_authorization", data)
+        }).pipe(Effect.either)
+        if (Either.isLeft(answered)) {
+          const e = answered.left
+          // Nothing was charged: Paystack refused the authorization itself, and will refuse it every time.
+          const said = e.message.slice(e.message.indexOf(": ") + 2) // Paystack's words, without our label
+          if (e.reason === "rejected" && AUTHORIZATION_GONE.test(said)) return { _tag: "MethodGone", message: said } as const
+          return yield* e
+        }
+        const tx = yield* transactionOf("charge_authorization", answered.right)
         return chargeResultOf(tx, request.reference)
       }),
 
@@ -404,7 +454,10 @@ export const makePaystackAdapter = (
 
     routeEvent: (rawBody) =>
       Effect.map(readWebhookEvent(rawBody), ({ data, event: type }) => {
-        const metadata = typeof data === "object" && data !== null ? (data as { metadata?: unknown }).metadata : null
+        // A dispute carries our metadata on its transaction; a refund carries none (on the sandbox route it cannot
+        // be routed).
+        const of = (v: unknown) => (typeof v === "object" && v !== null ? (v as { metadata?: unknown; transaction?: unknown }) : null)
+        const metadata = of(data)?.metadata ?? of(of(data)?.transaction)?.metadata ?? null
         return {
           type,
           handled: HANDLED_EVENTS.has(type),
@@ -425,6 +478,64 @@ export const makePaystackAdapter = (
         }
 
         const rejected = (message: string) => new ProviderError({ reason: "rejected", message })
+        const bodyHash = () => createHash("sha256").update(rawBody).digest("hex")
+        if (type === "refund.processed") {
+          const decodedRefund = decodeRefund(data)
+          if (Either.isLeft(decodedRefund)) return yield* rejected("Paystack webhook: malformed refund.processed data")
+          const refund = decodedRefund.right
+          const reference = nonEmpty(refund.transaction_reference) ??
+            (Either.getOrNull(decodeTransaction(refund.transaction ?? {}))?.reference ?? null)
+          const currency = nonEmpty(refund.currency)
+          if (reference === null || refund.amount === null || refund.amount === undefined || currency === null) {
+            return yield* rejected("Paystack webhook: refund.processed without a transaction, amount or currency")
+          }
+          const key = nonEmpty(refund.refund_reference) ?? nonEmpty(refund.id) ?? bodyHash()
+          return {
+            _tag: "Refunded",
+            eventKey: `${type}:${key}`,
+            reference,
+            providerPaymentId: null,
+            cause: "refund",
+            reversalKey: `refund:${key}`,
+            amount: refund.amount,
+            cumulative: false,
+            currency: currency.toUpperCase(),
+            metadata: {}
+          } satisfies ProviderEvent
+        }
+        if (type === "charge.dispute.create" || type === "charge.dispute.resolve") {
+          const decodedDispute = decodeDispute(data)
+          if (Either.isLeft(decodedDispute)) return yield* rejected(`Paystack webhook: malformed ${type} data`)
+          const dispute = decodedDispute.right
+          const tx = Either.getOrNull(decodeTransaction(dispute.transaction ?? {}))
+          const reference = nonEmpty(tx?.reference) ?? nonEmpty(dispute.transaction_reference)
+          if (reference === null) return yield* rejected(`Paystack webhook: ${type} without a transaction`)
+          const id = nonEmpty(dispute.id) ?? bodyHash()
+          const metadata = normalizePaystackMetadata(tx?.metadata)
+          if (type === "charge.dispute.create") {
+            return { _tag: "Disputed", eventKey: `${type}:${id}`, reference, providerPaymentId: null, metadata } satisfies ProviderEvent
+          }
+          if (!LOST_DISPUTE.has((dispute.resolution ?? "").toLowerCase())) {
+            return { _tag: "Ignored", eventKey: `${type}:${id}`, type } satisfies ProviderEvent
+          }
+          const amount = dispute.refund_amount ?? tx?.amount
+          const currency = nonEmpty(dispute.currency) ?? nonEmpty(tx?.currency)
+          if (amount === null || amount === undefined || currency === null) {
+            return yield* rejected("Paystack webhook: charge.dispute.resolve without an amount or currency")
+          }
+          return {
+            _tag: "Refunded",
+            eventKey: `${type}:${id}`,
+            reference,
+            providerPaymentId: null,
+            cause: "dispute",
+            reversalKey: `dispute:${id}`,
+            amount,
+            cumulative: false,
+            currency: currency.toUpperCase(),
+            metadata
+          } satisfies ProviderEvent
+        }
         const decoded = decodeTransaction(data)
         if (Either.isLeft(decoded)) return yield* rejected(`Paystack webhook: malformed ${type} data`)
         const tx = decoded.right
@@ -433,15 +544,6 @@ export const makePaystackAdapter = (
         const eventKey = `${type}:${nonEmpty(tx.id) ?? reference}`
         const metadata = normalizePaystackMetadata(tx.metadata)
 
-        if (type === "charge.failed") {
-          return {
-            _tag: "PaymentFailed",
-            eventKey,
-            reference,
-            message: nonEmpty(tx.gateway_response) ?? nonEmpty(tx.message) ?? "Payment failed",
-            metadata
-          } satisfies ProviderEvent
-        }
         if (tx.amount === null || tx.amount === undefined || nonEmpty(tx.currency) === null) {
           return yield* rejected("Paystack webhook: charge.success without amount or currency")
         }
@@ -454,7 +556,9 @@ export const makePaystackAdapter = (
           metadata,
           method: methodOf(tx)
         } satisfies ProviderEvent
-      })
+      }),
+    // A charge.success carries its whole authorization: nothing to fetch.
+    completeEvent: (_account, event) => Effect.succeed(event)
   }
 }
 

@@ -11,6 +11,9 @@
  *   PaymentIntent search on `metadata['reference']` (covers off-session charges and payment-mode checkouts), then, as
  *   search is eventually consistent at Stripe and SetupIntents cannot be searched, by scanning the newest Checkout
  *   Sessions for `client_reference_id` (bounded; see `SESSION_SCAN_PAGES`). Nothing found → `pending`.
+ * - A charge refused because the saved PaymentMethod is gone (`resource_missing`, detached) is `MethodGone`.
+ * - Events never carry expanded objects: `completeEvent` fetches a method's card details from its `pm_…`, and the
+ *   reference of a refund's or dispute's payment from its PaymentIntent's metadata.
  * - Webhooks: signature checked with `stripe.webhooks.signature.verifyHeaderAsync` (what `constructEventAsync` runs,
  *   minus the JSON parse) with `receivedAt = nowMs`, 300 s tolerance in both directions; `parseEvent` is pure.
  * - No error message ever carries the secret key: credentials failures get a fixed message, every other message is
@@ -28,6 +31,7 @@ import type {
   PaymentAdapter,
   PaymentMetadata,
   ProviderAccount,
+  ProviderEvent,
   SavedMethod
 } from "../PaymentProvider.ts"
 import { ProviderError } from "../PaymentProvider.ts"
@@ -147,6 +151,18 @@ const paymentIntentStatus = (pi: Stripe.PaymentIntent): VerifyResult["status"] =
       return "pending"
   }
 }
+
+/** A method known only by its id (from an event): none of what identifies or labels the card. */
+const lacksDetails = (m: MethodDetails): boolean => m.fingerprint === null && m.last4 === null && m.brand === null
+
+/**
+ * The saved PaymentMethod can never be charged again: Stripe no longer has it (`resource_missing` on
+ * `payment_method`), or it was detached from its customer ("… may not be used again").
+ */
+const methodGone = (error: unknown): error is Stripe.errors.StripeInvalidRequestError =>
+  error instanceof Stripe.errors.StripeInvalidRequestError &&
+  ((error.code === "resource_missing" && error.param === "payment_method") ||
+    /detached from a Customer|may not be used again/i.test(error.message))
 
 const returnUrl = (callbackUrl: string | null, fallback: string): string => callbackUrl ?? fallback
 
@@ -271,6 +287,9 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
             return { _tag: "Pending", providerReference: pi.id }
         }
       } catch (error) {
+        if (methodGone(error)) {
+          return { _tag: "MethodGone", message: scrub(error.message || "The payment method is gone", account.secretKey) }
+        }
         if (error instanceof Stripe.errors.StripeCardError) {
           const message = scrub(error.message || "The card was declined", account.secretKey)
           return error.code === "authentication_required"
@@ -436,6 +455,42 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
   const removeMethod = (account: ProviderAccount, method: SavedMethod): Effect.Effect<void, ProviderError> =>
     call(account, (stripe) => stripe.paymentMethods.detach(method.token)).pipe(Effect.asVoid)
 
+  /**
+   * Stripe sends objects unexpanded: `setup_intent.succeeded` names its PaymentMethod by a bare `pm_…`. Without the
+   * card's brand, last4, expiry and fingerprint a saved method is unlabelled and never recognised as a card saved
+   * before, so they are fetched here.
+   */
+  const completeEvent = (account: ProviderAccount, event: ProviderEvent): Effect.Effect<ProviderEvent, ProviderError> =>
+    Effect.gen(function*() {
+      if ((event._tag === "SetupSucceeded" || event._tag === "PaymentSucceeded") && event.method !== null && lacksDetails(event.method)) {
+        const given = event.method
+        const pm = yield* call(account, (stripe) => stripe.paymentMethods.retrieve(given.token))
+        const method = methodFromPaymentMethod(pm, { customer: given.providerCustomerId, email: given.email })
+        return method === null ? event : { ...event, method }
+      }
+      if ((event._tag === "Refunded" || event._tag === "Disputed") && event.reference === null && event.providerPaymentId !== null) {
+        const found = yield* referenceOfPayment(account, event.providerPaymentId)
+        return found === null ? event : { ...event, reference: found.reference, metadata: { ...found.metadata, ...event.metadata } }
+      }
+      return event
+    })
+
+  /** Our reference of a payment Stripe names by its PaymentIntent (or Charge) id: the metadata we put on it. */
+  const referenceOfPayment = (account: ProviderAccount, id: string) =>
+    Effect.gen(function*() {
+      let paymentIntent: string | null = id.startsWith("pi_") ? id : null
+      if (id.startsWith("ch_")) {
+        const charge = yield* call(account, (stripe) => stripe.charges.retrieve(id))
+        const reference = charge.metadata?.["reference"]
+        if (reference !== undefined && reference !== "") return { reference, metadata: charge.metadata }
+        paymentIntent = idOf(charge.payment_intent)
+      }
+      if (paymentIntent === null) return null
+      const pi = yield* call(account, (stripe) => stripe.paymentIntents.retrieve(paymentIntent))
+      const reference = pi.metadata?.["reference"]
+      return reference === undefined || reference === "" ? null : { reference, metadata: pi.metadata }
+    })
+
   const verifySignature = (
     account: ProviderAccount,
     rawBody: Uint8Array,
@@ -468,7 +523,8 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
     removeMethod,
     verifySignature,
     routeEvent: routeStripeEvent,
-    parseEvent: parseStripeEvent
+    parseEvent: parseStripeEvent,
+    completeEvent
   }
 }
 

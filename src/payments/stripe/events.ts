@@ -77,7 +77,9 @@ const methodFromEvent = (
   }
 }
 
-const customerId = (value: unknown): string | null => (isObject(value) ? str(value["id"]) : str(value))
+/** An id, whether Stripe sent the bare id (as events do) or the object. */
+const idOf = (value: unknown): string | null => (isObject(value) ? str(value["id"]) : str(value))
+const customerId = idOf
 
 const fromCheckoutSession = (eventKey: string, type: string, session: Json): ProviderEvent => {
   const metadata = metadataOf(session["metadata"])
@@ -144,6 +146,55 @@ const fromSetupIntent = (eventKey: string, type: string, si: Json): ProviderEven
   return { _tag: "SetupSucceeded", eventKey, reference, metadata, method }
 }
 
+/**
+ * `charge.refunded`: the Charge, with `amount_refunded` the running total of its refunds (one reversal per charge,
+ * cumulative). Its metadata is the PaymentIntent's as it was when the charge was made; without our reference there,
+ * the event names the payment by `payment_intent` and `completeEvent` asks.
+ */
+const fromCharge = (eventKey: string, charge: Json): ProviderEvent => {
+  const metadata = metadataOf(charge["metadata"])
+  const chargeId = requireString(charge["id"], "data.object.id")
+  const providerPaymentId = idOf(charge["payment_intent"]) ?? chargeId
+  return {
+    _tag: "Refunded",
+    eventKey,
+    reference: str(metadata["reference"]),
+    providerPaymentId,
+    cause: "refund",
+    reversalKey: `charge:${chargeId}`,
+    amount: requireNumber(charge["amount_refunded"], "data.object.amount_refunded"),
+    cumulative: true,
+    currency: requireString(charge["currency"], "data.object.currency").toUpperCase(),
+    metadata
+  }
+}
+
+/**
+ * `charge.dispute.created` and `charge.dispute.closed` (only `lost` moves money back). A Dispute's metadata is its
+ * own: the payment is named by `payment_intent` (or `charge`), resolved to our reference by `completeEvent`.
+ */
+const fromDispute = (eventKey: string, type: string, dispute: Json): ProviderEvent => {
+  const disputeId = requireString(dispute["id"], "data.object.id")
+  const providerPaymentId = idOf(dispute["payment_intent"]) ?? idOf(dispute["charge"])
+  if (providerPaymentId === null) throw new Malformed("data.object.charge is missing")
+  const metadata = metadataOf(dispute["metadata"])
+  const reference = str(metadata["reference"])
+  if (type === "charge.dispute.created") return { _tag: "Disputed", eventKey, reference, providerPaymentId, metadata }
+  if (str(dispute["status"]) !== "lost") return { _tag: "Ignored", eventKey, type }
+  return {
+    _tag: "Refunded",
+    eventKey,
+    reference,
+    providerPaymentId,
+    cause: "dispute",
+    reversalKey: `dispute:${disputeId}`,
+    amount: requireNumber(dispute["amount"], "data.object.amount"),
+    cumulative: false,
+    currency: requireString(dispute["currency"], "data.object.currency").toUpperCase(),
+    metadata
+  }
+}
+
 /** The event types we act on; every other one is acknowledged and skipped. */
 const HANDLED: ReadonlySet<string> = new Set([
   "checkout.session.completed",
@@ -151,7 +202,10 @@ const HANDLED: ReadonlySet<string> = new Set([
   "checkout.session.async_payment_failed",
   "payment_intent.succeeded",
   "payment_intent.payment_failed",
-  "setup_intent.succeeded"
+  "setup_intent.succeeded",
+  "charge.refunded",
+  "charge.dispute.created",
+  "charge.dispute.closed"
 ])
 
 /** An event as far as every event goes: a JSON object naming its type. */
@@ -184,7 +238,9 @@ export const routeStripeEvent = (rawBody: Uint8Array): Effect.Effect<EventRoute,
  * `checkout.session.completed` (paid payment mode → PaymentSucceeded; setup mode → SetupSucceeded when the event
  * carries an expanded, succeeded SetupIntent, else Ignored), `checkout.session.async_payment_succeeded|failed`,
  * `payment_intent.succeeded` → PaymentSucceeded, `payment_intent.payment_failed` → PaymentFailed,
- * `setup_intent.succeeded` → SetupSucceeded; objects without our reference → Ignored; other types → Ignored
+ * `setup_intent.succeeded` → SetupSucceeded, `charge.refunded` → Refunded (a running total per charge),
+ * `charge.dispute.created` → Disputed, `charge.dispute.closed` lost → Refunded (the disputed amount; won → Ignored);
+ * objects without our reference → Ignored (refunds and disputes may name the payment by id instead); other types → Ignored
  * whatever the rest of the body (keyed by the event's id, or the body's hash without one).
  * Note: a paid checkout yields both `checkout.session.completed` and `payment_intent.succeeded` for one reference.
  */
@@ -207,6 +263,11 @@ export const parseStripeEvent = (rawBody: Uint8Array): Effect.Effect<ProviderEve
         case "payment_intent.succeeded":
         case "payment_intent.payment_failed":
           return fromPaymentIntent(eventKey, type, object)
+        case "charge.refunded":
+          return fromCharge(eventKey, object)
+        case "charge.dispute.created":
+        case "charge.dispute.closed":
+          return fromDispute(eventKey, type, object)
         default:
           return fromSetupIntent(eventKey, type, object)
       }

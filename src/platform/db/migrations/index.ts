@@ -9,10 +9,12 @@ import m0006 from "./0006_hot_path.ts"
 import m0007 from "./0007_batched_reads.ts"
 import m0008 from "./0008_payment_attempts.ts"
 import m0010 from "./0010_out_of_range_report.ts"
+import m0013 from "./0013_refunds.ts"
 
 /**
  * The schema's versions in order, one file each. A migration that has landed is never edited: a change is a new file.
- * Where PostgreSQL and SQLite differ, a migration says so with `sql.onDialectOrElse`.
+ * Where PostgreSQL and SQLite differ, a migration says so with `sql.onDialectOrElse`. The Migrator skips every id at
+ * or below the highest one a database has applied: a new migration takes a number above every landed one.
  */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_organizations_customers": m0001,
@@ -23,7 +25,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0006_hot_path": m0006,
   "0007_batched_reads": m0007,
   "0008_payment_attempts": m0008,
-  // The Migrator skips every id at or below the highest one a database has applied: a migration numbered below
-  // 0010 that lands after it would never run on a database that already ran 0010.
-  "0010_out_of_range_report": m0010
+  "0010_out_of_range_report": m0010,
+  "0013_refunds": m0013
 }
