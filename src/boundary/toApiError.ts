@@ -35,11 +35,3 @@ type WireOf<E> = E extends { readonly _tag: "NotFound" } ? Api.NotFound
 export const mapDomainErrors = <A, E extends DomainError, R>(
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, WireOf<E>, R> => Effect.mapError(effect, (e) => toApiError(e) as WireOf<E>)
-
-export const notImplemented = (capability: string) =>
-  Effect.fail(
-    new Api.NotImplemented({
-      code: "not_implemented",
-      message: `${capability} is not available yet on this service`
-    })
-  )

@@ -6,8 +6,6 @@ import { BigDecimal, Option } from "effect"
 export type Decimal = BigDecimal.BigDecimal
 
 export const ZERO: Decimal = BigDecimal.make(0n, 0)
-export const ONE: Decimal = BigDecimal.make(1n, 0)
-
 /** Plain decimal, optionally with an exponent; no spaces, no empty string, no "1.", no ".5" without a digit before. */
 const DECIMAL_RE = /^[+-]?\d+(\.\d+)?([eE][+-]?\d+)?$/
 

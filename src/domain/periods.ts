@@ -57,9 +57,6 @@ const MONTHS: Partial<Record<SteppingInterval, number>> = {
 
 export const isResetInterval = (s: string): s is ResetInterval => (RESET_INTERVALS as ReadonlyArray<string>).includes(s)
 
-export const isBillingInterval = (s: string): s is BillingInterval =>
-  (BILLING_INTERVALS as ReadonlyArray<string>).includes(s)
-
 /**
  * Catalog input to a reset interval. "never" is the alias some catalogs-as-code use for "none"; `null` is how the
  * wire says "no reset" (decisions.md §1), so it means "none" too, while an absent field takes the documented
@@ -70,14 +67,6 @@ export const normalizeReset = (input: string | null | undefined): ResetInterval 
   if (input === null || input === "never") return "none"
   return isResetInterval(input) ? input : undefined
 }
-
-/** Months per step for calendar intervals, else `undefined` (fixed-length or "none"). */
-export const intervalMonths = (interval: ResetInterval): number | undefined =>
-  interval === "none" ? undefined : MONTHS[interval]
-
-/** Milliseconds per step for fixed-length intervals, else `undefined`. */
-export const intervalMillis = (interval: ResetInterval): number | undefined =>
-  interval === "none" ? undefined : FIXED_MS[interval]
 
 const daysInMonth = (year: number, month: number): number => new Date(Date.UTC(year, month + 1, 0)).getUTCDate()
 

@@ -1,4 +1,4 @@
-import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
+import { Config, Context, Layer, Option, Redacted } from "effect"
 
 export type AppEnv = "sandbox" | "live"
 
@@ -108,5 +108,3 @@ export const makeTestConfig = (overrides: Partial<AppConfigShape> = {}): AppConf
 
 export const AppConfigTest = (overrides: Partial<AppConfigShape> = {}) =>
   Layer.succeed(AppConfig, makeTestConfig(overrides))
-
-export const configValue = <A>(f: (c: AppConfigShape) => A) => Effect.map(AppConfig, f)

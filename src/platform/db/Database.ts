@@ -112,10 +112,3 @@ export const DatabaseLive = Layer.unwrapEffect(
     })
   )
 )
-
-/** The embedded database in memory: the fast layer tests swap in (same repositories, same SQL). */
-export const DatabaseMemory = migrated(sqliteLayer(":memory:"))
-
-export const databaseDialect = Effect.map(SqlClient.SqlClient, (sql) =>
-  sql.onDialectOrElse({ pg: () => "postgresql" as const, orElse: () => "sqlite" as const })
-)
