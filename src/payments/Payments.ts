@@ -174,7 +174,9 @@ export const PaymentsLive = Layer.effect(
         const key = request.idempotency
         if (key !== undefined) {
           const checkout = yield* repo.findCheckoutByKey(org, key.key)
-          const payment = yield* repo.findPaymentByKey(org, key.key)
+          // The fallback page after a declined charge carries the key too: a repeat then answers that page. While
+          // claiming it, the declined attempt under the same key is what is being replaced, not the answer.
+          const payment = allowCharge ? yield* repo.findPaymentByKey(org, key.key) : Option.none<PaymentRecord>()
           const hash = Option.isSome(payment) ? payment.value.requestHash : Option.map(checkout, (c) => c.data.requestHash)
             .pipe(Option.getOrNull)
           if ((Option.isSome(checkout) || Option.isSome(payment)) && hash !== key.requestHash) return yield* keyConflict()
@@ -346,8 +348,7 @@ export const PaymentsLive = Layer.effect(
           chargeFailure = outcome.message
           if (request.offSessionOnly === true) return { _tag: "Failed", message: outcome.message } as const
           // The saved method failed with the customer absent: a hosted page, claimed like any attempt.
-          const { idempotency: _key, ...withoutKey } = request
-          claimed = yield* claim(org, customer, provider, withoutKey, false)
+          claimed = yield* claim(org, customer, provider, request, false)
         }
         if (claimed.kind === "answer") {
           return claimed.result._tag === "Checkout" ? { ...claimed.result, chargeFailure } : claimed.result

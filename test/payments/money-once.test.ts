@@ -271,6 +271,18 @@ for (const db of databases()) {
       await post(server, org.apiKey, "/v1/addon", { customer: "ada", pack: "pack", quantity: 3 })
       expect(chargesFor(30000).length - before).toBe(2)
     })
+
+    test("a keyed pack purchase whose card is declined answers its checkout page to every repeat", async () => {
+      const { org } = await customerWithCard()
+      paystack.failNext({ kind: "decline" })
+      const key = { "idempotency-key": `declined-${crypto.randomUUID()}` }
+      const first = await post(server, org.apiKey, "/v1/addon", { customer: "ada", pack: "pack", quantity: 2 }, key)
+      expect(first.body).toMatchObject({ requiresCheckout: true, code: "checkout_required" })
+      expect(first.body.checkoutUrl).toBeString()
+      const repeat = await post(server, org.apiKey, "/v1/addon", { customer: "ada", pack: "pack", quantity: 2 }, key)
+      expect(repeat.body).toMatchObject({ requiresCheckout: true, checkoutUrl: first.body.checkoutUrl })
+      expect(chargesFor(20000)).toHaveLength(1)
+    })
   })
 }
 
