@@ -5,8 +5,7 @@ import { errorBody, NotFound } from "../api/errors.ts"
 import { HostedOutcome } from "../api/hosted.ts"
 import { AppConfig } from "../platform/config.ts"
 import { Webhooks } from "../webhooks/Webhooks.ts"
-import type { CheckoutRecord } from "../payments/PaymentsRepo.ts"
-import { PaymentsRepo } from "../payments/PaymentsRepo.ts"
+import { type CheckoutRecord, Payments } from "../payments/Payments.ts"
 import { ProviderAccounts } from "../payments/ProviderAccounts.ts"
 import { SIGNATURE_HEADER, sign, type SimulatedEvent, simulatedMethodToken } from "../payments/simulated/SimulatedAdapter.ts"
 
@@ -86,7 +85,7 @@ const outcomeOf = (url: string, body: string, contentType: string | undefined): 
 export const HostedHttp = HttpApiBuilder.group(BillingApi, "hosted", (handlers) =>
   Effect.gen(function*() {
     const config = yield* AppConfig
-    const repo = yield* PaymentsRepo
+    const payments = yield* Payments
     const accounts = yield* ProviderAccounts
     const webhooks = yield* Webhooks
 
@@ -98,7 +97,7 @@ export const HostedHttp = HttpApiBuilder.group(BillingApi, "hosted", (handlers) 
       Effect.gen(function*() {
         if (config.appEnv !== "sandbox") return yield* new NotFound({ code: "not_found", message: "No such route" })
         const found = path.kind === "checkout" || path.kind === "setup"
-          ? yield* repo.findCheckout(path.organizationId, path.reference)
+          ? yield* payments.checkout(path.organizationId, path.reference)
           : Option.none()
         return Option.filter(found, (c) => c.provider === "simulated")
       })

@@ -5,7 +5,7 @@ import type { CheckRequest, EntitlementState, TrackRequest } from "../api/entitl
 import { errorBody, errorStatus } from "../api/errors.ts"
 import { Entitlements } from "../entitlements/Engine.ts"
 import { AppConfig } from "../platform/config.ts"
-import { Authenticator } from "./Authentication.ts"
+import { Authenticator } from "../organizations/Authenticator.ts"
 import { jsonTextProblem, MAX_JSON_DEPTH } from "../boundary/jsonText.ts"
 import { defectAnswer } from "./errorMiddleware.ts"
 import { type RequestFiberSlot, TIMED_OUT_MESSAGE } from "./RequestFiber.ts"

@@ -14,6 +14,7 @@ import { makeSettlement } from "./settlement.ts"
 import { setupCharge } from "./setupCharge.ts"
 
 export { type PaidTarget, type PaymentEffect, PaymentEffects, type RefundEffect, type RefundedTarget } from "./PaymentEffects.ts"
+export type { CheckoutRecord, PaymentMethodRecord } from "./PaymentsRepo.ts"
 
 export interface CollectRequest {
   readonly purpose: Exclude<Purpose, "setup">
@@ -71,6 +72,8 @@ export interface PaymentsShape {
     }
   ) => Effect.Effect<{ readonly url: string; readonly reference: string }, ProviderNotConfigured | ProviderFailure>
   readonly methods: (org: string, customerId: string) => Effect.Effect<ReadonlyArray<PaymentMethodRecord>>
+  /** A hosted checkout (or setup) page by its reference, whatever its status. */
+  readonly checkout: (org: string, reference: string) => Effect.Effect<Option.Option<CheckoutRecord>>
   readonly removeMethod: (org: string, customerId: string, methodId: string) => Effect.Effect<void, NotFound | ProviderFailure>
   /** A verified provider event's effects; runs inside the webhook's transaction. `false` = nothing to do. */
   readonly applyEvent: (org: string, provider: ProviderName, event: ProviderEvent) => Effect.Effect<boolean>
@@ -453,6 +456,7 @@ export const PaymentsLive = Layer.effect(
       collect,
       setup,
       methods: (org, customerId) => repo.activeMethods(org, customerId),
+      checkout: (org, reference) => repo.findCheckout(org, reference),
       removeMethod,
       applyEvent: settlement.applyEvent,
       reconcile,

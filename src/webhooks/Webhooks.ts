@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Either, Layer, Option } from "effect"
 import type { WebhookAck } from "../api/webhooks.ts"
 import { InvalidInput, InvalidSignature, NotFound } from "../domain/errors.ts"
-import { OrganizationsRepo } from "../organizations/OrganizationsRepo.ts"
+import { Organizations } from "../organizations/Organizations.ts"
 import { Adapters } from "../payments/Adapters.ts"
 import { isProviderName, type ProviderEvent, type ProviderName } from "../payments/PaymentProvider.ts"
 import { Payments } from "../payments/Payments.ts"
@@ -44,7 +44,8 @@ export const WebhooksLive = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* AppConfig
-    const organizations = yield* OrganizationsRepo
+    const organizations = yield* Organizations
+    const findOrganization = (ref: string) => Effect.option(organizations.get(ref))
     const accounts = yield* ProviderAccounts
     const adapters = yield* Adapters
     const payments = yield* Payments
@@ -67,7 +68,7 @@ export const WebhooksLive = Layer.effect(
         let organizationId: string | null = null
         let resolved: ResolvedAccount
         if (route._tag === "Organization") {
-          const org = yield* organizations.findByIdOrSlug(route.organization)
+          const org = yield* findOrganization(route.organization)
           if (Option.isNone(org)) {
             return yield* new NotFound({ code: "organization_not_found", message: `No organization '${route.organization}'` })
           }
@@ -97,7 +98,7 @@ export const WebhooksLive = Layer.effect(
           // The managed account serves every sandbox organization: the event names its own.
           const named = routing.right.organizationId
           if (named === null || !storable(named)) return ack(true)
-          const org = yield* organizations.findByIdOrSlug(named)
+          const org = yield* findOrganization(named)
           if (Option.isNone(org)) return ack(true)
           organizationId = org.value.id
         }
