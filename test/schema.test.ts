@@ -4,7 +4,7 @@ import { Effect } from "effect"
 import { databases, startServer, type TestServer } from "./support/harness.ts"
 
 /**
- * Ready to scale out (architecture.md, invariant 1): every table's primary key and unique indexes lead with
+ * Ready to scale out (../shared/guide/architecture.md, invariant 1): every table's primary key and unique indexes lead with
  * `organization_id`, the distribution column a sharded PostgreSQL (Citus) would use. The exceptions are deliberate
  * and listed here: the organizations themselves (a reference table), the key-hash lookup that tells which
  * organization a request belongs to, and the migrator's own bookkeeping.

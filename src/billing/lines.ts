@@ -12,7 +12,7 @@ import { fromMicro } from "../domain/quantity.ts"
 import { type DecimalLike, type Pricing, rate, type TierLine } from "../domain/rating.ts"
 import { pricingOf } from "../catalog/pricing.ts"
 
-/** The currency of usage priced by a plan that names none (sync rejects such catalogs; this is the fallback). */
+/** The currency of usage priced by a plan that names none (sync warns about such catalogs; this is the fallback). */
 export const FALLBACK_CURRENCY = "NGN"
 
 /** An unbilled usage event with something to bill, as the repository reads it. */
