@@ -39,16 +39,16 @@ export const Flag = Schema.transform(Schema.Literal(0, 1), Schema.Boolean, {
   encode: (b) => (b ? 1 : 0)
 }).annotations({ identifier: "Flag" })
 
-/** A BIGINT of micro-units, exact: an integer number (both databases) or a bigint (PostgreSQL past 2^53). */
-export const MicroUnits = Schema.transformOrFail(Schema.Union(Schema.Number, Schema.BigIntFromSelf), Schema.BigIntFromSelf, {
+/** Any integer-valued number: SQLite gives one past 2^53 as a number too (already rounded when it is read). */
+const IntegerNumber = Schema.Number.pipe(Schema.filter((n) => Number.isInteger(n)))
+
+/**
+ * A BIGINT of micro-units as a bigint: an integer number (both databases), or a bigint (PostgreSQL past 2^53, exact).
+ */
+export const MicroUnits = Schema.transform(Schema.Union(IntegerNumber, Schema.BigIntFromSelf), Schema.BigIntFromSelf, {
   strict: true,
-  decode: (value, _, ast) =>
-    typeof value === "bigint"
-      ? ParseResult.succeed(value)
-      : Number.isInteger(value)
-      ? ParseResult.succeed(BigInt(value))
-      : ParseResult.fail(new ParseResult.Type(ast, value, "Expected an integer")),
-  encode: (big) => ParseResult.succeed(big)
+  decode: (value) => (typeof value === "bigint" ? value : BigInt(value)),
+  encode: (big) => big
 }).annotations({ identifier: "MicroUnits" })
 
 /** A JSON text column holding what `schema` describes. */
@@ -84,7 +84,7 @@ export class RowShapeError extends Data.TaggedError("RowShapeError")<{
 
 const PROBLEMS: Record<ParseResult.ParseIssue["_tag"], string> = {
   Missing: "missing",
-  Type: "unexpected type or value",
+  Type: "unexpected value",
   Refinement: "unexpected value",
   Transformation: "unreadable",
   Unexpected: "unexpected",
@@ -100,7 +100,10 @@ const pathText = (path: ReadonlyArray<PropertyKey>) =>
     ""
   )
 
-/** What a parse error says, without the values it quotes: the path of each issue and its kind. */
+/**
+ * What a parse error says, without the values it quotes: the path of each issue and its kind. (No row schema uses
+ * `Schema.Record`, whose keys, being data, would appear in paths; JSON objects are `JsonObject`, opaque.)
+ */
 const problemsOf = (error: ParseResult.ParseError, dropIndex: boolean): ReadonlyArray<string> => {
   const seen = new Set<string>()
   for (const issue of ParseResult.ArrayFormatter.formatErrorSync(error)) {
@@ -110,7 +113,7 @@ const problemsOf = (error: ParseResult.ParseError, dropIndex: boolean): Readonly
   return [...seen]
 }
 
-export const rowShapeError = (table: string, problems: ReadonlyArray<string>) =>
+const rowShapeError = (table: string, problems: ReadonlyArray<string>) =>
   new RowShapeError({
     table,
     problems,
