@@ -1,6 +1,16 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Option } from "effect"
-import type { InvoiceStatus } from "../api/billing.ts"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { InvoiceStatus } from "../api/billing.ts"
+import {
+  DbInt,
+  decodeFirstRow,
+  decodeRows,
+  JsonText,
+  MicroUnits,
+  Millis,
+  NullableMillis,
+  recordSchema
+} from "../platform/db/rowSchemas.ts"
 import type { StoredLine, UnbilledEvent } from "./lines.ts"
 
 /** An invoice as stored: money as exact decimal strings of minor units, instants as epoch milliseconds. */
@@ -70,38 +80,57 @@ export class InvoicesRepo extends Context.Tag("InvoicesRepo")<InvoicesRepo, Invo
 /** Parameters per statement when claiming events by id (well under SQLite's and PostgreSQL's limits). */
 const CLAIM_CHUNK = 500
 
-const num = (v: unknown): number => Number(v)
-const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v))
+const UnbilledEventRow = recordSchema<UnbilledEvent>()(Schema.Struct({
+  id: Schema.String,
+  customerId: Schema.String,
+  subjectId: Schema.String,
+  planId: Schema.NullOr(Schema.String),
+  billable: MicroUnits,
+  createdAt: Millis
+}))
 
-const toEvent = (row: any): UnbilledEvent => ({
-  id: row.id,
-  customerId: row.customerId,
-  subjectId: row.subjectId,
-  planId: row.planId ?? null,
-  billable: BigInt(row.billable),
-  createdAt: num(row.createdAt)
-})
+const StoredLineJson = recordSchema<StoredLine>()(Schema.Struct({
+  feature: Schema.String,
+  description: Schema.String,
+  quantity: Schema.String,
+  unitPrice: Schema.String,
+  amount: Schema.String,
+  tierBreakdown: Schema.Array(Schema.Struct({
+    tier: Schema.Number,
+    units: Schema.Number,
+    unitPrice: Schema.String,
+    flatFee: Schema.String,
+    amount: Schema.String
+  })),
+  periodStart: Schema.String,
+  periodEnd: Schema.String
+}))
 
-const toRecord = (row: any): InvoiceRecord => ({
-  organizationId: row.organizationId,
-  id: row.id,
-  number: row.number,
-  customerId: row.customerId,
-  subscriptionId: row.subscriptionId ?? null,
-  currency: row.currency,
-  status: row.status,
-  lines: JSON.parse(row.lines),
-  subtotal: row.subtotal,
-  total: row.total,
-  amountPaid: row.amountPaid,
-  periodStart: numOrNull(row.periodStart),
-  periodEnd: numOrNull(row.periodEnd),
-  attempts: num(row.attempts),
-  nextAttemptAt: numOrNull(row.nextAttemptAt),
-  createdAt: num(row.createdAt),
-  updatedAt: num(row.updatedAt),
-  paidAt: numOrNull(row.paidAt)
-})
+const InvoiceRow = recordSchema<InvoiceRecord>()(Schema.Struct({
+  organizationId: Schema.String,
+  id: Schema.String,
+  number: Schema.String,
+  customerId: Schema.String,
+  subscriptionId: Schema.NullOr(Schema.String),
+  currency: Schema.String,
+  status: InvoiceStatus,
+  lines: JsonText(Schema.Array(StoredLineJson)),
+  subtotal: Schema.String,
+  total: Schema.String,
+  amountPaid: Schema.String,
+  periodStart: NullableMillis,
+  periodEnd: NullableMillis,
+  attempts: DbInt,
+  nextAttemptAt: NullableMillis,
+  createdAt: Millis,
+  updatedAt: Millis,
+  paidAt: NullableMillis
+}))
+
+const unbilledEvents = decodeRows("usage_events", UnbilledEventRow)
+const invoices = decodeRows("invoices", InvoiceRow)
+const invoice = decodeFirstRow("invoices", InvoiceRow)
+const invoiceStatus = decodeFirstRow("invoices", Schema.Struct({ status: InvoiceStatus }))
 
 export const InvoicesRepoSql = Layer.effect(
   InvoicesRepo,
@@ -115,7 +144,7 @@ export const InvoicesRepoSql = Layer.effect(
             ${customerId === undefined ? sql.literal("") : sql`AND customer_id = ${customerId}`}
             AND invoice_id IS NULL AND billable > 0
           ORDER BY id ${lock ? forUpdate : sql.literal("")}`.pipe(
-        Effect.map((rows) => rows.map(toEvent)),
+        Effect.flatMap(unbilledEvents),
         Effect.orDie
       )
 
@@ -179,19 +208,22 @@ export const InvoicesRepoSql = Layer.effect(
         }`.pipe(Effect.asVoid, Effect.orDie),
       find: (org, id) =>
         sql`SELECT * FROM invoices WHERE organization_id = ${org} AND id = ${id}`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toRecord))),
+          Effect.flatMap(invoice),
           Effect.orDie
         ),
       list: (org, customerId) =>
         sql`SELECT * FROM invoices WHERE organization_id = ${org}
             ${customerId === undefined ? sql.literal("") : sql`AND customer_id = ${customerId}`}
             ORDER BY created_at DESC, LENGTH(number) DESC, number DESC`.pipe(
-          Effect.map((rows) => rows.map(toRecord)),
+          Effect.flatMap(invoices),
           Effect.orDie
         ),
       lockStatus: (org, id) =>
-        sql<{ status: InvoiceRecord["status"] }>`SELECT status FROM invoices WHERE organization_id = ${org} AND id = ${id}
-            ${forUpdate}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0]?.status)), Effect.orDie),
+        sql`SELECT status FROM invoices WHERE organization_id = ${org} AND id = ${id} ${forUpdate}`.pipe(
+          Effect.flatMap(invoiceStatus),
+          Effect.map(Option.map((row) => row.status)),
+          Effect.orDie
+        ),
       markPaid: (org, id, amountPaid, paidAt, now) =>
         sql<{ id: string }>`UPDATE invoices SET status = 'paid', amount_paid = ${amountPaid}, paid_at = ${paidAt},
               next_attempt_at = NULL, updated_at = ${now}

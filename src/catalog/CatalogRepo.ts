@@ -1,6 +1,17 @@
 import { SqlClient, SqlError } from "@effect/sql"
-import { Context, Effect, Layer } from "effect"
-import type { CreditPack, CreditSystem, Feature, Plan } from "./model.ts"
+import { Context, Effect, Layer, Schema } from "effect"
+import { BILLING_INTERVALS, RESET_INTERVALS } from "../domain/periods.ts"
+import { RATING_MODELS } from "../domain/rating.ts"
+import {
+  decodeRows,
+  Flag,
+  JsonObjectText,
+  JsonText,
+  Millis,
+  NullableDbInt,
+  recordSchema
+} from "../platform/db/rowSchemas.ts"
+import type { CreditPack, CreditSystem, Feature, Plan, PlanFeature } from "./model.ts"
 
 /** Everything an organization's catalog holds, each kind ordered by slug. */
 export interface StoredCatalog {
@@ -33,66 +44,93 @@ export interface CatalogRepoShape {
 
 export class CatalogRepo extends Context.Tag("CatalogRepo")<CatalogRepo, CatalogRepoShape>() {}
 
-const bool = (value: unknown): boolean => Number(value) === 1
-const orNull = (value: unknown): string | null => (value === null || value === undefined || value === "" ? null : String(value))
+// ---- rows as stored (src/platform/db/rowSchemas.ts); numbers inside JSON are read as stored, bounded later ----
 
-const toFeature = (row: any): Feature => ({
-  id: row.id,
-  slug: row.slug,
-  name: row.name,
-  type: row.type,
-  meterType: row.meterType,
-  unit: row.unit ?? null,
-  createdAt: Number(row.createdAt),
-  updatedAt: Number(row.updatedAt)
-})
-
-const toCreditSystem = (row: any): CreditSystem => ({
-  id: row.id,
-  slug: row.slug,
-  name: row.name,
-  description: row.description ?? null,
-  features: JSON.parse(row.features),
-  createdAt: Number(row.createdAt),
-  updatedAt: Number(row.updatedAt)
-})
-
-const toCreditPack = (row: any): CreditPack => ({
-  id: row.id,
-  slug: row.slug,
-  name: row.name,
-  description: row.description ?? null,
-  credits: Number(row.credits),
-  price: String(row.price),
-  currency: row.currency,
-  creditSystemId: row.creditSystemId,
-  provider: row.provider ?? null,
-  metadata: JSON.parse(row.metadata),
-  isActive: bool(row.isActive),
-  createdAt: Number(row.createdAt),
-  updatedAt: Number(row.updatedAt)
-})
+const Text = Schema.String
+const NullableText = Schema.NullOr(Schema.String)
 
 /** `currency` and `interval` are NOT NULL columns (migration 0002): a plan without one stores ''. */
-const toPlan = (row: any): Plan => ({
-  id: row.id,
-  slug: row.slug,
-  name: row.name,
-  description: row.description ?? null,
-  price: String(row.price),
-  currency: orNull(row.currency),
-  interval: orNull(row.interval) as Plan["interval"],
-  billingType: row.billingType,
-  autoEnable: bool(row.autoEnable),
-  isAddon: bool(row.isAddon),
-  planGroup: row.planGroup ?? null,
-  trialDays: row.trialDays === null || row.trialDays === undefined ? null : Number(row.trialDays),
-  provider: row.provider ?? null,
-  metadata: JSON.parse(row.metadata),
-  features: JSON.parse(row.features),
-  createdAt: Number(row.createdAt),
-  updatedAt: Number(row.updatedAt)
-})
+const emptyAsNull = <A extends string, I extends string>(schema: Schema.Schema<A, I, never>) =>
+  Schema.transform(Schema.String, Schema.NullOr(schema), {
+    strict: false,
+    decode: (text) => (text === "" ? null : text),
+    encode: (value) => value ?? ""
+  })
+
+const FeatureRow = recordSchema<Feature>()(Schema.Struct({
+  id: Text,
+  slug: Text,
+  name: Text,
+  type: Schema.Literal("metered", "boolean"),
+  meterType: Schema.Literal("consumable", "non_consumable"),
+  unit: NullableText,
+  createdAt: Millis,
+  updatedAt: Millis
+}))
+
+const CreditSystemRow = recordSchema<CreditSystem>()(Schema.Struct({
+  id: Text,
+  slug: Text,
+  name: Text,
+  description: NullableText,
+  features: JsonText(Schema.Array(Schema.Struct({ feature: Text, creditCost: Schema.Number }))),
+  createdAt: Millis,
+  updatedAt: Millis
+}))
+
+const CreditPackRow = recordSchema<CreditPack>()(Schema.Struct({
+  id: Text,
+  slug: Text,
+  name: Text,
+  description: NullableText,
+  /** A decimal TEXT column. */
+  credits: Schema.NumberFromString,
+  price: Text,
+  currency: Text,
+  creditSystemId: Text,
+  provider: NullableText,
+  metadata: JsonObjectText,
+  isActive: Flag,
+  createdAt: Millis,
+  updatedAt: Millis
+}))
+
+const PlanFeatureJson = recordSchema<PlanFeature>()(Schema.Struct({
+  slug: Text,
+  enabled: Schema.Boolean,
+  limit: Schema.NullOr(Schema.Number),
+  trialLimit: Schema.NullOr(Schema.Number),
+  reset: Schema.Literal(...RESET_INTERVALS),
+  usageModel: Schema.Literal("included", "usage_based", "prepaid"),
+  ratingModel: Schema.Literal(...RATING_MODELS),
+  pricePerUnit: NullableText,
+  billingUnits: Schema.Number,
+  tiers: Schema.NullOr(Schema.Array(Schema.Struct({ upTo: Schema.NullOr(Schema.Number), unitPrice: Text, flatFee: Text }))),
+  overage: Schema.Literal("block", "charge"),
+  overagePrice: NullableText,
+  maxOverageUnits: Schema.NullOr(Schema.Number),
+  creditCost: Schema.NullOr(Schema.Number)
+}))
+
+const PlanRow = recordSchema<Plan>()(Schema.Struct({
+  id: Text,
+  slug: Text,
+  name: Text,
+  description: NullableText,
+  price: Text,
+  currency: emptyAsNull(Schema.String),
+  interval: emptyAsNull(Schema.Literal(...BILLING_INTERVALS)),
+  billingType: Schema.Literal("recurring", "one_time"),
+  autoEnable: Flag,
+  isAddon: Flag,
+  planGroup: NullableText,
+  trialDays: NullableDbInt,
+  provider: NullableText,
+  metadata: JsonObjectText,
+  features: JsonText(Schema.Array(PlanFeatureJson)),
+  createdAt: Millis,
+  updatedAt: Millis
+}))
 
 const featureRow = (organizationId: string, f: Feature) => ({
   organizationId,
@@ -160,11 +198,19 @@ export const CatalogRepoSql = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const all = <A>(table: string, organizationId: string, decode: (row: any) => A) =>
-      sql`SELECT * FROM ${sql(table)} WHERE organization_id = ${organizationId}`.pipe(
-        // Sorted here, not in SQL: PostgreSQL's collation and SQLite's byte order disagree on slugs like "a-b".
-        Effect.map((rows) => rows.map(decode).sort((a: any, b: any) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0)))
-      )
+    const all = <A extends { readonly slug: string }, I>(table: string, schema: Schema.Schema<A, I, never>) => {
+      const decode = decodeRows(table, schema)
+      return (organizationId: string) =>
+        sql`SELECT * FROM ${sql(table)} WHERE organization_id = ${organizationId}`.pipe(
+          Effect.flatMap(decode),
+          // Sorted here, not in SQL: PostgreSQL's collation and SQLite's byte order disagree on slugs like "a-b".
+          Effect.map((items) => [...items].sort((a, b) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0)))
+        )
+    }
+    const features = all("features", FeatureRow)
+    const creditSystems = all("credit_systems", CreditSystemRow)
+    const creditPacks = all("credit_packs", CreditPackRow)
+    const plans = all("plans", PlanRow)
 
     const write = (table: string, row: Record<string, unknown> & { organizationId: string; id: unknown }, mode: WriteMode) =>
       (mode === "insert"
@@ -175,10 +221,10 @@ export const CatalogRepoSql = Layer.effect(
     return {
       load: (organizationId) =>
         Effect.all({
-          features: all("features", organizationId, toFeature),
-          creditSystems: all("credit_systems", organizationId, toCreditSystem),
-          creditPacks: all("credit_packs", organizationId, toCreditPack),
-          plans: all("plans", organizationId, toPlan)
+          features: features(organizationId),
+          creditSystems: creditSystems(organizationId),
+          creditPacks: creditPacks(organizationId),
+          plans: plans(organizationId)
         }, { concurrency: 1 }).pipe(Effect.orDie),
       version: (organizationId) =>
         sql<{ catalogVersion: number }>`SELECT catalog_version FROM organizations WHERE id = ${organizationId}`.pipe(

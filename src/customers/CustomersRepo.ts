@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { storedMoney } from "../domain/bounds.ts"
+import { decodeRows, JsonObjectText, Millis, NullableMillis, recordSchema } from "../platform/db/rowSchemas.ts"
 
 export interface CustomerRecord {
   readonly organizationId: string
@@ -47,6 +48,11 @@ export interface CustomersRepoShape {
 
 export class CustomersRepo extends Context.Tag("CustomersRepo")<CustomersRepo, CustomersRepoShape>() {}
 
+/**
+ * A customer row as the hot path reads it (src/entitlements/EntitlementsRepo.ts, inside its one JSON row per
+ * check/track): mapped by hand, with no schema decoding on that path. Everything else reads customers through
+ * `CustomerRow`, the same mapping as a schema; test/row-schemas.test.ts checks that the two agree.
+ */
 export const toCustomerRecord = (row: any): CustomerRecord => ({
   organizationId: row.organizationId,
   id: row.id,
@@ -64,6 +70,30 @@ export const toCustomerRecord = (row: any): CustomerRecord => ({
   createdAt: Number(row.createdAt),
   updatedAt: Number(row.updatedAt)
 })
+
+/** A cap stored before the bounds (String(1e100) is "1e+100") is read as the bound (docs/decisions.md "Numbers"). */
+const StoredMoney = Schema.transform(Schema.String, Schema.String, {
+  strict: true,
+  decode: (text) => storedMoney(text),
+  encode: (text) => text
+})
+
+const CustomerRow = recordSchema<CustomerRecord>()(Schema.Struct({
+  organizationId: Schema.String,
+  id: Schema.String,
+  externalId: Schema.NullOr(Schema.String),
+  email: Schema.NullOr(Schema.String),
+  name: Schema.NullOr(Schema.String),
+  metadata: JsonObjectText,
+  overageMaxAmount: Schema.NullOr(StoredMoney),
+  overageOnLimit: Schema.NullOr(Schema.Literal("block", "notify")),
+  overageCreatedAt: NullableMillis,
+  overageUpdatedAt: NullableMillis,
+  createdAt: Millis,
+  updatedAt: Millis
+}))
+
+const customers = decodeRows("customers", CustomerRow)
 
 const toRow = (c: CustomerRecord) => ({
   ...c,
@@ -116,7 +146,8 @@ export const CustomersRepoSql = Layer.effect(
     return {
       matches: (organizationId, ref) =>
         matching(sql, organizationId, ref).pipe(
-          Effect.map((rows) => matchesOf(rows.map(toCustomerRecord), ref)),
+          Effect.flatMap(customers),
+          Effect.map((records) => matchesOf(records, ref)),
           Effect.orDie
         ),
       insert: (customer) =>
@@ -149,7 +180,7 @@ export const CustomersRepoSql = Layer.effect(
         Effect.all({
           rows: sql`SELECT * FROM customers WHERE ${filterClause(organizationId, filter)}
               ORDER BY created_at DESC, id DESC LIMIT ${filter.limit} OFFSET ${filter.offset}`.pipe(
-            Effect.map((rows) => rows.map(toCustomerRecord))
+            Effect.flatMap(customers)
           ),
           total: sql<{ n: number }>`SELECT COUNT(*) AS n FROM customers WHERE ${filterClause(organizationId, filter)}`
             .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)))

@@ -1,10 +1,11 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import type { FeatureConfig as WireFeatureConfig, SetFeatureConfig } from "../api/customers.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import { type Conflict, InvalidInput, NotFound } from "../domain/errors.ts"
 import { COUNT_MAX, COUNT_MAX_MICRO, storedCapMicro } from "../domain/bounds.ts"
 import { microParam, microToNumber, toMicro } from "../domain/quantity.ts"
+import { decodeRows, Millis, recordSchema } from "../platform/db/rowSchemas.ts"
 import { Customers } from "./Customers.ts"
 import type { CustomerRecord } from "./CustomersRepo.ts"
 
@@ -36,6 +37,29 @@ export interface FeatureConfigsRepoShape {
 
 export class FeatureConfigsRepo extends Context.Tag("FeatureConfigsRepo")<FeatureConfigsRepo, FeatureConfigsRepoShape>() {}
 
+/**
+ * A BIGINT of micro-units read as at most its bound: a cap stored before the bounds, or a REAL that SQLite kept for
+ * a number too big for its integers, is read as the bound (docs/decisions.md "Numbers").
+ */
+const StoredCap = Schema.transform(Schema.Union(Schema.Number, Schema.BigIntFromSelf), Schema.BigIntFromSelf, {
+  strict: true,
+  decode: (value) => storedCapMicro(value, COUNT_MAX_MICRO),
+  encode: (micro) => micro
+})
+
+/** A config joined with its feature's slug and name. */
+const FeatureConfigRow = recordSchema<FeatureConfigRecord>()(Schema.Struct({
+  featureId: Schema.String,
+  featureSlug: Schema.String,
+  featureName: Schema.String,
+  overage: Schema.Literal("block", "charge"),
+  maxOverageUnits: Schema.NullOr(StoredCap),
+  createdAt: Millis,
+  updatedAt: Millis
+}))
+
+const configs = decodeRows("customer_feature_configs", FeatureConfigRow)
+
 export const FeatureConfigsRepoSql = Layer.effect(
   FeatureConfigsRepo,
   Effect.gen(function*() {
@@ -48,17 +72,7 @@ export const FeatureConfigsRepoSql = Layer.effect(
             JOIN features f ON f.organization_id = c.organization_id AND f.id = c.feature_id
             WHERE c.organization_id = ${org} AND c.customer_id = ${customerId}
             ORDER BY c.created_at, f.slug`.pipe(
-          Effect.map((rows) =>
-            rows.map((r: any): FeatureConfigRecord => ({
-              featureId: r.featureId,
-              featureSlug: r.featureSlug,
-              featureName: r.featureName,
-              overage: r.overage,
-              maxOverageUnits: r.maxOverageUnits === null ? null : storedCapMicro(r.maxOverageUnits, COUNT_MAX_MICRO),
-              createdAt: Number(r.createdAt),
-              updatedAt: Number(r.updatedAt)
-            }))
-          ),
+          Effect.flatMap(configs),
           Effect.orDie
         ),
       upsert: (org, customerId, featureId, config, now) => {

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, type Option, Schema } from "effect"
+import { decodeFirstRow, JsonObjectText, Millis, NullableMillis, recordSchema } from "../platform/db/rowSchemas.ts"
 
 export type EntityStatus = "active" | "pending_removal"
 
@@ -41,20 +42,22 @@ export interface EntitiesRepoShape {
 
 export class EntitiesRepo extends Context.Tag("EntitiesRepo")<EntitiesRepo, EntitiesRepoShape>() {}
 
-const toRecord = (row: any): EntityRecord => ({
-  organizationId: row.organizationId,
-  id: row.id,
-  customerId: row.customerId,
-  featureId: row.featureId,
-  entity: row.entity,
-  name: row.name,
-  email: row.email,
-  metadata: JSON.parse(row.metadata),
-  status: row.status,
-  removeAt: row.removeAt === null ? null : Number(row.removeAt),
-  createdAt: Number(row.createdAt),
-  updatedAt: Number(row.updatedAt)
-})
+const EntityRow = recordSchema<EntityRecord>()(Schema.Struct({
+  organizationId: Schema.String,
+  id: Schema.String,
+  customerId: Schema.String,
+  featureId: Schema.String,
+  entity: Schema.String,
+  name: Schema.NullOr(Schema.String),
+  email: Schema.NullOr(Schema.String),
+  metadata: JsonObjectText,
+  status: Schema.Literal("active", "pending_removal"),
+  removeAt: NullableMillis,
+  createdAt: Millis,
+  updatedAt: Millis
+}))
+
+const firstEntity = decodeFirstRow("entities", EntityRow)
 
 export const EntitiesRepoSql = Layer.effect(
   EntitiesRepo,
@@ -73,7 +76,7 @@ export const EntitiesRepoSql = Layer.effect(
       find: (org, customerId, featureId, entity) =>
         sql`SELECT * FROM entities WHERE organization_id = ${org} AND customer_id = ${customerId}
             AND feature_id = ${featureId} AND entity = ${entity}`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toRecord))),
+          Effect.flatMap(firstEntity),
           Effect.orDie
         ),
       count: (org, customerId, featureId, now) =>

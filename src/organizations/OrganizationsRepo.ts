@@ -1,7 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Duration, Effect, Layer, Option, Schedule, Stream } from "effect"
+import { Context, Duration, Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
 import type { Organization } from "../api/security.ts"
+import { decodeFirstRow, decodeRows, Millis, NullableMillis, recordSchema } from "../platform/db/rowSchemas.ts"
 
 export interface ApiKeyRecord {
   readonly id: string
@@ -37,22 +38,27 @@ export interface OrganizationsRepoShape {
 
 export class OrganizationsRepo extends Context.Tag("OrganizationsRepo")<OrganizationsRepo, OrganizationsRepoShape>() {}
 
-const toOrganization = (row: any): OrganizationRecord => ({
-  id: row.id,
-  slug: row.slug,
-  name: row.name,
-  createdAt: Number(row.createdAt),
-  updatedAt: Number(row.updatedAt)
-})
+const OrganizationRow = recordSchema<OrganizationRecord>()(Schema.Struct({
+  id: Schema.String,
+  slug: Schema.String,
+  name: Schema.String,
+  createdAt: Millis,
+  updatedAt: Millis
+}))
 
-const toKey = (row: any): ApiKeyRecord => ({
-  id: row.id,
-  organizationId: row.organizationId,
-  displayPrefix: row.displayPrefix,
-  environment: row.environment,
-  createdAt: Number(row.createdAt),
-  revokedAt: row.revokedAt === null ? null : Number(row.revokedAt)
-})
+const ApiKeyRow = recordSchema<ApiKeyRecord>()(Schema.Struct({
+  id: Schema.String,
+  organizationId: Schema.String,
+  displayPrefix: Schema.String,
+  environment: Schema.String,
+  createdAt: Millis,
+  revokedAt: NullableMillis
+}))
+
+const organizations = decodeRows("organizations", OrganizationRow)
+const organization = decodeFirstRow("organizations", OrganizationRow)
+const apiKeys = decodeRows("api_keys", ApiKeyRow)
+const apiKey = decodeFirstRow("api_keys", ApiKeyRow)
 
 /**
  * How long this process trusts a key it has looked up (docs/decisions.md, "Performance"). A revocation through this
@@ -113,7 +119,7 @@ export const OrganizationsRepoSql = Layer.scoped(
           Effect.orDie
         ),
       list: sql`SELECT * FROM organizations ORDER BY created_at, id`.pipe(
-        Effect.map((rows) => rows.map(toOrganization)),
+        Effect.flatMap(organizations),
         Effect.orDie
       ),
       count: sql<{ n: number }>`SELECT COUNT(*) AS n FROM organizations`.pipe(
@@ -122,18 +128,18 @@ export const OrganizationsRepoSql = Layer.scoped(
       ),
       findByIdOrSlug: (ref) =>
         sql`SELECT * FROM organizations WHERE id = ${ref} OR slug = ${ref}`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toOrganization))),
+          Effect.flatMap(organization),
           Effect.orDie
         ),
       insertKey: (key) => sql`INSERT INTO api_keys ${sql.insert({ ...key })}`.pipe(Effect.asVoid, Effect.orDie),
       findKey: (keyId) =>
         sql`SELECT * FROM api_keys WHERE id = ${keyId}`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toKey))),
+          Effect.flatMap(apiKey),
           Effect.orDie
         ),
       listKeys: (organizationId) =>
         sql`SELECT * FROM api_keys WHERE organization_id = ${organizationId} ORDER BY created_at, id`.pipe(
-          Effect.map((rows) => rows.map(toKey)),
+          Effect.flatMap(apiKeys),
           Effect.orDie
         ),
       revokeKey: (organizationId, keyId, at) =>

@@ -1,6 +1,17 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Option } from "effect"
-import type { ProviderName } from "./PaymentProvider.ts"
+import { Context, Effect, Layer, type Option, Schema } from "effect"
+import {
+  DbInt,
+  decodeFirstRow,
+  decodeRows,
+  Flag,
+  JsonObjectText,
+  Millis,
+  NullableDbInt,
+  NullableMillis,
+  recordSchema
+} from "../platform/db/rowSchemas.ts"
+import { type ProviderName, PROVIDERS } from "./PaymentProvider.ts"
 
 export interface PaymentMethodRecord {
   readonly organizationId: string
@@ -170,64 +181,83 @@ export interface Reversal {
 
 export class PaymentsRepo extends Context.Tag("PaymentsRepo")<PaymentsRepo, PaymentsRepoShape>() {}
 
-const nullableNumber = (v: unknown) => (v === null || v === undefined ? null : Number(v))
+const Provider = Schema.Literal(...PROVIDERS)
+const Purpose = Schema.Literal("subscription", "addon", "invoice", "setup")
+const NullableText = Schema.NullOr(Schema.String)
 
-const toMethod = (r: any): PaymentMethodRecord => ({
-  ...r,
-  expMonth: nullableNumber(r.expMonth),
-  expYear: nullableNumber(r.expYear),
-  isDefault: Number(r.isDefault) === 1,
-  createdAt: Number(r.createdAt),
-  updatedAt: Number(r.updatedAt)
-})
+const PaymentMethodRow = recordSchema<PaymentMethodRecord>()(Schema.Struct({
+  organizationId: Schema.String,
+  id: Schema.String,
+  customerId: Schema.String,
+  provider: Provider,
+  token: Schema.String,
+  tokenHash: NullableText,
+  providerCustomerId: NullableText,
+  email: NullableText,
+  type: Schema.String,
+  brand: NullableText,
+  last4: NullableText,
+  expMonth: NullableDbInt,
+  expYear: NullableDbInt,
+  fingerprint: NullableText,
+  isDefault: Flag,
+  status: Schema.Literal("active", "removed", "unusable"),
+  createdAt: Millis,
+  updatedAt: Millis
+}))
 
-const toCheckout = (r: any): CheckoutRecord => ({
-  organizationId: r.organizationId,
-  id: r.id,
-  reference: r.reference,
-  provider: r.provider,
-  purpose: r.purpose,
-  customerId: r.customerId,
-  targetId: r.targetId,
-  quantity: Number(r.quantity),
-  amount: r.amount,
-  currency: r.currency,
-  status: r.status,
-  checkoutUrl: r.checkoutUrl,
-  accessCode: r.accessCode,
-  data: JSON.parse(r.data),
-  idempotencyKey: r.idempotencyKey,
-  createdAt: Number(r.createdAt),
-  updatedAt: Number(r.updatedAt)
-})
+const CheckoutRow = recordSchema<CheckoutRecord>()(Schema.Struct({
+  organizationId: Schema.String,
+  id: Schema.String,
+  reference: Schema.String,
+  provider: Provider,
+  purpose: Purpose,
+  customerId: Schema.String,
+  targetId: Schema.String,
+  quantity: DbInt,
+  amount: Schema.String,
+  currency: Schema.String,
+  status: Schema.Literal("open", "completed", "failed", "superseded"),
+  checkoutUrl: NullableText,
+  accessCode: NullableText,
+  data: JsonObjectText,
+  idempotencyKey: NullableText,
+  createdAt: Millis,
+  updatedAt: Millis
+}))
 
-const toPayment = (r: any): PaymentRecord => ({
-  organizationId: r.organizationId,
-  id: r.id,
-  reference: r.reference,
-  provider: r.provider,
-  purpose: r.purpose,
-  customerId: r.customerId,
-  targetId: r.targetId,
-  quantity: Number(r.quantity),
-  amount: r.amount,
-  currency: r.currency,
-  status: r.status,
-  providerReference: r.providerReference,
-  failureMessage: r.failureMessage,
-  methodId: r.methodId,
-  idempotencyKey: r.idempotencyKey,
-  requestHash: r.requestHash,
-  applied: Number(r.applied) === 1,
-  amountRefunded: r.amountRefunded,
-  disputed: Number(r.disputed) === 1,
-  checkedAt: nullableNumber(r.checkedAt),
-  settledAt: nullableNumber(r.settledAt),
-  createdAt: Number(r.createdAt),
-  updatedAt: Number(r.updatedAt)
-})
+const PaymentRow = recordSchema<PaymentRecord>()(Schema.Struct({
+  organizationId: Schema.String,
+  id: Schema.String,
+  reference: Schema.String,
+  provider: Provider,
+  purpose: Purpose,
+  customerId: Schema.String,
+  targetId: Schema.String,
+  quantity: DbInt,
+  amount: Schema.String,
+  currency: Schema.String,
+  status: Schema.Literal("processing", "succeeded", "failed"),
+  providerReference: NullableText,
+  failureMessage: NullableText,
+  methodId: NullableText,
+  idempotencyKey: NullableText,
+  requestHash: NullableText,
+  applied: Flag,
+  amountRefunded: Schema.String,
+  disputed: Flag,
+  checkedAt: NullableMillis,
+  settledAt: NullableMillis,
+  createdAt: Millis,
+  updatedAt: Millis
+}))
 
-const first = <A>(rows: ReadonlyArray<unknown>, to: (r: any) => A) => Option.fromNullable(rows[0]).pipe(Option.map(to))
+const methods = decodeRows("payment_methods", PaymentMethodRow)
+const method = decodeFirstRow("payment_methods", PaymentMethodRow)
+const checkouts = decodeRows("checkouts", CheckoutRow)
+const checkout = decodeFirstRow("checkouts", CheckoutRow)
+const payments = decodeRows("payments", PaymentRow)
+const payment = decodeFirstRow("payments", PaymentRow)
 
 export const PaymentsRepoSql = Layer.effect(
   PaymentsRepo,
@@ -241,12 +271,12 @@ export const PaymentsRepoSql = Layer.effect(
       activeMethods: (org, customerId) =>
         sql`SELECT * FROM payment_methods WHERE organization_id = ${org} AND customer_id = ${customerId}
             AND status = 'active' ORDER BY is_default DESC, created_at DESC, id DESC`.pipe(
-          Effect.map((rows) => rows.map(toMethod)),
+          Effect.flatMap(methods),
           Effect.orDie
         ),
       findMethod: (org, id) =>
         sql`SELECT * FROM payment_methods WHERE organization_id = ${org} AND id = ${id}`.pipe(
-          Effect.map((rows) => first(rows, toMethod)),
+          Effect.flatMap(method),
           Effect.orDie
         ),
       setMethodStatus: (org, id, status, now) =>
@@ -267,12 +297,12 @@ export const PaymentsRepoSql = Layer.effect(
             WHERE organization_id = ${org} AND id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
       findCheckout: (org, reference) =>
         sql`SELECT * FROM checkouts WHERE organization_id = ${org} AND reference = ${reference}`.pipe(
-          Effect.map((rows) => first(rows, toCheckout)),
+          Effect.flatMap(checkout),
           Effect.orDie
         ),
       openCheckoutFor: (org, targetId) =>
         sql`SELECT * FROM checkouts WHERE organization_id = ${org} AND target_id = ${targetId} AND status = 'open'
-            ORDER BY created_at DESC, id DESC LIMIT 1`.pipe(Effect.map((rows) => first(rows, toCheckout)), Effect.orDie),
+            ORDER BY created_at DESC, id DESC LIMIT 1`.pipe(Effect.flatMap(checkout), Effect.orDie),
       closeCheckout: (org, reference, status, now) =>
         sql`UPDATE checkouts SET status = ${status}, updated_at = ${now}
             WHERE organization_id = ${org} AND reference = ${reference} AND status = 'open' RETURNING id`.pipe(
@@ -288,20 +318,20 @@ export const PaymentsRepoSql = Layer.effect(
         } ON CONFLICT DO NOTHING RETURNING id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie),
       findPayment: (org, reference) =>
         sql`SELECT * FROM payments WHERE organization_id = ${org} AND reference = ${reference}`.pipe(
-          Effect.map((rows) => first(rows, toPayment)),
+          Effect.flatMap(payment),
           Effect.orDie
         ),
       findPaymentByKey: (org, key) =>
         sql`SELECT * FROM payments WHERE organization_id = ${org} AND idempotency_key = ${key}`.pipe(
-          Effect.map((rows) => first(rows, toPayment)),
+          Effect.flatMap(payment),
           Effect.orDie
         ),
       findCheckoutByKey: (org, key) =>
         sql`SELECT * FROM checkouts WHERE organization_id = ${org} AND idempotency_key = ${key}
-            ORDER BY created_at DESC LIMIT 1`.pipe(Effect.map((rows) => first(rows, toCheckout)), Effect.orDie),
+            ORDER BY created_at DESC LIMIT 1`.pipe(Effect.flatMap(checkout), Effect.orDie),
       inFlightFor: (org, targetId) =>
         sql`SELECT * FROM payments WHERE organization_id = ${org} AND target_id = ${targetId} AND status = 'processing'
-            ORDER BY created_at DESC LIMIT 1`.pipe(Effect.map((rows) => first(rows, toPayment)), Effect.orDie),
+            ORDER BY created_at DESC LIMIT 1`.pipe(Effect.flatMap(payment), Effect.orDie),
       settle: (org, reference, s) =>
         sql`UPDATE payments SET status = ${s.status}, provider_reference = COALESCE(${s.providerReference}, provider_reference),
               failure_message = ${s.failureMessage}, settled_at = ${s.now}, updated_at = ${s.now}
@@ -333,17 +363,19 @@ export const PaymentsRepoSql = Layer.effect(
         ),
       claimStale: (cutoffs, now, limit) =>
         sql.withTransaction(Effect.gen(function*() {
-          const payments = (yield* sql`SELECT * FROM payments WHERE status = 'processing'
-              AND COALESCE(checked_at, created_at) < ${cutoffs.payments} ORDER BY created_at LIMIT ${limit} ${skipLocked}`).map(toPayment)
-          for (const p of payments) {
+          const stale = yield* sql`SELECT * FROM payments WHERE status = 'processing'
+              AND COALESCE(checked_at, created_at) < ${cutoffs.payments} ORDER BY created_at LIMIT ${limit} ${skipLocked}`.pipe(
+            Effect.flatMap(payments)
+          )
+          for (const p of stale) {
             yield* sql`UPDATE payments SET checked_at = ${now} WHERE organization_id = ${p.organizationId} AND id = ${p.id}`
           }
-          const checkouts = (yield* sql`SELECT * FROM checkouts WHERE status = 'open' AND updated_at < ${cutoffs.checkouts}
-              ORDER BY updated_at LIMIT ${limit} ${skipLocked}`).map(toCheckout)
-          for (const c of checkouts) {
+          const open = yield* sql`SELECT * FROM checkouts WHERE status = 'open' AND updated_at < ${cutoffs.checkouts}
+              ORDER BY updated_at LIMIT ${limit} ${skipLocked}`.pipe(Effect.flatMap(checkouts))
+          for (const c of open) {
             yield* sql`UPDATE checkouts SET updated_at = ${now} WHERE organization_id = ${c.organizationId} AND id = ${c.id}`
           }
-          return { payments, checkouts }
+          return { payments: stale, checkouts: open }
         })).pipe(Effect.orDie),
       addRefund: (org, reference, amountRefunded, now) =>
         sql`UPDATE payments SET amount_refunded = ${amountRefunded}, updated_at = ${now}
@@ -353,7 +385,7 @@ export const PaymentsRepoSql = Layer.effect(
             WHERE organization_id = ${org} AND reference = ${reference}`.pipe(Effect.asVoid, Effect.orDie),
       lockPayment: (org, reference) =>
         sql`SELECT * FROM payments WHERE organization_id = ${org} AND reference = ${reference} ${forUpdate}`.pipe(
-          Effect.map((rows) => first(rows, toPayment)),
+          Effect.flatMap(payment),
           Effect.orDie
         ),
       recordReversal: (org, reference, r) =>

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { decodeRows, Flag, Millis, NullableMillis, recordSchema } from "../platform/db/rowSchemas.ts"
 import type { SubscriptionRecord } from "./model.ts"
 
 export interface SubscriptionsRepoShape {
@@ -21,6 +22,11 @@ export class SubscriptionsRepo extends Context.Tag("SubscriptionsRepo")<Subscrip
 
 const nullableNumber = (v: unknown) => (v === null || v === undefined ? null : Number(v))
 
+/**
+ * A subscription row as the hot path reads it (src/entitlements/EntitlementsRepo.ts, inside its one JSON row per
+ * check/track): mapped by hand, with no schema decoding on that path. The repository below reads subscriptions
+ * through `SubscriptionRow`, the same mapping as a schema; test/row-schemas.test.ts checks that the two agree.
+ */
 export const toSubscriptionRecord = (row: any): SubscriptionRecord => ({
   organizationId: row.organizationId,
   id: row.id,
@@ -38,14 +44,33 @@ export const toSubscriptionRecord = (row: any): SubscriptionRecord => ({
   updatedAt: Number(row.updatedAt)
 })
 
+const SubscriptionRow = recordSchema<SubscriptionRecord>()(Schema.Struct({
+  organizationId: Schema.String,
+  id: Schema.String,
+  customerId: Schema.String,
+  planId: Schema.String,
+  status: Schema.Literal("pending", "trialing", "active", "past_due", "canceled", "expired"),
+  startedAt: Millis,
+  currentPeriodStart: Millis,
+  currentPeriodEnd: NullableMillis,
+  trialEndsAt: NullableMillis,
+  cancelAtPeriodEnd: Flag,
+  canceledAt: NullableMillis,
+  graceEndsAt: NullableMillis,
+  createdAt: Millis,
+  updatedAt: Millis
+}))
+
+const subscriptions = decodeRows("subscriptions", SubscriptionRow)
+
 const toRow = (s: SubscriptionRecord) => ({ ...s, cancelAtPeriodEnd: s.cancelAtPeriodEnd ? 1 : 0 })
 
 export const SubscriptionsRepoSql = Layer.effect(
   SubscriptionsRepo,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const rows = (effect: Effect.Effect<ReadonlyArray<any>, unknown>) =>
-      effect.pipe(Effect.map((r) => r.map(toSubscriptionRecord)), Effect.orDie)
+    const rows = <E>(effect: Effect.Effect<ReadonlyArray<unknown>, E>) =>
+      effect.pipe(Effect.flatMap(subscriptions), Effect.orDie)
 
     const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
 
