@@ -35,6 +35,11 @@ export const isDatabaseUnavailable = (defect: unknown): boolean => {
 
 /** A short description of a defect for the server log: never its stack, SQL text or bound values. */
 const describeDefect = (defect: unknown) => {
+  if (isTagged(defect, "RowShapeError")) {
+    // A stored row of the wrong shape: its table and columns, which never hold values (src/platform/db/rowSchemas.ts).
+    const row = defect as { table: string; problems: ReadonlyArray<string> }
+    return { defect: "RowShapeError", table: row.table, problems: row.problems.join("; ") }
+  }
   const tag = isTagged(defect, "SqlError") ? "SqlError" : defect instanceof Error ? defect.name : typeof defect
   const cause = (defect as { cause?: { code?: unknown } } | null)?.cause
   return { defect: tag, code: cause && typeof cause === "object" && "code" in cause ? String(cause.code) : undefined }
@@ -59,10 +64,9 @@ export const defectAnswer = (defect: unknown) =>
       message: "An unexpected error occurred"
     }
 
-
 /**
  * The API-wide middleware, around routing, authentication and every handler (the per-key rate limit comes before
- * it, in the server's pipeline: src/app.ts):
+ * it, in the server's pipeline: src/app/App.ts):
  * - JSON bodies nested deeper than {@link MAX_JSON_DEPTH}, or with U+0000 or unpaired surrogates in strings: 400;
  * - the request's fiber is left in its {@link RequestFiber} slot, for the request timeout of src/http/server.ts;
  * - every failure leaves as the spec's error body. Typed endpoint errors pass through to HttpApi's own
