@@ -4,6 +4,8 @@ import { Clock, Context, Effect, Layer } from "effect"
 export type IdPrefix =
   | "org" | "cus" | "feat" | "plan" | "crs" | "pack" | "sub" | "inv" | "pm" | "ent" | "evt" | "key"
   | "pf" | "pay" | "ntf" | "whk" | "acct" | "chk"
+  /** Outbound events: webhook endpoints, events (the `webhook-id`), deliveries (event × endpoint), attempts. */
+  | "whe" | "msg" | "dlv" | "att"
 
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz" // Crockford base32, lower case
 
