@@ -1,7 +1,27 @@
-import { Effect } from "effect"
+import { Effect, Option, Redacted } from "effect"
 import { Webhook } from "standardwebhooks"
 import { Deliveries, type PassReport } from "../../src/events/Deliveries.ts"
-import type { TestServer } from "../support/harness.ts"
+import { scratchDatabase } from "../hardening/support.ts"
+import { databases, type Database, type TestServer } from "../support/harness.ts"
+
+/**
+ * The databases of the delivery tests. The worker claims across organizations (as the renewals worker does), so on
+ * PostgreSQL each suite gets a database of its own: other suites' endpoints (example.com) are not its to deliver.
+ */
+export const deliveryDatabases = (): ReadonlyArray<Database & { readonly prepare: () => Promise<() => Promise<void>> }> =>
+  databases().map((db) => {
+    if (db.name === "sqlite") return { ...db, prepare: async () => async () => undefined }
+    const config: { databaseUrl?: Option.Option<Redacted.Redacted> } = {}
+    return {
+      ...db,
+      config,
+      prepare: async () => {
+        const scratch = await scratchDatabase(process.env.DATABASE_URL!.trim(), "billing_events_test")
+        config.databaseUrl = Option.some(Redacted.make(scratch.url))
+        return scratch.drop
+      }
+    }
+  })
 
 /** One request a receiver got, and what the independent Standard Webhooks library made of it. */
 export interface Received {

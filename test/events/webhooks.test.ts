@@ -2,19 +2,21 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { CustomerCreatedHook, Customers } from "../../src/customers/Customers.ts"
-import { databases, startServer, type TestServer } from "../support/harness.ts"
-import { deliver, deliverUntil, json, type Receiver, startReceiver } from "./support.ts"
+import { startServer, type TestServer } from "../support/harness.ts"
+import { deliver, deliverUntil, deliveryDatabases, json, type Receiver, startReceiver } from "./support.ts"
 
 /**
  * Outbound events end to end (decisions.md §11): endpoints through the API, events written with the change that
  * causes them, delivered by the worker to a real receiver that checks each request with the `standardwebhooks`
  * package. The retry schedule is shrunk to milliseconds.
  */
-for (const db of databases()) {
+for (const db of deliveryDatabases()) {
   describe(`outbound events on ${db.name}`, () => {
     let server: TestServer
     let receiver: Receiver
+    let drop: () => Promise<void>
     beforeAll(async () => {
+      drop = await db.prepare()
       server = await startServer({
         ...db.config,
         webhooks: { retryScheduleMs: [5, 5, 5, 5], timeoutMs: 2_000, leaseMs: 5_000, pollMs: 20, concurrency: 4, worker: false }
@@ -24,6 +26,7 @@ for (const db of databases()) {
     afterAll(async () => {
       receiver.stop()
       await server.close()
+      await drop()
     })
 
     const newOrg = async () => {
