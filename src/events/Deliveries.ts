@@ -40,7 +40,7 @@ export class Deliveries extends Context.Tag("Deliveries")<Deliveries, Deliveries
 
 const FAN_OUT_BATCH = 200
 const MAX_ROUNDS = 1_000
-/** How long a shutdown waits for attempts in flight before stopping them. */
+/** How long a shutdown waits for attempts in flight before stopping them (at most half the attempt timeout). */
 const SHUTDOWN_GRACE_MS = 3_000
 
 interface Claimed {
@@ -261,7 +261,7 @@ export const DeliveriesLive = Layer.effect(
       yield* Effect.addFinalizer(() =>
         Effect.gen(function*() {
           stopping = true
-          const deadline = Date.now() + Math.min(SHUTDOWN_GRACE_MS, settings.timeoutMs)
+          const deadline = Date.now() + Math.min(SHUTDOWN_GRACE_MS, settings.timeoutMs / 2)
           while (inFlight > 0 && Date.now() < deadline) yield* Effect.sleep(Duration.millis(20))
           shutdown.abort()
           while (inFlight > 0) yield* Effect.sleep(Duration.millis(5))
