@@ -61,11 +61,13 @@ export const post = (request: OutgoingRequest): Promise<AttemptOutcome> =>
   new Promise((resolve) => {
     const started = performance.now()
     let settled = false
+    let deadline: ReturnType<typeof setTimeout> | undefined
+    let onAbort: (() => void) | undefined
     const finish = (outcome: Omit<AttemptOutcome, "durationMs">) => {
       if (settled) return
       settled = true
       clearTimeout(deadline)
-      request.signal.removeEventListener("abort", onAbort)
+      if (onAbort !== undefined) request.signal.removeEventListener("abort", onAbort)
       resolve({ ...outcome, durationMs: Math.round(performance.now() - started) })
     }
     const fail = (error: string, extra: Partial<AttemptOutcome> = {}) => finish({ status: null, body: "", error, ...extra })
@@ -110,11 +112,11 @@ export const post = (request: OutgoingRequest): Promise<AttemptOutcome> =>
       res.on("end", done)
       res.on("error", () => done())
     })
-    const deadline = setTimeout(() => {
+    deadline = setTimeout(() => {
       fail(`no complete answer within ${request.timeoutMs} ms`)
       req.destroy()
     }, request.timeoutMs)
-    const onAbort = () => {
+    onAbort = () => {
       fail("released: the service stopped before the attempt finished", { released: true })
       req.destroy()
     }
