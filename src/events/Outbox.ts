@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { EventType } from "../api/events.ts"
-import { Ids } from "../platform/ids.ts"
+import { makeMonotonicIds } from "../platform/ids.ts"
 
 /**
  * The outbox writer (decisions.md §11): the one thing features that cause events depend on. It imports nothing but
@@ -33,12 +33,14 @@ export const OutboxLive = Layer.effect(
   Outbox,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const ids = yield* Ids
+    // Time-sortable like every id, and in the order written within this process (two events of one transaction list
+    // in that order, newest first).
+    const nextId = makeMonotonicIds("msg")
     return {
       emit: (organizationId, event) =>
         Effect.gen(function*() {
-          const id = yield* ids.next("msg")
           const now = yield* Clock.currentTimeMillis
+          const id = nextId(now)
           const row = {
             organizationId,
             id,
