@@ -68,6 +68,14 @@ const service = Effect.gen(function*() {
       writeLogLine(logLevel, LogLevel.Info, "payments reconciled", { ...payments })
     }
   })
+  // Outbound events: every process may deliver (claims use FOR UPDATE SKIP LOCKED); WEBHOOK_WORKER=false turns it
+  // off here. Released first on shutdown: attempts in flight finish or are handed back.
+  if (config.webhooks.worker) {
+    yield* Effect.acquireRelease(
+      Effect.promise(() => app.startDeliveries()),
+      () => Effect.promise(() => app.stopDeliveries())
+    )
+  }
   if (every > 0) {
     const loop = Effect.promise(() =>
       app.runtime.runPromiseExit(pass).then((exit) => {

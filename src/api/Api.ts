@@ -4,6 +4,7 @@ import { CatalogGroup } from "./catalog.ts"
 import { CustomersGroup } from "./customers.ts"
 import { EntitiesGroup } from "./entities.ts"
 import { EntitlementsGroup } from "./entitlements.ts"
+import { EventsGroup } from "./events.ts"
 import { HostedGroup } from "./hosted.ts"
 import { InternalErrorError, NotFoundError, NotImplementedError, PayloadTooLargeError, UnavailableError } from "./errors.ts"
 import { openRequestBodies } from "./openapi.ts"
@@ -28,6 +29,7 @@ export class BillingApi extends HttpApi.make("billing")
   .add(PaymentsGroup)
   .add(UsageGroup)
   .add(WebhooksGroup)
+  .add(EventsGroup)
   .add(HostedGroup)
   // Failures any route can produce, whatever its capability.
   .addError(NotFoundError)

@@ -1,5 +1,5 @@
 import { FetchHttpClient, HttpApiBuilder } from "@effect/platform"
-import { Clock, Context, Effect, Layer, ManagedRuntime, Option } from "effect"
+import { Clock, Context, Effect, Exit, Layer, ManagedRuntime, Option, Scope } from "effect"
 import { InvoicesLive } from "../billing/Invoices.ts"
 import { InvoicesRepoSql } from "../billing/InvoicesRepo.ts"
 import { CatalogLive } from "../catalog/CatalogLive.ts"
@@ -12,6 +12,9 @@ import { EntitiesRepoSql } from "../entities/EntitiesRepo.ts"
 import { CreditsLive } from "../entitlements/Credits.ts"
 import { EntitlementsLive } from "../entitlements/Engine.ts"
 import { EntitlementsRepoSql } from "../entitlements/EntitlementsRepo.ts"
+import { Deliveries, DeliveriesLive } from "../events/Deliveries.ts"
+import { EventsLive } from "../events/Events.ts"
+import { OutboxLive } from "../events/Outbox.ts"
 import { HttpLive } from "../http/ApiLive.ts"
 import { AuthenticatorLive } from "../organizations/Authenticator.ts"
 import { type HotPath, makeHotPath } from "../http/hotPath.ts"
@@ -36,6 +39,7 @@ import { EncryptionLive } from "../platform/encryption.ts"
 import { IdsLive } from "../platform/ids.ts"
 import { LoggingLive } from "../platform/logging.ts"
 import { TracingLive } from "../platform/tracing.ts"
+import { EventCustomersLive } from "../wiring/eventCustomers.ts"
 import { SubscriptionHooksLive } from "../wiring/subscriptionHooks.ts"
 import { SubscriptionsLive } from "../subscriptions/Subscriptions.ts"
 import { SubscriptionsRepoSql } from "../subscriptions/SubscriptionsRepo.ts"
@@ -76,14 +80,16 @@ export const ServicesLive = Layer.mergeAll(
   PaymentEffectsLive,
   WebhooksLive,
   InvoicePaymentsLive,
-  RenewalsLive
+  RenewalsLive,
+  EventCustomersLive
 ).pipe(
   Layer.provideMerge(Layer.mergeAll(SubscriptionsLive, AddonsLive)),
   Layer.provideMerge(Layer.mergeAll(PaymentsLive, CreditsLive, InvoicesLive)),
   Layer.provideMerge(Layer.mergeAll(ProviderAccountsLive, AdaptersLive)),
+  Layer.provideMerge(Layer.mergeAll(EventsLive, DeliveriesLive)),
   Layer.provideMerge(EncryptionLive),
   Layer.provideMerge(Layer.mergeAll(OrganizationsLive, CustomersLive, CatalogLive)),
-  Layer.provideMerge(ReposLive),
+  Layer.provideMerge(Layer.merge(ReposLive, OutboxLive)),
   Layer.provideMerge(IdsLive),
   Layer.provideMerge(DatabaseLive)
 )
@@ -146,14 +152,33 @@ export const makeApp = <E>(
     // Refused before the engine: HttpApi renders the refusal, from the same body.
     return web.handler(new Request(request.url, { method: request.method, headers: request.headers, body: text }), context)
   }
+  // The webhook delivery worker, when this process runs one (the service does; tests choose).
+  let stopDeliveries: (() => Promise<void>) | undefined
+  const startDeliveries = async () => {
+    if (stopDeliveries !== undefined) return
+    const scope = await runtime.runPromise(Scope.make())
+    await runtime.runPromise(Effect.flatMap(Deliveries, (d) => d.start).pipe(Scope.extend(scope)))
+    stopDeliveries = () => runtime.runPromise(Scope.close(scope, Exit.void))
+  }
   return {
     runtime,
     handler,
+    /** Runs the delivery worker in the background until `stopDeliveries` or `dispose`. */
+    startDeliveries,
+    /** Stops claiming, lets attempts in flight finish for a moment, hands the rest back. */
+    stopDeliveries: async () => {
+      const stop = stopDeliveries
+      stopDeliveries = undefined
+      await stop?.()
+    },
     /** Resolves once check/track can take the path in front of HttpApi (or know they cannot). */
     ready: hotReady,
     /** How many requests the path in front of HttpApi has answered. */
     hotPathAnswers: () => hotAnswers,
     dispose: async () => {
+      const stop = stopDeliveries
+      stopDeliveries = undefined
+      await stop?.()
       await web.dispose()
       await hotRuntime.dispose()
       await runtime.dispose()

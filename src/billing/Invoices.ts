@@ -4,6 +4,7 @@ import type { CustomerUnbilledUsage, Invoice } from "../api/billing.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import { Customers } from "../customers/Customers.ts"
 import { Conflict, NotFound } from "../domain/errors.ts"
+import { Outbox } from "../events/Outbox.ts"
 import { format, max, roundHalfUp, sumAll, toDecimal, toNumber, ZERO } from "../domain/money.ts"
 import { fromMicro } from "../domain/quantity.ts"
 import type { DecimalLike } from "../domain/rating.ts"
@@ -64,6 +65,8 @@ export interface InvoicesShape {
     lines: ReadonlyArray<LineInput>,
     options?: CreateInvoiceOptions
   ) => Effect.Effect<InvoiceRecord>
+  /** A payment attempt of the invoice failed: `invoice.payment_failed`, in the caller's transaction. */
+  readonly paymentFailed: (org: string, invoiceId: string, message: string) => Effect.Effect<void>
 }
 
 export class Invoices extends Context.Tag("Invoices")<Invoices, InvoicesShape>() {}
@@ -104,6 +107,15 @@ export const InvoicesLive = Layer.effect(
     const catalog = yield* Catalog
     const customers = yield* Customers
     const ids = yield* Ids
+    const outbox = yield* Outbox
+
+    const announce = (type: "invoice.created" | "invoice.paid" | "invoice.payment_failed", invoice: InvoiceRecord, extra = {}) =>
+      outbox.emit(invoice.organizationId, {
+        type,
+        data: { ...toWireInvoice(invoice), ...extra },
+        customerId: invoice.customerId,
+        subjectId: invoice.id
+      })
 
     /** Number and store one invoice; the caller provides the transaction (the sequence row stays locked in it). */
     const insertInvoice = (
@@ -140,6 +152,8 @@ export const InvoicesLive = Layer.effect(
           paidAt: free ? now : null
         }
         yield* repo.insert(record)
+        yield* announce("invoice.created", record)
+        if (free) yield* announce("invoice.paid", record)
         return record
       })
 
@@ -236,7 +250,12 @@ export const InvoicesLive = Layer.effect(
         if (invoice.status === "paid") return invoice
         const now = yield* Clock.currentTimeMillis
         const amountPaid = format(roundHalfUp(toDecimal(amount)))
-        if (yield* repo.markPaid(org, invoiceId, amountPaid, paidAt, now)) return yield* get(org, invoiceId)
+        const paid = yield* sql.withTransaction(Effect.gen(function*() {
+          if (!(yield* repo.markPaid(org, invoiceId, amountPaid, paidAt, now))) return false
+          yield* announce("invoice.paid", yield* get(org, invoiceId))
+          return true
+        })).pipe(Effect.catchTag("SqlError", Effect.die))
+        if (paid) return yield* get(org, invoiceId)
         // The status changed between the read and the update: paid by someone else is still success.
         const after = yield* get(org, invoiceId)
         if (after.status === "paid") return after
@@ -262,6 +281,12 @@ export const InvoicesLive = Layer.effect(
       Effect.map(repo.lockStatus(org, invoiceId), (status) =>
         Option.exists(status, (s) => s === "open" || s === "uncollectible"))
 
-    return { generate, list, unbilled, get, lockPayable, markPaid, createInvoice }
+    const paymentFailed: InvoicesShape["paymentFailed"] = (org, invoiceId, message) =>
+      Effect.flatMap(repo.find(org, invoiceId), Option.match({
+        onNone: () => Effect.void,
+        onSome: (invoice) => Effect.asVoid(announce("invoice.payment_failed", invoice, { failureMessage: message }))
+      }))
+
+    return { generate, list, unbilled, get, lockPayable, markPaid, createInvoice, paymentFailed }
   })
 )

@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { Customer, CustomerListItem, SetOverageLimit } from "../api/customers.ts"
 import { Conflict, customerNotFound, type NotFound } from "../domain/errors.ts"
+import { Outbox } from "../events/Outbox.ts"
 import { Ids } from "../platform/ids.ts"
 import { type CustomerFilter, type CustomerMatches, type CustomerRecord, CustomersRepo } from "./CustomersRepo.ts"
 
@@ -67,6 +68,7 @@ export const CustomersLive = Layer.effect(
     const sql = yield* SqlClient.SqlClient
     const repo = yield* CustomersRepo
     const ids = yield* Ids
+    const outbox = yield* Outbox
 
     const resolve = (organizationId: string, ref: string): Effect.Effect<CustomerRecord, NotFound | Conflict> =>
       Effect.flatMap(repo.matches(organizationId, ref), (m): Effect.Effect<CustomerRecord, NotFound | Conflict> => {
@@ -121,6 +123,12 @@ export const CustomersLive = Layer.effect(
     const create = (customer: CustomerRecord, now: number) =>
       sql.withTransaction(Effect.gen(function*() {
         if (!(yield* repo.insert(customer))) return false
+        yield* outbox.emit(customer.organizationId, {
+          type: "customer.created",
+          data: customerEventData(customer),
+          customerId: customer.id,
+          subjectId: customer.id
+        })
         const hook = yield* CustomerCreatedHook
         yield* hook(customer.organizationId, customer, now)
         return true
@@ -208,3 +216,9 @@ export const toCustomer = (c: CustomerRecord, featureConfigs: Customer["billing"
     featureConfigs
   }
 })
+
+/** A customer as events carry it: its API shape (decisions.md §11). */
+export const customerEventData = (c: CustomerRecord) => {
+  const { success: _success, ...data } = toCustomer(c)
+  return data
+}

@@ -7,6 +7,7 @@ import { decimalPlaces, MAX_DECIMALS } from "../api/numbers.ts"
 import { AMOUNT_MAX, AMOUNT_MAX_MICRO, AMOUNT_MAX_TEXT } from "../domain/bounds.ts"
 import { microToNumber, toMicro } from "../domain/quantity.ts"
 import { Credits, type CreditsShape, overfilled } from "../credits/Credits.ts"
+import { Outbox } from "../events/Outbox.ts"
 import { EntitlementsRepo } from "./EntitlementsRepo.ts"
 
 
@@ -17,6 +18,7 @@ export const CreditsLive = Layer.effect(
     const repo = yield* EntitlementsRepo
     const catalog = yield* Catalog
     const customers = yield* Customers
+    const outbox = yield* Outbox
 
     const grantById: CreditsShape["grantById"] = (org, customerId, systemId, amountMicro, kind, upTo = AMOUNT_MAX_MICRO) =>
       sql.withTransaction(Effect.gen(function*() {
@@ -70,7 +72,22 @@ export const CreditsLive = Layer.effect(
           if (system === undefined) {
             return yield* new NotFound({ code: "not_found", message: `No credit system '${systemRef}'` })
           }
-          const after = yield* grantById(org, customer.id, system.id, toMicro(amount), kind)
+          // The grant and its event commit together.
+          const after = yield* sql.withTransaction(Effect.gen(function*() {
+            const after = yield* grantById(org, customer.id, system.id, toMicro(amount), kind)
+            yield* outbox.emit(org, {
+              type: "credits.granted",
+              data: {
+                customer: customer.id,
+                creditSystem: system.slug,
+                amount,
+                kind: kind === "bonus" ? "bonus" : "purchased",
+                balance: microToNumber(kind === "bonus" ? after.bonus : after.addon)
+              },
+              customerId: customer.id
+            })
+            return after
+          })).pipe(Effect.catchTag("SqlError", Effect.die))
           return {
             customerId: customer.id,
             creditSystem: system.slug,

@@ -6,6 +6,7 @@ import { CatalogHttp } from "../catalog/Http.ts"
 import { CustomersHttp } from "../customers/Http.ts"
 import { EntitiesHttp } from "../entities/Http.ts"
 import { EntitlementsHttp } from "../entitlements/Http.ts"
+import { EventsHttp } from "../events/Http.ts"
 import { HostedHttp } from "../hosted/Http.ts"
 import { PaymentsHttp } from "../payments/Http.ts"
 import { SubscriptionsHttp } from "../subscriptions/Http.ts"
@@ -28,6 +29,7 @@ export const ApiLive = HttpApiBuilder.api(BillingApi).pipe(
     PaymentsHttp,
     UsageHttp,
     WebhooksHttp,
+    EventsHttp,
     HostedHttp
   ]),
   // The security middleware must be provided after the groups that use it.

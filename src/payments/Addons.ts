@@ -6,6 +6,7 @@ import { roundHalfUp, toDecimal, toNumber } from "../domain/money.ts"
 import { microToNumber, toMicro } from "../domain/quantity.ts"
 import { AMOUNT_MAX_MICRO, INT64_MAX } from "../domain/bounds.ts"
 import { Credits, overfilled } from "../credits/Credits.ts"
+import { Outbox } from "../events/Outbox.ts"
 import { Payments } from "./Payments.ts"
 
 export interface AddonRequest {
@@ -59,6 +60,7 @@ export const AddonsLive = Layer.effect(
     const customers = yield* Customers
     const payments = yield* Payments
     const credits = yield* Credits
+    const outbox = yield* Outbox
 
     const grant = (org: string, customerId: string, packId: string, quantity: number) =>
       Effect.gen(function*() {
@@ -70,6 +72,20 @@ export const AddonsLive = Layer.effect(
         // the column holds.
         const bought = toMicro(BigDecimal.multiply(toDecimal(pack.credits), toDecimal(quantity)))
         const after = yield* credits.grantById(org, customerId, pack.creditSystemId, bought, "addon", INT64_MAX).pipe(Effect.orDie)
+        // In the settling transaction, with the credits.
+        yield* outbox.emit(org, {
+          type: "credits.purchased",
+          data: {
+            customer: customerId,
+            creditSystem: snapshot.creditSystemsById.get(pack.creditSystemId)?.slug ?? pack.creditSystemId,
+            amount: microToNumber(bought),
+            kind: "purchased",
+            balance: microToNumber(after.addon),
+            pack: pack.slug,
+            quantity
+          },
+          customerId
+        })
         return after.addon
       })
 

@@ -26,8 +26,13 @@ export interface RefundedTarget extends PaidTarget {
 /** What money going back undoes, inside the transaction that records it. */
 export type RefundEffect = (org: string, refunded: RefundedTarget) => Effect.Effect<void>
 
+/** What a failed payment attempt (declined, refused, failed at the provider) tells its target, inside its transaction. */
+export type FailureEffect = (org: string, failed: PaidTarget & { readonly message: string }) => Effect.Effect<void>
+
 export interface PaymentEffectsShape {
   readonly paid: Partial<Record<Purpose, PaymentEffect>>
+  /** An invoice's failed attempt is announced (`invoice.payment_failed`); other purposes need nothing. */
+  readonly failed?: Partial<Record<Purpose, FailureEffect>>
   /** A purpose without one keeps what it gave (decisions.md §7: access is not revoked, a paid invoice stays paid). */
   readonly refunded: Partial<Record<Purpose, RefundEffect>>
 }

@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Either, Layer, Option } from "effect"
 import type { CustomerRecord } from "../customers/CustomersRepo.ts"
 import { Conflict, NotFound, ProviderFailure, ProviderNotConfigured } from "../domain/errors.ts"
+import { Outbox } from "../events/Outbox.ts"
 import { Encryption } from "../platform/encryption.ts"
 import { Ids } from "../platform/ids.ts"
 import { Adapters } from "./Adapters.ts"
@@ -13,7 +14,14 @@ import { type CheckoutRecord, type PaymentMethodRecord, type PaymentRecord, Paym
 import { makeSettlement } from "./settlement.ts"
 import { setupCharge } from "./setupCharge.ts"
 
-export { type PaidTarget, type PaymentEffect, PaymentEffects, type RefundEffect, type RefundedTarget } from "./PaymentEffects.ts"
+export {
+  type FailureEffect,
+  type PaidTarget,
+  type PaymentEffect,
+  PaymentEffects,
+  type RefundEffect,
+  type RefundedTarget
+} from "./PaymentEffects.ts"
 export type { CheckoutRecord, PaymentMethodRecord } from "./PaymentsRepo.ts"
 
 export interface CollectRequest {
@@ -48,7 +56,8 @@ export type CollectResult =
     readonly accessCode: string | null
     readonly chargeFailure: string | null
   }
-  | { readonly _tag: "Failed"; readonly message: string }
+  /** `attempted: false`: nothing was charged (no saved method for an off-session collection). */
+  | { readonly _tag: "Failed"; readonly message: string; readonly attempted?: boolean }
   /** `payable` said no: nothing was claimed. */
   | { readonly _tag: "NotPayable" }
 
@@ -113,8 +122,9 @@ export const PaymentsLive = Layer.effect(
     const adapters = yield* Adapters
     const encryption = yield* Encryption
     const ids = yield* Ids
-    const methodSaver: MethodSaver = makeMethodSaver(repo, encryption, ids)
-    const settlement = makeSettlement(sql, repo, methodSaver, ids)
+    const outbox = yield* Outbox
+    const methodSaver: MethodSaver = makeMethodSaver(sql, repo, encryption, ids, outbox)
+    const settlement = makeSettlement(sql, repo, methodSaver, ids, outbox)
 
     const adapterOf = (provider: ProviderName): Effect.Effect<PaymentAdapter, ProviderNotConfigured> => {
       const adapter = adapters.get(provider)
@@ -232,7 +242,7 @@ export const PaymentsLive = Layer.effect(
           if (Option.isSome(open)) return { kind: "answer", result: answerFromCheckout(open.value) } satisfies Claimed
         }
         if (request.offSessionOnly === true) {
-          return { kind: "answer", result: { _tag: "Failed", message: "No saved payment method" } } satisfies Claimed
+          return { kind: "answer", result: { _tag: "Failed", message: "No saved payment method", attempted: false } } satisfies Claimed
         }
         const checkout: CheckoutRecord = {
           organizationId: org,
@@ -414,7 +424,7 @@ export const PaymentsLive = Layer.effect(
             email: m.email
           }).pipe(Effect.mapError(providerFailure))
         }
-        yield* repo.setMethodStatus(org, methodId, "removed", yield* Clock.currentTimeMillis)
+        yield* methodSaver.remove(org, methodId, yield* Clock.currentTimeMillis)
       })
 
     /** Asks the provider about one stale attempt or checkout and settles what it says. */

@@ -1,9 +1,11 @@
-import { Clock, Effect } from "effect"
+import type { SqlClient } from "@effect/sql"
+import { Clock, Effect, Option } from "effect"
+import type { OutboxShape } from "../events/Outbox.ts"
 import { sha256Hex } from "../platform/crypto.ts"
 import type { EncryptionShape } from "../platform/encryption.ts"
 import type { IdsShape } from "../platform/ids.ts"
 import type { MethodDetails, ProviderName } from "./PaymentProvider.ts"
-import type { PaymentsRepoShape } from "./PaymentsRepo.ts"
+import type { PaymentMethodRecord, PaymentsRepoShape } from "./PaymentsRepo.ts"
 
 export interface MethodSaver {
   /**
@@ -11,11 +13,47 @@ export interface MethodSaver {
    * completion arrives; the customer's first usable method is the default. Runs inside the caller's transaction.
    */
   readonly save: (org: string, customerId: string, provider: ProviderName, method: MethodDetails) => Effect.Effect<void>
-  /** The provider refused the method as gone: it is no longer offered for charges. */
+  /** The provider refused the method as gone: it is no longer offered for charges (`payment_method.removed`). */
   readonly markUnusable: (org: string, methodId: string, now: number) => Effect.Effect<void>
+  /** The vendor removed it (`payment_method.removed`), in one transaction with its event. */
+  readonly remove: (org: string, methodId: string, now: number) => Effect.Effect<void>
 }
 
-export const makeMethodSaver = (repo: PaymentsRepoShape, encryption: EncryptionShape, ids: IdsShape): MethodSaver => ({
+/** A saved method as events carry it: the wallet's shape, with its customer (decisions.md §11). */
+export const methodEventData = (m: PaymentMethodRecord) => ({
+  id: m.id,
+  customerId: m.customerId,
+  provider: m.provider,
+  type: m.type,
+  brand: m.brand,
+  last4: m.last4,
+  expMonth: m.expMonth,
+  expYear: m.expYear,
+  isDefault: m.isDefault,
+  createdAt: m.createdAt
+})
+
+export const makeMethodSaver = (
+  sql: SqlClient.SqlClient,
+  repo: PaymentsRepoShape,
+  encryption: EncryptionShape,
+  ids: IdsShape,
+  outbox: OutboxShape
+): MethodSaver => {
+  /** The method leaves the wallet, and its event is written with the change. */
+  const retire = (org: string, methodId: string, status: "removed" | "unusable", now: number) =>
+    sql.withTransaction(Effect.gen(function*() {
+      const method = yield* repo.findMethod(org, methodId)
+      if (Option.isNone(method) || method.value.status !== "active") return
+      yield* repo.setMethodStatus(org, methodId, status, now)
+      yield* outbox.emit(org, {
+        type: "payment_method.removed",
+        data: { ...methodEventData(method.value), isDefault: false, reason: status === "unusable" ? "refused_by_provider" : "removed" },
+        customerId: method.value.customerId,
+        subjectId: methodId
+      })
+    })).pipe(Effect.orDie)
+  return {
   save: (org, customerId, provider, method) =>
     Effect.gen(function*() {
       if (!method.reusable) return
@@ -30,7 +68,7 @@ export const makeMethodSaver = (repo: PaymentsRepoShape, encryption: EncryptionS
       )
       if (same) return
       const now = yield* Clock.currentTimeMillis
-      yield* repo.insertMethod({
+      const record: PaymentMethodRecord = {
         organizationId: org,
         id: yield* ids.next("pm"),
         customerId,
@@ -49,7 +87,11 @@ export const makeMethodSaver = (repo: PaymentsRepoShape, encryption: EncryptionS
         status: "active",
         createdAt: now,
         updatedAt: now
-      })
+      }
+      yield* repo.insertMethod(record)
+      yield* outbox.emit(org, { type: "payment_method.saved", data: methodEventData(record), customerId, subjectId: record.id })
     }),
-  markUnusable: (org, methodId, now) => repo.setMethodStatus(org, methodId, "unusable", now)
-})
+  markUnusable: (org, methodId, now) => retire(org, methodId, "unusable", now),
+  remove: (org, methodId, now) => retire(org, methodId, "removed", now)
+  }
+}

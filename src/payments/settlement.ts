@@ -1,5 +1,6 @@
 import type { SqlClient } from "@effect/sql"
 import { Clock, Effect, Option } from "effect"
+import type { OutboxShape } from "../events/Outbox.ts"
 import type { IdsShape } from "../platform/ids.ts"
 import type { MethodSaver } from "./methods.ts"
 import type { MethodDetails, ProviderEvent, ProviderName, VerifyResult } from "./PaymentProvider.ts"
@@ -36,8 +37,29 @@ export const makeSettlement = (
   sql: SqlClient.SqlClient,
   repo: PaymentsRepoShape,
   methods: MethodSaver,
-  ids: IdsShape
+  ids: IdsShape,
+  outbox: OutboxShape
 ): Settlement => {
+  /** An attempt that failed, told to what it paid for (an invoice announces it), in the caller's transaction. */
+  const onFailure = (org: string, purpose: Purpose, target: PaidTarget, message: string) =>
+    Effect.gen(function*() {
+      const effect = (yield* PaymentEffects).failed?.[purpose]
+      if (effect !== undefined) yield* effect(org, { ...target, message })
+    })
+
+  /** A payment as its events carry it (decisions.md §11, README "Events"). */
+  const paymentData = (p: PaymentRecord, changes: { readonly amountRefunded: string; readonly disputed: boolean }) => ({
+    reference: p.reference,
+    customerId: p.customerId,
+    provider: p.provider,
+    purpose: p.purpose,
+    targetId: p.targetId,
+    amount: Number(p.amount),
+    currency: p.currency,
+    amountRefunded: Number(changes.amountRefunded),
+    disputed: changes.disputed,
+    createdAt: p.createdAt
+  })
   /** The paid-for object's effect; `false` when it could no longer take the payment. */
   const apply = (org: string, purpose: Purpose, paid: PaidTarget) =>
     Effect.gen(function*() {
@@ -107,7 +129,13 @@ export const makeSettlement = (
     })).pipe(Effect.orDie)
 
   const failed: Settlement["failed"] = (org, reference, message, now) =>
-    repo.settle(org, reference, { status: "failed", providerReference: null, failureMessage: message, now, fromFailed: false })
+    sql.withTransaction(Effect.gen(function*() {
+      const won = yield* repo.settle(org, reference, { status: "failed", providerReference: null, failureMessage: message, now, fromFailed: false })
+      if (!won) return false
+      const payment = yield* repo.findPayment(org, reference)
+      if (Option.isSome(payment)) yield* onFailure(org, payment.value.purpose, paidOf(payment.value), message)
+      return true
+    })).pipe(Effect.orDie)
 
   /** A hosted page was paid (or a card saved on it): complete it once, then record and apply the payment. */
   const completeCheckout = (org: string, checkout: CheckoutRecord, method: MethodDetails | null) =>
@@ -132,6 +160,7 @@ export const makeSettlement = (
         status: "failed",
         failureMessage: message
       })
+      yield* onFailure(org, c.purpose, paidOf(c), message)
     })
 
   const mismatch = (org: string, reference: string, expected: { amount: string; currency: string }, amount: number, currency: string) =>
@@ -183,13 +212,31 @@ export const makeSettlement = (
         now
       })
       const newlyDisputed = event.cause === "dispute" && !p.disputed
-      if (newlyDisputed) yield* repo.markDisputed(org, p.reference, now)
+      if (newlyDisputed) {
+        yield* repo.markDisputed(org, p.reference, now)
+        yield* outbox.emit(org, {
+          type: "payment.disputed",
+          data: paymentData(p, { amountRefunded: p.amountRefunded, disputed: true }),
+          customerId: p.customerId,
+          subjectId: p.reference
+        })
+      }
       const paid = BigInt(p.amount)
       const recorded = (yield* repo.reversals(org, p.reference)).reduce((sum, a) => sum + BigInt(a), 0n)
       const total = recorded < paid ? recorded : paid
       const increase = total - BigInt(p.amountRefunded)
       if (increase <= 0n) return newlyDisputed
       yield* repo.addRefund(org, p.reference, total.toString(), now)
+      yield* outbox.emit(org, {
+        type: "payment.refunded",
+        data: {
+          ...paymentData(p, { amountRefunded: total.toString(), disputed: p.disputed || event.cause === "dispute" }),
+          refunded: Number(increase),
+          cause: event.cause
+        },
+        customerId: p.customerId,
+        subjectId: p.reference
+      })
       const undo = (yield* PaymentEffects).refunded[p.purpose]
       if (p.applied && undo !== undefined) yield* undo(org, { ...paidOf(p), refunded: increase.toString() })
       return true
@@ -201,6 +248,12 @@ export const makeSettlement = (
       const found = yield* repo.lockPayment(org, event.reference)
       if (Option.isNone(found) || found.value.disputed) return false
       yield* repo.markDisputed(org, event.reference, yield* Clock.currentTimeMillis)
+      yield* outbox.emit(org, {
+        type: "payment.disputed",
+        data: paymentData(found.value, { amountRefunded: found.value.amountRefunded, disputed: true }),
+        customerId: found.value.customerId,
+        subjectId: found.value.reference
+      })
       return true
     })
 

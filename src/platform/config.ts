@@ -34,7 +34,29 @@ export interface AppConfigShape {
     readonly paystack: Option.Option<string>
     readonly stripe: Option.Option<string>
   }
+  /** Outbound events' delivery (decisions.md §11). */
+  readonly webhooks: WebhookSettings
 }
+
+export interface WebhookSettings {
+  /** Waits before each retry after a failed attempt; past the last one the delivery has `failed`. */
+  readonly retryScheduleMs: ReadonlyArray<number>
+  /** An attempt without a complete answer by then has failed. */
+  readonly timeoutMs: number
+  /** A claimed delivery belongs to its process this long; a process that died leaves it due again after it. */
+  readonly leaseMs: number
+  /** How often an idle worker looks for due deliveries. */
+  readonly pollMs: number
+  /** Attempts in flight at once, per process. */
+  readonly concurrency: number
+  /** Whether the service runs the delivery worker (every process may). */
+  readonly worker: boolean
+}
+
+/** About 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (decisions.md §11). */
+export const DEFAULT_RETRY_SCHEDULE_MS: ReadonlyArray<number> = [
+  5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000
+]
 
 export class AppConfig extends Context.Tag("AppConfig")<AppConfig, AppConfigShape>() {}
 
@@ -75,7 +97,34 @@ const appConfig = Config.all({
   providerBaseUrls: Config.all({
     paystack: Config.option(Config.nonEmptyString("PAYSTACK_BASE_URL")),
     stripe: Config.option(Config.nonEmptyString("STRIPE_BASE_URL"))
-  })
+  }),
+  webhooks: Config.all({
+    retryScheduleMs: Config.string("WEBHOOK_RETRY_SCHEDULE_MS").pipe(
+      Config.withDefault(DEFAULT_RETRY_SCHEDULE_MS.join(",")),
+      Config.map((text) => text.split(",").map((part) => Number(part.trim()))),
+      Config.validate({
+        message: "WEBHOOK_RETRY_SCHEDULE_MS must be a comma-separated list of non-negative integers (milliseconds)",
+        validation: (list) => list.length > 0 && list.every((n) => Number.isSafeInteger(n) && n >= 0)
+      })
+    ),
+    timeoutMs: Config.integer("WEBHOOK_TIMEOUT_MS").pipe(Config.withDefault(10_000), Config.validate({
+      message: "WEBHOOK_TIMEOUT_MS must be a positive number of milliseconds",
+      validation: (n) => n > 0
+    })),
+    leaseMs: Config.integer("WEBHOOK_LEASE_MS").pipe(Config.withDefault(60_000)),
+    pollMs: Config.integer("WEBHOOK_POLL_MS").pipe(Config.withDefault(1_000), Config.validate({
+      message: "WEBHOOK_POLL_MS must be a positive number of milliseconds",
+      validation: (n) => n > 0
+    })),
+    concurrency: Config.integer("WEBHOOK_CONCURRENCY").pipe(Config.withDefault(8), Config.validate({
+      message: "WEBHOOK_CONCURRENCY must be a positive integer",
+      validation: (n) => n > 0
+    })),
+    worker: Config.boolean("WEBHOOK_WORKER").pipe(Config.withDefault(true))
+  }).pipe(Config.validate({
+    message: "WEBHOOK_LEASE_MS must exceed WEBHOOK_TIMEOUT_MS (an attempt ends before its lease does)",
+    validation: (w) => w.leaseMs > w.timeoutMs
+  }))
 }).pipe(
   Config.map((c): AppConfigShape => ({
     ...c,
@@ -103,6 +152,14 @@ export const makeTestConfig = (overrides: Partial<AppConfigShape> = {}): AppConf
   publicUrl: "http://localhost",
   sandboxAccounts: { paystack: Option.none(), stripe: Option.none(), stripeWebhookSecret: Option.none() },
   providerBaseUrls: { paystack: Option.none(), stripe: Option.none() },
+  webhooks: {
+    retryScheduleMs: DEFAULT_RETRY_SCHEDULE_MS,
+    timeoutMs: 10_000,
+    leaseMs: 60_000,
+    pollMs: 1_000,
+    concurrency: 8,
+    worker: false
+  },
   ...overrides
 })
 

@@ -4,6 +4,8 @@ import { Clock, Context, Effect, Layer } from "effect"
 export type IdPrefix =
   | "org" | "cus" | "feat" | "plan" | "crs" | "pack" | "sub" | "inv" | "pm" | "ent" | "evt" | "key"
   | "pf" | "pay" | "ntf" | "whk" | "acct" | "chk"
+  /** Outbound events: webhook endpoints, events (the `webhook-id`), deliveries (event × endpoint), attempts. */
+  | "whe" | "msg" | "dlv" | "att"
 
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz" // Crockford base32, lower case
 
@@ -27,6 +29,32 @@ const randomPart = (length: number): string => {
 /** Time-sortable, prefixed, opaque ids: `cus_` + 10 chars of milliseconds + 16 random chars. */
 export const makeId = (prefix: IdPrefix, nowMs: number): string =>
   `${prefix}_${encodeTime(nowMs)}${randomPart(16)}`
+
+/**
+ * Ids that also sort in the order this process made them: within one millisecond (or if the clock steps back) the
+ * random part of the last one plus one. Outbound events use them, so that two events of one transaction list in the
+ * order they were written.
+ */
+export const makeMonotonicIds = (prefix: IdPrefix) => {
+  let lastMs = -1
+  let digits: Array<number> = []
+  return (nowMs: number): string => {
+    if (nowMs > lastMs) {
+      lastMs = nowMs
+      // The first digit below 16: room to count up without carrying out of the random part.
+      digits = [...crypto.getRandomValues(new Uint8Array(16))].map((b, i) => (i === 0 ? b & 15 : b & 31))
+    } else {
+      for (let i = digits.length - 1; i >= 0; i--) {
+        if (digits[i]! < 31) {
+          digits[i]!++
+          break
+        }
+        digits[i] = 0
+      }
+    }
+    return `${prefix}_${encodeTime(lastMs)}${digits.map((d) => ALPHABET[d]).join("")}`
+  }
+}
 
 export interface IdsShape {
   readonly next: (prefix: IdPrefix) => Effect.Effect<string>

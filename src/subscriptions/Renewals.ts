@@ -7,8 +7,10 @@ import { isFree } from "../catalog/model.ts"
 import { Customers } from "../customers/Customers.ts"
 import { roundHalfUp, toDecimal } from "../domain/money.ts"
 import { addInterval } from "../domain/periods.ts"
+import { Outbox } from "../events/Outbox.ts"
 import { Payments } from "../payments/Payments.ts"
 import type { SubscriptionRecord } from "./model.ts"
+import { type SubscriptionEventType, toWireSubscription } from "./Subscriptions.ts"
 import { SubscriptionsRepo } from "./SubscriptionsRepo.ts"
 
 /** A failed renewal keeps access this long while payment is retried (decisions.md §7). */
@@ -45,6 +47,7 @@ export const RenewalsLive = Layer.effect(
     const invoices = yield* Invoices
     const payments = yield* Payments
     const customers = yield* Customers
+    const outbox = yield* Outbox
     const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
 
     const claim = (now: number) =>
@@ -57,28 +60,34 @@ export const RenewalsLive = Layer.effect(
     const advance = (s: SubscriptionRecord, now: number) =>
       Effect.gen(function*() {
         const plan = (yield* catalog.snapshot(s.organizationId)).plansById.get(s.planId)
+        /** The change and its event, in the claim's transaction. */
+        const change = (type: SubscriptionEventType, next: SubscriptionRecord) =>
+          Effect.zipRight(
+            repo.update(next),
+            outbox.emit(next.organizationId, { type, data: toWireSubscription(next, plan), customerId: next.customerId, subjectId: next.id })
+          )
         if (s.status === "past_due") {
           if (s.graceEndsAt !== null && now >= s.graceEndsAt) {
-            yield* repo.update({ ...s, status: "canceled", canceledAt: now, updatedAt: now })
+            yield* change("subscription.canceled", { ...s, status: "canceled", canceledAt: now, updatedAt: now })
             return { kind: "canceled" as const }
           }
           yield* repo.update({ ...s, updatedAt: now })
           return { kind: "retry" as const }
         }
         if (s.cancelAtPeriodEnd || plan === undefined || s.currentPeriodEnd === null) {
-          yield* repo.update({ ...s, status: "canceled", canceledAt: s.currentPeriodEnd ?? now, updatedAt: now })
+          yield* change("subscription.canceled", { ...s, status: "canceled", canceledAt: s.currentPeriodEnd ?? now, updatedAt: now })
           return { kind: "canceled" as const }
         }
         const interval = plan.interval
         const start = s.currentPeriodEnd
         const end = interval === null || plan.billingType === "one_time" ? null : addInterval(s.startedAt, interval, periodIndex(s, interval, start) + 1)
         if (end === null) {
-          yield* repo.update({ ...s, status: "expired", updatedAt: now })
+          yield* change("subscription.expired", { ...s, status: "expired", updatedAt: now })
           return { kind: "canceled" as const }
         }
         const next: SubscriptionRecord = { ...s, status: "active", currentPeriodStart: start, currentPeriodEnd: end, trialEndsAt: null, updatedAt: now }
         if (isFree(plan)) {
-          yield* repo.update(next)
+          yield* change("subscription.renewed", next)
           return { kind: "renewed" as const }
         }
         const invoice = yield* invoices.createInvoice(s.organizationId, s.customerId, plan.currency ?? "NGN", [{
@@ -90,7 +99,8 @@ export const RenewalsLive = Layer.effect(
           periodStart: start,
           periodEnd: end
         }], { subscriptionId: s.id, periodStart: start, periodEnd: end })
-        // Until the charge succeeds the subscription is past due (access continues through the grace).
+        // Until the charge succeeds the subscription is past due (access continues through the grace). Announced
+        // after the charge: `subscription.renewed` when it is paid (with the invoice), `subscription.past_due` when not.
         yield* repo.update({ ...next, status: "past_due", graceEndsAt: now + GRACE_MS })
         return { kind: "charge" as const, invoiceId: invoice.id }
       })
@@ -99,9 +109,9 @@ export const RenewalsLive = Layer.effect(
     const charge = (org: string, subscriptionId: string, invoiceId: string) =>
       Effect.gen(function*() {
         const invoice = yield* invoices.get(org, invoiceId)
-        if (invoice.status !== "open") return true
+        if (invoice.status !== "open") return "paid" as const
         const sub = yield* repo.get(org, subscriptionId)
-        if (Option.isNone(sub)) return false
+        if (Option.isNone(sub)) return "failed" as const
         const customer = yield* customers.resolve(org, sub.value.customerId)
         const plan = (yield* catalog.snapshot(org)).plansById.get(sub.value.planId)
         const result = yield* payments.collect(org, customer, {
@@ -116,9 +126,35 @@ export const RenewalsLive = Layer.effect(
           payable: invoices.lockPayable(org, invoice.id)
         })
         return result._tag === "Paid"
+          ? "paid" as const
+          : result._tag === "Processing"
+          ? "processing" as const
+          : result._tag === "Failed" && result.attempted === false
+          ? "no_method" as const
+          : "failed" as const
       }).pipe(
-        Effect.catchAll((e) => Effect.logWarning("renewal charge failed", { reason: e._tag }).pipe(Effect.as(false)))
+        Effect.catchAll((e) => Effect.logWarning("renewal charge failed", { reason: e._tag }).pipe(Effect.as("failed" as const)))
       )
+
+    /**
+     * The renewal was not paid: the subscription, past due since the claim, is announced once per renewal invoice
+     * (a retry's failure finds the notice written). With no saved method nothing was attempted, so the invoice's
+     * failure is announced here too (a declined charge announces itself, from the payment's transaction).
+     */
+    const notPaid = (org: string, subscriptionId: string, invoiceId: string, noMethod: boolean) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const sub = yield* repo.getForUpdate(org, subscriptionId)
+        if (Option.isNone(sub) || sub.value.status !== "past_due") return
+        const plan = (yield* catalog.snapshot(org)).plansById.get(sub.value.planId)
+        yield* outbox.emit(org, {
+          type: "subscription.past_due",
+          data: toWireSubscription(sub.value, plan),
+          customerId: sub.value.customerId,
+          subjectId: sub.value.id,
+          dedupeKey: `subscription.past_due:${invoiceId}`
+        })
+        if (noMethod) yield* invoices.paymentFailed(org, invoiceId, "No saved payment method to charge")
+      })).pipe(Effect.orDie)
 
     const openRenewalInvoice = (org: string, subscriptionId: string) =>
       Effect.map(invoices.list(org, undefined).pipe(Effect.orDie), (list) =>
@@ -146,9 +182,14 @@ export const RenewalsLive = Layer.effect(
         else if (item.kind === "renewed") renewed++
         else {
           const invoiceId = item.invoiceId ?? (yield* openRenewalInvoice(item.org, item.id))?.id
-          const paid = invoiceId !== undefined && (yield* charge(item.org, item.id, invoiceId))
-          if (paid) renewed++
-          else pastDue++
+          const outcome = invoiceId === undefined ? "failed" : yield* charge(item.org, item.id, invoiceId)
+          if (outcome === "paid") renewed++
+          else {
+            pastDue++
+            if (invoiceId !== undefined && outcome !== "processing") {
+              yield* notPaid(item.org, item.id, invoiceId, outcome === "no_method")
+            }
+          }
         }
       }
       return work.length === 0 ? null : { renewed, pastDue, canceled }

@@ -1,11 +1,13 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
+import type { EventType } from "../api/events.ts"
 import type { Subscription } from "../api/subscriptions.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import { type CatalogSnapshot, isFree, type Plan } from "../catalog/model.ts"
 import { type CustomerInput, Customers } from "../customers/Customers.ts"
 import type { CustomerRecord } from "../customers/CustomersRepo.ts"
 import { Conflict, NotFound, PaymentFailed, type ProviderFailure, type ProviderNotConfigured } from "../domain/errors.ts"
+import { Outbox } from "../events/Outbox.ts"
 import { roundHalfUp, toDecimal, toNumber } from "../domain/money.ts"
 import { Payments } from "../payments/Payments.ts"
 import { addInterval } from "../domain/periods.ts"
@@ -101,13 +103,23 @@ export const SubscriptionsLive = Layer.effect(
     const customers = yield* Customers
     const ids = yield* Ids
     const payments = yield* Payments
+    const outbox = yield* Outbox
+
+    /** The subscription's event, written with the change (the caller's transaction). */
+    const announce = (type: SubscriptionEventType, s: SubscriptionRecord, plan: Plan | undefined) =>
+      Effect.asVoid(outbox.emit(s.organizationId, {
+        type,
+        data: toWireSubscription(s, plan),
+        customerId: s.customerId,
+        subjectId: s.id
+      }))
 
     const planOf = (organizationId: string, planId: string) =>
       Effect.map(catalog.snapshot(organizationId), (snap) => snap.plansById.get(planId))
 
-    /** Create a live subscription of a free plan; replaced plans end now. */
+    /** Create a live subscription of a free plan; replaced plans end now. One transaction with its events. */
     const start = (organizationId: string, customerId: string, plan: Plan, now: number, pending = false) =>
-      Effect.gen(function*() {
+      sql.withTransaction(Effect.gen(function*() {
         const existing = yield* repo.listLive(organizationId, customerId)
         const same = existing.find((s) => s.planId === plan.id && isGranting(s, now))
         if (same !== undefined) return { subscription: same, created: false }
@@ -139,15 +151,18 @@ export const SubscriptionsLive = Layer.effect(
           updatedAt: now
         }
         yield* repo.insert(subscription)
+        yield* announce("subscription.created", subscription, plan)
         return { subscription, created: true }
-      })
+      })).pipe(Effect.orDie)
 
     const replaceGroup = (organizationId: string, customerId: string, plan: Plan, now: number, keepId: string | null) =>
       Effect.gen(function*() {
         const snap = yield* catalog.snapshot(organizationId)
         for (const old of yield* repo.listLive(organizationId, customerId)) {
           if (old.id !== keepId && replaces(plan, snap.plansById.get(old.planId))) {
-            yield* repo.update({ ...old, status: "canceled", canceledAt: now, updatedAt: now })
+            const canceled: SubscriptionRecord = { ...old, status: "canceled", canceledAt: now, updatedAt: now }
+            yield* repo.update(canceled)
+            yield* announce("subscription.canceled", canceled, snap.plansById.get(old.planId))
           }
         }
       })
@@ -244,7 +259,7 @@ export const SubscriptionsLive = Layer.effect(
       })
 
     const activate = (organizationId: string, id: string) =>
-      Effect.gen(function*() {
+      sql.withTransaction(Effect.gen(function*() {
         const current = yield* repo.getForUpdate(organizationId, id)
         if (Option.isNone(current) || current.value.status !== "pending") return false
         const now = yield* Clock.currentTimeMillis
@@ -253,16 +268,18 @@ export const SubscriptionsLive = Layer.effect(
         const periodEnd = plan !== undefined && plan.billingType === "recurring" && plan.interval !== null
           ? addInterval(now, plan.interval, 1)
           : null
-        yield* repo.update({
+        const activated: SubscriptionRecord = {
           ...current.value,
           status: "active",
           startedAt: now,
           currentPeriodStart: now,
           currentPeriodEnd: periodEnd,
           updatedAt: now
-        })
+        }
+        yield* repo.update(activated)
+        yield* announce("subscription.activated", activated, plan)
         return true
-      })
+      })).pipe(Effect.orDie)
 
     const withPlans = (organizationId: string, subs: ReadonlyArray<SubscriptionRecord>, now: number) =>
       Effect.map(catalog.snapshot(organizationId), (snap) =>
@@ -301,7 +318,11 @@ export const SubscriptionsLive = Layer.effect(
           const next: SubscriptionRecord = current.currentPeriodEnd !== null && status !== "pending"
             ? { ...current, cancelAtPeriodEnd: true, updatedAt: now }
             : { ...current, status: "canceled", canceledAt: now, updatedAt: now }
-          yield* repo.update(next)
+          // Canceled now: announced with the change; canceled at period end: when the renewals worker ends it.
+          yield* sql.withTransaction(Effect.gen(function*() {
+            yield* repo.update(next)
+            if (next.status === "canceled") yield* announce("subscription.canceled", next, yield* planOf(organizationId, next.planId))
+          })).pipe(Effect.orDie)
           return (yield* withPlans(organizationId, [next], now))[0]!
         }),
       checkout: (organizationId, id, callbackUrl) =>
@@ -331,7 +352,10 @@ export const SubscriptionsLive = Layer.effect(
         Effect.gen(function*() {
           const current = yield* repo.get(organizationId, id)
           if (Option.isNone(current) || current.value.status !== "past_due") return
-          yield* repo.update({ ...current.value, status: "active", graceEndsAt: null, updatedAt: yield* Clock.currentTimeMillis })
+          const renewed: SubscriptionRecord = { ...current.value, status: "active", graceEndsAt: null, updatedAt: yield* Clock.currentTimeMillis }
+          yield* repo.update(renewed)
+          // The renewal's invoice is paid (this runs in the settling transaction): the renewal went through.
+          yield* announce("subscription.renewed", renewed, yield* planOf(organizationId, renewed.planId))
         }),
       granting: (organizationId, customerId, now) =>
         Effect.gen(function*() {
@@ -361,6 +385,8 @@ export const SubscriptionsLive = Layer.effect(
     }
   })
 )
+
+export type SubscriptionEventType = Extract<EventType, `subscription.${string}`>
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 

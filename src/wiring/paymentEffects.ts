@@ -24,6 +24,10 @@ export const PaymentEffectsLive = Layer.effect(
             return true
           }).pipe(Effect.orDie)
       },
+      // An invoice's failed attempt is announced; a renewal's subscription is announced past due by the renewals worker.
+      failed: {
+        invoice: (org, failed) => invoices.paymentFailed(org, failed.targetId, failed.message)
+      },
       // decisions.md §7: a refunded pack gives back its credits in proportion; a subscription keeps its access and an
       // invoice stays paid (it shows `amountRefunded`).
       refunded: {

@@ -355,6 +355,25 @@ const basesFor = (w: World): Record<string, Valid> => {
     "POST /v1/wallet/setup": { path: {}, body: { customer: c1, callbackUrl: back, provider: "simulated" } },
     "POST /v1/wallet/remove": { path: {}, body: { customer: c1, id: w.paymentMethod! } },
     "GET /v1/wallet": { path: {}, query: { customer: c1 } },
+    "POST /v1/webhook-endpoints": {
+      path: {},
+      body: { url: "https://example.com/fz-hooks", events: ["invoice.paid", "customer.created"], description: "fz" }
+    },
+    "GET /v1/webhook-endpoints": { path: {}, query: { limit: "10", startingAfter: "whe_zzzzzzzzzz" } },
+    "GET /v1/webhook-endpoints/{id}": { path: { id: w.webhookEndpoints[0] } },
+    "POST /v1/webhook-endpoints/{id}": {
+      path: { id: w.webhookEndpoints[0] },
+      body: { url: "https://example.com/fz-moved", events: null, enabled: true, description: null }
+    },
+    "DELETE /v1/webhook-endpoints/{id}": { path: { id: w.webhookEndpoints[1] } },
+    "POST /v1/webhook-endpoints/{id}/rotate-secret": { path: { id: w.webhookEndpoints[0] } },
+    "GET /v1/webhook-endpoints/{id}/deliveries": { path: { id: w.webhookEndpoints[0] }, query: { limit: "5" } },
+    "GET /v1/events": {
+      path: {},
+      query: { limit: "5", type: "customer.created", customer: c1, startingAfter: "msg_zzzzzzzzzz" }
+    },
+    "GET /v1/events/{id}": { path: { id: w.eventId } },
+    "POST /v1/events/{id}/resend": { path: { id: w.eventId }, body: { endpoint: w.webhookEndpoints[0] } },
     "GET /v1/customers/{id}/usage/history": {
       path: { id: c1 },
       query: {

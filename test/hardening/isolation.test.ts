@@ -15,7 +15,7 @@ import { apiView, buildWorld, getJson, orgState, type World } from "./support.ts
  */
 
 interface Attack {
-  readonly method: "GET" | "POST"
+  readonly method: "GET" | "POST" | "DELETE"
   readonly path: string
   readonly body?: unknown
   /** Sent as is (webhooks are signed over these bytes). */
@@ -33,6 +33,7 @@ interface Attack {
 }
 
 const NOT_FOUND = { status: [404], codes: ["customer_not_found"] } as const
+const NO_SUCH = { status: [404], codes: ["not_found"] } as const
 const DENIAL = { status: [200], codes: ["customer_not_found"] } as const
 
 const q = (params: Record<string, string>) => "?" + new URLSearchParams(params).toString()
@@ -52,6 +53,8 @@ const secretsOf = (a: World): ReadonlyArray<string> => [
   ...Object.values(a.catalog.planIds),
   a.catalog.packId,
   a.catalog.creditSystemId,
+  ...a.webhookEndpoints,
+  a.eventId,
   ...["tokens", "seats", "images", "credits", "small", "free", "basic"].map((s) => `${a.prefix}${s}`)
 ]
 
@@ -350,6 +353,50 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
         expect: { status: [404], codes: ["feature_not_found"] }
       }))
     ],
+    // Outbound events: A's endpoints and events, by id, from B.
+    "GET /v1/webhook-endpoints": [
+      { method: "GET", path: "/v1/webhook-endpoints", expect: list },
+      { method: "GET", path: `/v1/webhook-endpoints${q({ limit: "100", startingAfter: "whe_zzzzzzzzzzzzzzzzzzzzzzzzzz" })}`, expect: list }
+    ],
+    "GET /v1/webhook-endpoints/{id}": a.webhookEndpoints.map((id) => ({ method: "GET", path: `/v1/webhook-endpoints/${enc(id)}`, expect: NO_SUCH })),
+    "POST /v1/webhook-endpoints/{id}": a.webhookEndpoints.map((id) => ({
+      method: "POST",
+      path: `/v1/webhook-endpoints/${enc(id)}`,
+      body: { url: "https://example.com/stolen", enabled: false, events: ["invoice.paid"] },
+      expect: NO_SUCH
+    })),
+    "DELETE /v1/webhook-endpoints/{id}": a.webhookEndpoints.map((id) => ({
+      method: "DELETE",
+      path: `/v1/webhook-endpoints/${enc(id)}`,
+      expect: NO_SUCH
+    })),
+    "POST /v1/webhook-endpoints/{id}/rotate-secret": a.webhookEndpoints.map((id) => ({
+      method: "POST",
+      path: `/v1/webhook-endpoints/${enc(id)}/rotate-secret`,
+      expect: NO_SUCH
+    })),
+    "GET /v1/webhook-endpoints/{id}/deliveries": a.webhookEndpoints.map((id) => ({
+      method: "GET",
+      path: `/v1/webhook-endpoints/${enc(id)}/deliveries`,
+      expect: NO_SUCH
+    })),
+    "GET /v1/events": [
+      { method: "GET", path: "/v1/events", expect: list },
+      { method: "GET", path: `/v1/events${q({ type: "customer.created", limit: "100" })}`, expect: list },
+      { method: "GET", path: `/v1/events${q({ startingAfter: "msg_zzzzzzzzzzzzzzzzzzzzzzzzzz" })}`, expect: list },
+      ...aRefs.map((r): Attack => ({ method: "GET", path: `/v1/events${q({ customer: r })}`, expect: NOT_FOUND }))
+    ],
+    "GET /v1/events/{id}": [{ method: "GET", path: `/v1/events/${enc(a.eventId)}`, expect: NO_SUCH }],
+    "POST /v1/events/{id}/resend": [
+      { method: "POST", path: `/v1/events/${enc(a.eventId)}/resend`, body: {}, expect: NO_SUCH },
+      { method: "POST", path: `/v1/events/${enc(a.eventId)}/resend`, body: { endpoint: b.webhookEndpoints[0] }, expect: NO_SUCH },
+      ...a.webhookEndpoints.map((endpoint): Attack => ({
+        method: "POST",
+        path: `/v1/events/${enc(b.eventId)}/resend`,
+        body: { endpoint },
+        expect: NO_SUCH
+      }))
+    ],
     // Webhooks: an event naming A's checkout and A's organization, signed for B's own account.
     "POST /webhooks/{organizationId}/{provider}": [
       // On B's route, verified with B's secret: processed in B's scope, where A's checkout does not exist.
@@ -405,6 +452,12 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
 
   // B creates its own objects under A's names: allowed, and still nothing of A's is seen or changed.
   const creates: Record<string, ReadonlyArray<Attack>> = {
+    "POST /v1/webhook-endpoints": [{
+      method: "POST",
+      path: "/v1/webhook-endpoints",
+      body: { url: `https://example.com/${p}hooks-1`, description: `${p}endpoint 1` },
+      expect: { status: [200] }
+    }],
     "POST /v1/customers": [
       { method: "POST", path: "/v1/customers", body: { id: a1.externalId, email: a1.email }, expect: { status: [200] } },
       { method: "POST", path: "/v1/customers", body: { id: a2.externalId, email: a2.email.toUpperCase() }, expect: { status: [200] } }

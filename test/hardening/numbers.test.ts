@@ -155,6 +155,7 @@ for (const database of databases()) {
     let doc: Document
     let apiKey: string
     let orgId: string
+    let endpointId = ""
     let sequence = 0
 
     const catalog = {
@@ -195,7 +196,7 @@ for (const database of databases()) {
     }
 
     /** A valid request per route with numeric fields; each case changes one number in it. */
-    const bases = (): Record<string, { body?: unknown; query?: Record<string, string> }> => ({
+    const bases = (): Record<string, { body?: unknown; query?: Record<string, string>; path?: Record<string, string> }> => ({
       "POST /v1/sync": { body: catalog },
       // A new customer each time (customerData), so no window fills up across cases.
       "POST /v1/check": {
@@ -207,7 +208,10 @@ for (const database of databases()) {
         body: { customer: "c", feature: "units", overage: "charge", maxOverageUnits: 10 }
       },
       "POST /v1/addon": { body: { customer: "c", pack: "fz-pack", quantity: 1 } },
-      "GET /v1/customers": { query: { limit: "10", offset: "0" } }
+      "GET /v1/customers": { query: { limit: "10", offset: "0" } },
+      "GET /v1/webhook-endpoints": { query: { limit: "10" } },
+      "GET /v1/webhook-endpoints/{id}/deliveries": { path: { id: endpointId }, query: { limit: "10" } },
+      "GET /v1/events": { query: { limit: "10" } }
     })
 
     const rows = (query: (sql: SqlClient.SqlClient) => Effect.Effect<ReadonlyArray<any>, unknown>) =>
@@ -256,6 +260,11 @@ for (const database of databases()) {
         }
         case "GET /v1/customers":
           return answer[path[0] as string]
+        // Pages of outbound events answer no `limit` to read back; their page sizes are held in test/events.
+        case "GET /v1/webhook-endpoints":
+        case "GET /v1/webhook-endpoints/{id}/deliveries":
+        case "GET /v1/events":
+          return undefined
       }
       throw new Error(`no read-back for ${route} ${formatPath(path)}: add one (and a base request) to this test`)
     }
@@ -281,7 +290,7 @@ for (const database of databases()) {
       const [method, path] = field.route.split(" ") as [string, string]
       const rule = ruleOf(field.schema)
       const where = `${field.route} ${formatPath(field.path)} = ${text}`
-      let url = path
+      let url = path.replace(/\{(\w+)\}/g, (_m, name: string) => encodeURIComponent(base!.path?.[name] ?? ""))
       let body: string | undefined
       if (field.in === "query") {
         url += `?${new URLSearchParams({ ...base!.query, [field.path[0] as string]: text })}`
@@ -317,6 +326,8 @@ for (const database of databases()) {
       await syncCatalog(server, apiKey, catalog)
       const created = await server.fetch("/v1/customers", { method: "POST", apiKey, body: JSON.stringify({ id: "c", email: "c@example.com" }) })
       expect(created.status).toBe(200)
+      const endpoint = await server.fetch("/v1/webhook-endpoints", { method: "POST", apiKey, body: JSON.stringify({ url: "https://example.com/hooks" }) })
+      endpointId = (await endpoint.json() as any).id
       doc = await (await server.fetch("/openapi.json")).json() as Document
     }, 60_000)
     afterAll(() => server.close())
@@ -655,6 +666,7 @@ describe("start-up after an upgrade: migration 0010 logs every stored value out 
     // the later ones made (a later migration that creates something must be undone here too).
     db.run(`DELETE FROM effect_sql_migrations WHERE migration_id >= 10`)
     db.run(`DROP TABLE payment_reversals`)
+    for (const table of ["outbound_events", "webhook_endpoints", "webhook_deliveries", "webhook_attempts"]) db.run(`DROP TABLE ${table}`)
     db.close()
 
     const service = await startService({ ...env, LOG_LEVEL: "warn" })

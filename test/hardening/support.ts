@@ -96,6 +96,9 @@ export interface World {
   readonly pendingReference?: string
   readonly entity: string
   readonly idempotencyKey: string
+  /** Two webhook endpoints (one to delete in tests), never delivered to (no worker runs), and an event. */
+  readonly webhookEndpoints: readonly [string, string]
+  readonly eventId: string
   readonly catalog: {
     readonly featureIds: Record<string, string>
     readonly planIds: Record<string, string>
@@ -184,6 +187,14 @@ export const buildWorld = async (
     pendingReference = new URL(waiting.checkoutUrl).pathname.split("/").pop()!
   }
 
+  const webhookEndpoints: Array<string> = []
+  for (const n of [1, 2]) {
+    const endpoint = await call("/v1/webhook-endpoints", { url: `https://example.com/${p}hooks-${n}`, description: `${p}endpoint ${n}` })
+    webhookEndpoints.push(endpoint.id)
+  }
+  const events = await getJson(server, apiKey, `/v1/events?type=customer.created&customer=${encodeURIComponent(c1.externalId)}`)
+  const eventId = events.body.data[0].id as string
+
   const subs = await getJson(server, apiKey, `/v1/subscriptions?customer=${encodeURIComponent(c1.externalId)}`)
   const freeSub = subs.body.subscriptions.find((s: any) => s.plan === `${p}free`)
   const planIds: Record<string, string> = { [`${p}free`]: freeSub.planId }
@@ -210,6 +221,8 @@ export const buildWorld = async (
     ...(pendingReference ? { pendingReference } : {}),
     entity,
     idempotencyKey,
+    webhookEndpoints: [webhookEndpoints[0]!, webhookEndpoints[1]!],
+    eventId,
     catalog: { featureIds, planIds, packId: pack.id, creditSystemId: pack.creditSystemId }
   }
 }

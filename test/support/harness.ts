@@ -45,12 +45,18 @@ export type Client = Effect.Effect.Success<ReturnType<typeof makeClient>>
 /** The service on a real port, as a vendor would reach it. */
 export const startServer = async (
   config: Partial<AppConfigShape> = {},
-  options: { readonly clock?: Clock.Clock; readonly hotPath?: boolean } = {}
+  options: {
+    readonly clock?: Clock.Clock
+    readonly hotPath?: boolean
+    /** Run the webhook delivery worker in the background (else tests drive it with `Deliveries.runOnce`). */
+    readonly deliveries?: boolean
+  } = {}
 ): Promise<TestServer> => {
   const app = makeApp(AppConfigTest(config), options)
   // Build the layers (and run migrations) before the first request.
   const { requestTimeoutMs } = await app.runtime.runPromise(AppConfig)
   await app.ready
+  if (options.deliveries === true) await app.startDeliveries()
   const server = serve(app, { port: 0, hostname: "127.0.0.1", logLevel: LogLevel.None, requestTimeoutMs })
   const baseUrl = `http://127.0.0.1:${server.port}`
   const run = <A, E>(effect: Effect.Effect<A, E, AppServices>) => app.runtime.runPromise(effect)

@@ -10,6 +10,7 @@ import m0007 from "./0007_batched_reads.ts"
 import m0008 from "./0008_payment_attempts.ts"
 import m0010 from "./0010_out_of_range_report.ts"
 import m0013 from "./0013_refunds.ts"
+import m0015 from "./0015_outbound_events.ts"
 
 /**
  * The schema's versions in order, one file each. A migration that has landed is never edited: a change is a new file.
@@ -26,5 +27,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0007_batched_reads": m0007,
   "0008_payment_attempts": m0008,
   "0010_out_of_range_report": m0010,
-  "0013_refunds": m0013
+  "0013_refunds": m0013,
+  "0015_outbound_events": m0015
 }
