@@ -202,6 +202,19 @@ export const PaymentsLive = Layer.effect(
         }
         const now = yield* Clock.currentTimeMillis
         const reference = yield* newReference
+        // What the charge and the hosted page of this claim both record.
+        const attemptOf = (id: string) => ({
+          organizationId: org,
+          id,
+          reference,
+          provider,
+          purpose: request.purpose,
+          customerId: customer.id,
+          targetId: request.targetId,
+          quantity: request.quantity ?? 1,
+          amount: String(request.amount),
+          currency: request.currency
+        })
         const method = allowCharge
           ? (yield* repo.activeMethods(org, customer.id)).find((m) => m.provider === provider)
           : undefined
@@ -210,16 +223,7 @@ export const PaymentsLive = Layer.effect(
           // not applied (see settlement.ts).
           if (targeted) yield* repo.supersedeCheckouts(org, request.targetId, now)
           const attempt: PaymentRecord = {
-            organizationId: org,
-            id: yield* ids.next("pay"),
-            reference,
-            provider,
-            purpose: request.purpose,
-            customerId: customer.id,
-            targetId: request.targetId,
-            quantity: request.quantity ?? 1,
-            amount: String(request.amount),
-            currency: request.currency,
+            ...attemptOf(yield* ids.next("pay")),
             status: "processing",
             providerReference: null,
             failureMessage: null,
@@ -245,16 +249,7 @@ export const PaymentsLive = Layer.effect(
           return { kind: "answer", result: { _tag: "Failed", message: "No saved payment method", attempted: false } } satisfies Claimed
         }
         const checkout: CheckoutRecord = {
-          organizationId: org,
-          id: yield* ids.next("chk"),
-          reference,
-          provider,
-          purpose: request.purpose,
-          customerId: customer.id,
-          targetId: request.targetId,
-          quantity: request.quantity ?? 1,
-          amount: String(request.amount),
-          currency: request.currency,
+          ...attemptOf(yield* ids.next("chk")),
           status: "open",
           checkoutUrl: null,
           accessCode: null,

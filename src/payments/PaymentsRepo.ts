@@ -206,7 +206,8 @@ const PaymentMethodRow = recordSchema<PaymentMethodRecord>()(Schema.Struct({
   updatedAt: Millis
 }))
 
-const CheckoutRow = recordSchema<CheckoutRecord>()(Schema.Struct({
+/** What a hosted page and a charge attempt both say: whose money, for what, how much. */
+const attemptFields = {
   organizationId: Schema.String,
   id: Schema.String,
   reference: Schema.String,
@@ -217,6 +218,10 @@ const CheckoutRow = recordSchema<CheckoutRecord>()(Schema.Struct({
   quantity: DbInt,
   amount: Schema.String,
   currency: Schema.String,
+}
+
+const CheckoutRow = recordSchema<CheckoutRecord>()(Schema.Struct({
+  ...attemptFields,
   status: Schema.Literal("open", "completed", "failed", "superseded"),
   checkoutUrl: NullableText,
   accessCode: NullableText,
@@ -227,16 +232,7 @@ const CheckoutRow = recordSchema<CheckoutRecord>()(Schema.Struct({
 }))
 
 const PaymentRow = recordSchema<PaymentRecord>()(Schema.Struct({
-  organizationId: Schema.String,
-  id: Schema.String,
-  reference: Schema.String,
-  provider: Provider,
-  purpose: Purpose,
-  customerId: Schema.String,
-  targetId: Schema.String,
-  quantity: DbInt,
-  amount: Schema.String,
-  currency: Schema.String,
+  ...attemptFields,
   status: Schema.Literal("processing", "succeeded", "failed"),
   providerReference: NullableText,
   failureMessage: NullableText,
