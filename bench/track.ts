@@ -57,7 +57,9 @@ import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { type CeilingContext, ceilingScripts } from "./ceiling.ts"
 
-const PARTS = ["ceiling", "service", "half", "quiet", "production", "durability", "rss"] as const
+const PARTS = ["ceiling", "service", "half", "quiet", "production", "durability", "rss", "versus"] as const
+/** Parts run unless `--parts` says otherwise (`versus` is an experiment: only when named). */
+const DEFAULT_PARTS = PARTS.filter((p) => p !== "versus")
 type Part = (typeof PARTS)[number]
 
 const { values: args } = parseArgs({
@@ -71,7 +73,11 @@ const { values: args } = parseArgs({
     routes: { type: "string", default: "track,check" },
     pg: { type: "string", default: process.env.BENCH_PG ?? "postgres://postgres@127.0.0.1:5432" },
     keep: { type: "boolean", default: false },
-    parts: { type: "string", default: PARTS.join(",") },
+    parts: { type: "string", default: DEFAULT_PARTS.join(",") },
+    // The `versus` part: a second service with these extra variables ("A=1,B=2") and/or from another copy of the
+    // code (a directory with src/main.ts), interleaved with this one.
+    "versus-env": { type: "string", default: "" },
+    "versus-root": { type: "string" },
     // Interleaved runs of each configuration in the production and durability parts (medians of these).
     runs: { type: "string", default: "3" },
     // The service alone (PostgreSQL): no ceiling runs, no ratios; for repeating one phase quickly.
@@ -207,19 +213,20 @@ const createOrganization = async (env: Record<string, string>): Promise<string> 
 }
 
 /** The service on `env`'s database, serving `apiKey`'s organization (another process may serve the same one). */
-const startService = async (env: Record<string, string>, apiKey: string): Promise<Service> => {
+const startService = async (env: Record<string, string>, apiKey: string, root = ROOT): Promise<Service> => {
   const port = freePort()
   // BENCH_SERVICE_FLAGS: extra flags for the service's bun, e.g. "--cpu-prof-md --cpu-prof-dir=/tmp/prof".
   const flags = (process.env.BENCH_SERVICE_FLAGS ?? "").split(" ").filter((f) => f !== "")
   // BENCH_SERVICE: another entry point (an experiment); the default is the service itself.
   const child = Bun.spawn([BUN, ...flags, process.env.BENCH_SERVICE ?? "src/main.ts"], {
-    cwd: ROOT,
-    // As `npm start` and the Dockerfile run it (BUN_JSC_forceRAMSize, MIMALLOC_PURGE_DELAY: see docs/decisions.md,
+    cwd: root,
+    // As `npm start` and the Dockerfile run it (BUN_JSC_forceRAMSize, MIMALLOC_PURGE_*: see docs/decisions.md,
     // "Performance").
     env: {
       LOG_LEVEL: "info",
       BUN_JSC_forceRAMSize: "1073741824",
       MIMALLOC_PURGE_DELAY: "10000",
+      MIMALLOC_PURGE_HOLES: "0",
       ...process.env,
       ...env,
       PORT: String(port),
@@ -829,6 +836,35 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
         return `; from one connection ${q.rate.toFixed(0)} req/s, ${micros(q.cpuUsPerRequest)} µs/req, p50 ${ms(q.p50)} ms`
       })
       await normal.stop() // (and again, harmlessly, at clean-up)
+    }
+
+    // An experiment: this service against another configuration or another copy of the code, interleaved.
+    if (CHOSEN.has("versus")) {
+      const extra = Object.fromEntries(
+        args["versus-env"]!.split(",").filter((kv) => kv !== "").map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)])
+      )
+      const other = await startService({ ...env, ...extra }, apiKey, args["versus-root"] ?? ROOT)
+      cleanups.unshift(() => other.stop())
+      const label = [args["versus-root"], args["versus-env"]].filter((x) => x).join(" ")
+      const arms: Array<Arm> = [{ name: "this", service, runs: [] }, { name: "versus", service: other, runs: [] }]
+      const quiet: Array<Arm> = [{ name: "this", service, runs: [] }, { name: "versus", service: other, runs: [] }]
+      console.log(`versus ${label}: track many at ${PEAK_CONNECTIONS} connections and at 1, ${RUNS} interleaved runs each`)
+      header()
+      await trackRun(other, PEAK_CONNECTIONS, 3)
+      for (let round = 0; round < RUNS; round++) {
+        for (let i = 0; i < arms.length; i++) {
+          const k = (i + round) % arms.length
+          const peakRun = await trackRun(arms[k]!.service, PEAK_CONNECTIONS)
+          arms[k]!.runs.push(peakRun.result)
+          line(`${arms[k]!.name} #${round + 1}`, PEAK_CONNECTIONS, peakRun.result, null, peakRun.wrong)
+          const quietRun = await trackRun(quiet[k]!.service, 1)
+          quiet[k]!.runs.push(quietRun.result)
+          line(`${quiet[k]!.name} #${round + 1}`, 1, quietRun.result, null, quietRun.wrong)
+        }
+      }
+      summarize(`versus at ${PEAK_CONNECTIONS} connections (medians)`, arms)
+      summarize("versus at 1 connection (medians)", quiet)
+      await other.stop()
     }
 
     // 7. Memory after a long run at peak.
