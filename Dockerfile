@@ -11,7 +11,7 @@ WORKDIR /app
 # near 200 MB under load instead of 300+ on a large machine. Bun's allocator (mimalloc) hands freed native memory back
 # to the kernel after 10 s unused instead of 100 ms, so that under load it is not returned and faulted in again: less
 # CPU per request, the same resident size (docs/decisions.md, "Performance").
-ENV NODE_ENV=production PORT=3000 BUN_JSC_forceRAMSize=1073741824 MIMALLOC_PURGE_DELAY=10000
+ENV NODE_ENV=production PORT=3000 BUN_JSC_forceRAMSize=1073741824 MIMALLOC_PURGE_DELAY=10000 MIMALLOC_PURGE_HOLES=0
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY src ./src

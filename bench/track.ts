@@ -1,10 +1,11 @@
 /**
- * check/track at the speed of the database (issue 7): one run measures the database ceiling and the service,
- * on PostgreSQL and on the embedded SQLite, and checks every balance against the events after every run.
+ * check/track at the speed of the database (issues 7 and 17): one run measures the database ceiling and the service,
+ * on PostgreSQL and on the embedded SQLite, bare and in production's configuration, and checks every balance against
+ * the events after every run.
  *
  *   node_modules/.bin/bun bench/track.ts [--db pg,sqlite] [--seconds 10] [--ceiling-seconds 5] [--customers 10000]
- *     [--connections 8,32,64] [--rss-seconds 60] [--routes track,check] [--pg postgres://postgres@127.0.0.1:5432]
- *     [--skip-ceiling] [--rate N] [--keep]
+ *     [--connections 8,32,64] [--rss-seconds 30] [--routes track,check] [--pg postgres://postgres@127.0.0.1:5432]
+ *     [--parts ceiling,service,half,rss,production,quiet,durability] [--runs 3] [--skip-ceiling] [--rate N] [--keep]
  *
  * It starts and stops everything it needs:
  * - a scratch PostgreSQL database `billing_bench_track` (dropped and re-created; dropped again at the end unless
@@ -16,23 +17,34 @@
  *   before every measured run VACUUM (ANALYZE), as autovacuum would and as pgbench does before its runs.
  *   Environment variables of the bench pass through to the service.
  *
- * Then, per database:
- * 1. (PostgreSQL) the ceiling: `bench/ceiling.ts` replays the statements of an allowed track with a raw driver loop
+ * Then, per database, the parts `--parts` names (all by default):
+ * 1. `ceiling` (PostgreSQL): `bench/ceiling.ts` replays the statements of an allowed track with a raw driver loop
  *    (`Bun.sql`), as this version runs them and as the first version did, over all balances and over the hot one, at
  *    each connection count;
- * 2. the service over HTTP: `POST /v1/track` and `POST /v1/check` with `sendEvent: true`, over all balances (a random
- *    customer per request) and over the hot balance, at each connection count (closed loop);
- * 3. the service at half of its peak track rate (open loop, latency from the scheduled start): p99 there; on
+ * 2. `service`: the service over HTTP, `POST /v1/track` and `POST /v1/check` with `sendEvent: true`, over all balances
+ *    (a random customer per request) and over the hot balance, at each connection count (closed loop);
+ * 3. `half`: the service at half of its peak track rate (open loop, latency from the scheduled start): p99 there; on
  *    PostgreSQL the raw driver at the same rate beside it, the database's own latency there;
- * 4. a `--rss-seconds` run at peak, then the service's resident memory (VmRSS, and VmHWM = the peak) from /proc.
+ * 4. `quiet`: track over all balances from one connection (a quiet service: every request its own read and write);
+ * 5. `production` (PostgreSQL): the same database served by two more processes in production's configuration,
+ *    `RATE_LIMIT_RPS=1000000` (a limit this load never reaches, so every request passes the gate) and traces exported
+ *    to an OTLP/HTTP receiver the bench starts (`bench/otlp-receiver.ts`, one per process, counting spans), sampled
+ *    parent-based at 10% (`OTEL_TRACES_SAMPLER_ARG=0.1`) and at 100%; track over all balances at the highest
+ *    connection count, `--runs` runs of each configuration interleaved (the order rotates every round), then the
+ *    medians and their ratio to the bare service's;
+ * 6. `durability` (SQLite): the same data directory served with `SQLITE_SYNCHRONOUS=normal` beside the default
+ *    (`full`: the log synced at every commit), `--runs` interleaved runs of each at the highest connection count and
+ *    one from one connection each, then the medians and the cost of the sync;
+ * 7. `rss`: a `--rss-seconds` run at peak, then the service's resident memory (VmRSS, and VmHWM = the peak) from /proc.
  * After every run: every customer's balance equals the sum of its events, its event count grew by exactly the
  * acknowledged (200, allowed) answers, and the usage rollups add up to the events. Any mismatch or error exits 1.
  *
  * Columns: req/s; p50/p99 latency; errors (non-200 or not allowed); ratio = req/s over the peak ceiling of the same
- * balances (PostgreSQL: the highest rate either ceiling script reached at any connection count); cpu µs/req = CPU time
- * per request of the service (all its processes), of PostgreSQL (all its processes, exited ones included) and of this
- * bench process (the client; in the ceiling runs, the raw driver); idle = the machine's idle CPU during the run (2
- * cores shared by the bench client, the service and the database).
+ * balances (PostgreSQL: the highest rate either ceiling script reached at any connection count), or in the production
+ * and durability parts over the bare (or `normal`) median; cpu µs/req = CPU time per request of the service (all its
+ * processes), of PostgreSQL (all its processes, exited ones included) and of this bench process (the client; in the
+ * ceiling runs, the raw driver); idle = the machine's idle CPU during the run (2 cores shared by the bench client, the
+ * service and the database).
  *
  * Experiments: BENCH_SERVICE_FLAGS (extra flags for the service's bun, e.g. "--cpu-prof-md --cpu-prof-dir=/tmp/p"),
  * BENCH_SERVICE (another entry point), BENCH_SERVICE_LOG (keep the service's log lines in a file).
@@ -45,6 +57,11 @@ import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { type CeilingContext, ceilingScripts } from "./ceiling.ts"
 
+const PARTS = ["ceiling", "service", "half", "quiet", "production", "durability", "rss", "versus"] as const
+/** Parts run unless `--parts` says otherwise (`versus` is an experiment: only when named). */
+const DEFAULT_PARTS = PARTS.filter((p) => p !== "versus")
+type Part = (typeof PARTS)[number]
+
 const { values: args } = parseArgs({
   options: {
     db: { type: "string", default: "pg,sqlite" },
@@ -52,10 +69,17 @@ const { values: args } = parseArgs({
     "ceiling-seconds": { type: "string", default: "5" },
     customers: { type: "string", default: "10000" },
     connections: { type: "string", default: "8,32,64" },
-    "rss-seconds": { type: "string", default: "60" },
+    "rss-seconds": { type: "string", default: "30" },
     routes: { type: "string", default: "track,check" },
     pg: { type: "string", default: process.env.BENCH_PG ?? "postgres://postgres@127.0.0.1:5432" },
     keep: { type: "boolean", default: false },
+    parts: { type: "string", default: DEFAULT_PARTS.join(",") },
+    // The `versus` part: a second service with these extra variables ("A=1,B=2") and/or from another copy of the
+    // code (a directory with src/main.ts), interleaved with this one.
+    "versus-env": { type: "string", default: "" },
+    "versus-root": { type: "string" },
+    // Interleaved runs of each configuration in the production and durability parts (medians of these).
+    runs: { type: "string", default: "3" },
     // The service alone (PostgreSQL): no ceiling runs, no ratios; for repeating one phase quickly.
     "skip-ceiling": { type: "boolean", default: false },
     // Phase 3 at this rate (req/s) instead of half of the measured peak: two versions compared at the same load.
@@ -73,6 +97,12 @@ const RSS_SECONDS = Number(args["rss-seconds"])
 const RATE = args.rate === undefined ? undefined : Number(args.rate)
 if (RATE !== undefined && !(RATE > 0)) throw new Error(`--rate must be a positive number of requests per second`)
 const ROUTES = args.routes!.split(",") as Array<Route>
+const RUNS = Number(args.runs)
+if (!(RUNS >= 1)) throw new Error("--runs must be at least 1")
+const CHOSEN = new Set(args.parts!.split(",").filter((p) => p !== "") as Array<Part>)
+for (const part of CHOSEN) if (!PARTS.includes(part)) throw new Error(`--parts: no part '${part}' (${PARTS.join(", ")})`)
+if (args["skip-ceiling"]) CHOSEN.delete("ceiling")
+const PEAK_CONNECTIONS = Math.max(...CONNECTIONS)
 const SCRATCH_DB = "billing_bench_track"
 const FEATURE = "bench-calls"
 const HOT = "bench-hot"
@@ -153,25 +183,50 @@ const freePort = () => {
   return port
 }
 
-const startService = async (env: Record<string, string>): Promise<Service> => {
-  const created = Bun.spawnSync([BUN, "src/cli.ts", "org", "create", "bench", "--name", "Bench", "--json"], {
+/**
+ * An organization and its API key, created by the CLI. The CLI can stay alive after printing its answer on PostgreSQL
+ * (a connection left open at exit when its stdin is not a terminal): its answer is taken as soon as it is printed, and
+ * a CLI still running 5 s later is stopped.
+ */
+const createOrganization = async (env: Record<string, string>): Promise<string> => {
+  const cli = Bun.spawn([BUN, "src/cli.ts", "org", "create", "bench", "--name", "Bench", "--json"], {
     cwd: ROOT,
-    env: { ...process.env, ...env }
+    env: { ...process.env, ...env },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe"
   })
-  if (created.exitCode !== 0) throw new Error(`org create failed: ${created.stderr.toString()}`)
-  const apiKey = JSON.parse(created.stdout.toString()).apiKey as string
+  let out = ""
+  const decoder = new TextDecoder()
+  const reader = cli.stdout.getReader()
+  const deadline = Date.now() + 60_000
+  while (!out.includes("\n")) {
+    const chunk = await Promise.race([reader.read(), sleep(deadline - Date.now()).then(() => undefined)])
+    if (chunk === undefined) throw new Error("org create printed nothing in 60 s")
+    if (chunk.done) break
+    out += decoder.decode(chunk.value)
+  }
+  const exited = await Promise.race([cli.exited, sleep(5000).then(() => undefined)])
+  if (exited === undefined) cli.kill("SIGKILL")
+  else if (exited !== 0) throw new Error(`org create failed: ${await new Response(cli.stderr).text()}`)
+  return JSON.parse(out).apiKey as string
+}
+
+/** The service on `env`'s database, serving `apiKey`'s organization (another process may serve the same one). */
+const startService = async (env: Record<string, string>, apiKey: string, root = ROOT): Promise<Service> => {
   const port = freePort()
   // BENCH_SERVICE_FLAGS: extra flags for the service's bun, e.g. "--cpu-prof-md --cpu-prof-dir=/tmp/prof".
   const flags = (process.env.BENCH_SERVICE_FLAGS ?? "").split(" ").filter((f) => f !== "")
   // BENCH_SERVICE: another entry point (an experiment); the default is the service itself.
   const child = Bun.spawn([BUN, ...flags, process.env.BENCH_SERVICE ?? "src/main.ts"], {
-    cwd: ROOT,
-    // As `npm start` and the Dockerfile run it (BUN_JSC_forceRAMSize, MIMALLOC_PURGE_DELAY: see docs/decisions.md,
+    cwd: root,
+    // As `npm start` and the Dockerfile run it (BUN_JSC_forceRAMSize, MIMALLOC_PURGE_*: see docs/decisions.md,
     // "Performance").
     env: {
       LOG_LEVEL: "info",
       BUN_JSC_forceRAMSize: "1073741824",
       MIMALLOC_PURGE_DELAY: "10000",
+      MIMALLOC_PURGE_HOLES: "0",
       ...process.env,
       ...env,
       PORT: String(port),
@@ -198,6 +253,35 @@ const startService = async (env: Record<string, string>): Promise<Service> => {
       const timeout = setTimeout(() => child.kill("SIGKILL"), 10_000)
       await child.exited
       clearTimeout(timeout)
+    }
+  }
+}
+
+interface Receiver {
+  readonly url: string
+  readonly pid: number
+  readonly count: () => Promise<{ readonly spans: number; readonly requests: number }>
+  readonly stop: () => Promise<void>
+}
+
+/** An OTLP/HTTP trace receiver in a process of its own (bench/otlp-receiver.ts). */
+const startReceiver = async (): Promise<Receiver> => {
+  const child = Bun.spawn([BUN, join(import.meta.dir, "otlp-receiver.ts")], { cwd: ROOT, stdout: "pipe", stderr: "inherit" })
+  const reader = child.stdout.getReader()
+  let out = ""
+  while (!out.includes("\n")) {
+    const chunk = await reader.read()
+    if (chunk.done) throw new Error("the OTLP receiver exited before listening")
+    out += new TextDecoder().decode(chunk.value)
+  }
+  const url = out.trim()
+  return {
+    url,
+    pid: child.pid,
+    count: () => fetch(`${url}/count`).then((r) => r.json() as Promise<{ spans: number; requests: number }>),
+    stop: async () => {
+      child.kill("SIGTERM")
+      await child.exited
     }
   }
 }
@@ -442,6 +526,40 @@ const line = (what: string, connections: number | string, r: RunResult, ratio: n
 
 let failed = false
 
+const median = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+const percent = (ratio: number) => `${(ratio * 100).toFixed(0)}%`
+const micros = (v: number | null) => (v === null ? "-" : v.toFixed(0))
+
+/** One configuration's runs in an interleaved comparison. */
+interface Arm {
+  readonly name: string
+  readonly service: Service
+  readonly runs: Array<RunResult>
+}
+
+/** The medians of each arm's runs and their ratio to the first arm's (the reference). */
+const summarize = <A extends Arm>(title: string, arms: ReadonlyArray<A>, extra: (arm: A) => string = () => "") => {
+  console.log(title)
+  const reference = median(arms[0]!.runs.map((r) => r.rate))
+  const referenceCpu = median(arms[0]!.runs.map((r) => r.cpuUsPerRequest ?? 0))
+  for (const arm of arms) {
+    const rate = median(arm.runs.map((r) => r.rate))
+    const cpu = median(arm.runs.map((r) => r.cpuUsPerRequest ?? 0))
+    const db = arm.runs[0]!.dbUsPerRequest === null ? null : median(arm.runs.map((r) => r.dbUsPerRequest ?? 0))
+    const rates = arm.runs.map((r) => r.rate.toFixed(0)).join(", ")
+    console.log(
+      `  ${arm.name.padEnd(20)} median ${pad(rate.toFixed(0), 5)} req/s (${percent(rate / reference)}; runs ${rates}); ` +
+        `cpu µs/req svc/db ${micros(cpu)}/${micros(db)}` +
+        (arm === arms[0] ? "" : ` (service ${cpu >= referenceCpu ? "+" : ""}${(cpu - referenceCpu).toFixed(0)} µs)`) +
+        extra(arm)
+    )
+  }
+}
+
 const benchDatabase = async (kind: "pg" | "sqlite") => {
   const cleanups: Array<() => Promise<void> | void> = []
   try {
@@ -466,7 +584,8 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
       if (!args.keep) cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
       env = { DATABASE_URL: "", DATA_DIR: dir }
     }
-    const service = await startService(env)
+    const apiKey = await createOrganization(env)
+    const service = await startService(env, apiKey)
     cleanups.unshift(() => service.stop())
     const setupSeconds = await setUp(service)
     store = kind === "pg" ? pgStore(pgUrl) : sqliteStore(join(env.DATA_DIR!, "billing.db"))
@@ -474,8 +593,9 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
     // Fresh statistics after the bulk set-up, as autovacuum would give a database in service.
     if (kind === "pg") await store.rows("ANALYZE")
     const ids = await loadIds(store, service.apiKey)
-    const pids = processTree(service.pid)
     const database = kind === "pg"
+    const pidsOf = (s: Service) => processTree(s.pid)
+    const pids = pidsOf(service)
 
     console.log(
       `\n${kind === "pg" ? "PostgreSQL" : "SQLite (embedded default)"}: ${CUSTOMERS} balances + 1 hot; ` +
@@ -497,6 +617,18 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
       }
       return { result, wrong }
     }
+    /** Track over all balances (or the hot one) through `target`, closed loop. */
+    const trackRun = (target: Service, connections: number, seconds = SECONDS, scenario: Scenario = "many") =>
+      measured(() =>
+        drive({
+          connections,
+          seconds,
+          pick: picker(scenario),
+          once: httpOnce(target, "track"),
+          pids: pidsOf(target),
+          database
+        })
+      )
 
     // 1. The ceiling (PostgreSQL): the service's statements from a raw driver.
     const ceilingPeak: Record<Scenario, number> = { many: 0, hot: 0 }
@@ -531,7 +663,7 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
         await db.close()
       }
     }
-    const ceiling = kind === "pg" && !args["skip-ceiling"]
+    const ceiling = kind === "pg" && CHOSEN.has("ceiling")
     if (ceiling) {
       for (const name of ["current", "v1"] as const) {
         console.log(
@@ -551,38 +683,40 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
     }
 
     // 2. The service over HTTP.
-    console.log(`service over HTTP${ceiling ? " (ratio = req/s / peak ceiling of the same balances)" : ""}`)
-    header()
-    const peak = { rate: 0, connections: CONNECTIONS[0]!, hotRate: 0, hotConnections: CONNECTIONS[0]! }
-    for (const route of ROUTES) {
-      for (const scenario of ["many", "hot"] as const) {
-        for (const connections of CONNECTIONS) {
-          const { result, wrong } = await measured(() =>
-            drive({ connections, seconds: SECONDS, pick: picker(scenario), once: httpOnce(service, route), pids, database })
-          )
-          if (route === "track" && scenario === "many" && result.rate > peak.rate) {
-            peak.rate = result.rate
-            peak.connections = connections
+    const peak = { rate: 0, connections: PEAK_CONNECTIONS, hotRate: 0, hotConnections: PEAK_CONNECTIONS }
+    if (CHOSEN.has("service")) {
+      console.log(`service over HTTP${ceiling ? " (ratio = req/s / peak ceiling of the same balances)" : ""}`)
+      header()
+      for (const route of ROUTES) {
+        for (const scenario of ["many", "hot"] as const) {
+          for (const connections of CONNECTIONS) {
+            const { result, wrong } = await measured(() =>
+              drive({ connections, seconds: SECONDS, pick: picker(scenario), once: httpOnce(service, route), pids, database })
+            )
+            if (route === "track" && scenario === "many" && result.rate > peak.rate) {
+              peak.rate = result.rate
+              peak.connections = connections
+            }
+            if (route === "track" && scenario === "hot" && result.rate > peak.hotRate) {
+              peak.hotRate = result.rate
+              peak.hotConnections = connections
+            }
+            const what = `${route === "track" ? "track" : "check+send"} ${scenario === "hot" ? "hot" : "many"}`
+            line(what, connections, result, ceiling ? result.rate / ceilingPeak[scenario] : null, wrong)
           }
-          if (route === "track" && scenario === "hot" && result.rate > peak.hotRate) {
-            peak.hotRate = result.rate
-            peak.hotConnections = connections
-          }
-          const what = `${route === "track" ? "track" : "check+send"} ${scenario === "hot" ? "hot" : "many"}`
-          line(what, connections, result, ceiling ? result.rate / ceilingPeak[scenario] : null, wrong)
         }
       }
     }
 
     // 3. Half of the peak, open loop: latency as a client at that load sees it.
-    if (ROUTES.includes("track")) {
+    if (CHOSEN.has("half") && (RATE !== undefined || peak.rate > 0)) {
       console.log(RATE === undefined ? "service at half of its peak track rate (open loop)" : `service at ${RATE} track/s (open loop)`)
       header()
       for (const scenario of ["many", "hot"] as const) {
         const rate = RATE ?? (scenario === "hot" ? peak.hotRate : peak.rate) / 2
         const { result, wrong } = await measured(() =>
           drive({
-            connections: Math.max(...CONNECTIONS),
+            connections: PEAK_CONNECTIONS,
             seconds: SECONDS,
             pick: picker(scenario),
             once: httpOnce(service, "track"),
@@ -591,19 +725,150 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
             database
           })
         )
-        line(`track ${scenario} @${rate.toFixed(0)}/s`, Math.max(...CONNECTIONS), result, null, wrong)
+        line(`track ${scenario} @${rate.toFixed(0)}/s`, PEAK_CONNECTIONS, result, null, wrong)
         if (ceiling) {
           // The database's own latency at that rate, for reference: the raw driver running this version's statements
           // (one hot balance: the first version's, which queue on the row lock instead of retrying a moved version).
           const script = scenario === "hot" ? "v1" : "current"
-          const ceiling = await ceilingRun(script, scenario, Math.max(...CONNECTIONS), SECONDS, rate)
-          line(`  ceiling (${script}) @${rate.toFixed(0)}/s`, Math.max(...CONNECTIONS), ceiling.result, null, ceiling.wrong)
+          const ceiling = await ceilingRun(script, scenario, PEAK_CONNECTIONS, SECONDS, rate)
+          line(`  ceiling (${script}) @${rate.toFixed(0)}/s`, PEAK_CONNECTIONS, ceiling.result, null, ceiling.wrong)
         }
       }
     }
 
-    // 4. Memory after a long run at peak.
-    if (RSS_SECONDS > 0) {
+    // 4. A quiet service: one connection, so every track is a read and a write of its own.
+    if (CHOSEN.has("quiet")) {
+      console.log("a quiet service: track from one connection")
+      header()
+      const { result, wrong } = await trackRun(service, 1)
+      line("track many", 1, result, null, wrong)
+    }
+
+    // 5. Production's configuration (PostgreSQL): a rate limit and trace export, against the bare service.
+    if (kind === "pg" && CHOSEN.has("production")) {
+      const receivers = [await startReceiver(), await startReceiver()]
+      for (const r of receivers) cleanups.unshift(() => r.stop())
+      const traced = async (ratio: string, receiver: Receiver) => {
+        const started = await startService({
+          ...env,
+          RATE_LIMIT_RPS: "1000000",
+          OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+          OTEL_TRACES_SAMPLER_ARG: ratio
+        }, apiKey)
+        cleanups.unshift(() => started.stop())
+        return started
+      }
+      const arms: Array<Arm & { receiver?: Receiver; tracks: number }> = [
+        { name: "bare", service, runs: [], tracks: 0 },
+        { name: "production 10%", service: await traced("0.1", receivers[0]!), runs: [], receiver: receivers[0]!, tracks: 0 },
+        { name: "production 100%", service: await traced("1", receivers[1]!), runs: [], receiver: receivers[1]!, tracks: 0 }
+      ]
+      console.log(
+        `production's configuration: RATE_LIMIT_RPS=1000000, traces to an OTLP/HTTP receiver sampled at 10% and 100%; ` +
+          `track many at ${PEAK_CONNECTIONS} connections, ${RUNS} interleaved runs each`
+      )
+      header()
+      // Warm-up of the new processes (their first requests compile the code), not printed unless it fails.
+      for (const arm of arms.slice(1)) {
+        const { result, wrong } = await trackRun(arm.service, PEAK_CONNECTIONS, 3)
+        arm.tracks += result.requests
+        if (wrong > 0 || result.errors > 0) line(`${arm.name} warm-up`, PEAK_CONNECTIONS, result, null, wrong)
+      }
+      for (let round = 0; round < RUNS; round++) {
+        for (let i = 0; i < arms.length; i++) {
+          const arm = arms[(i + round) % arms.length]!
+          const { result, wrong } = await trackRun(arm.service, PEAK_CONNECTIONS)
+          arm.runs.push(result)
+          arm.tracks += result.requests
+          line(`${arm.name} #${round + 1}`, PEAK_CONNECTIONS, result, null, wrong)
+        }
+      }
+      await sleep(1500) // the exporters' last batch (they send every second)
+      const spans = new Map<Arm, number>()
+      const receiverCpu = new Map<Arm, number>()
+      for (const arm of arms) {
+        if (arm.receiver === undefined) continue
+        spans.set(arm, (await arm.receiver.count()).spans)
+        receiverCpu.set(arm, cpuTicks([arm.receiver.pid]))
+      }
+      summarize("production's configuration against the bare service (medians; ratio = req/s over the bare median)", arms, (arm) => {
+        const n = spans.get(arm)
+        if (n === undefined) return ""
+        const perTrack = n / Math.max(1, arm.tracks)
+        const receiverUs = ((receiverCpu.get(arm) ?? 0) * TICK_MS * 1000) / Math.max(1, arm.tracks)
+        return `; ${perTrack.toFixed(2)} spans exported per track, receiver ${receiverUs.toFixed(0)} µs/track`
+      })
+    }
+
+    // 6. Durability (SQLite): the log synced at every commit (the default) against only at checkpoints.
+    if (kind === "sqlite" && CHOSEN.has("durability")) {
+      const normal = await startService({ ...env, SQLITE_SYNCHRONOUS: "normal" }, apiKey)
+      cleanups.unshift(() => normal.stop())
+      const arms: Array<Arm> = [
+        { name: "synchronous NORMAL", service: normal, runs: [] },
+        { name: "synchronous FULL", service, runs: [] }
+      ]
+      console.log(
+        `durability: the default (FULL, the log synced at every commit) against SQLITE_SYNCHRONOUS=normal (synced at ` +
+          `checkpoints); track many at ${PEAK_CONNECTIONS} connections, ${RUNS} interleaved runs each, then one connection`
+      )
+      header()
+      {
+        const { result, wrong } = await trackRun(normal, PEAK_CONNECTIONS, 3)
+        if (wrong > 0 || result.errors > 0) line("NORMAL warm-up", PEAK_CONNECTIONS, result, null, wrong)
+      }
+      for (let round = 0; round < RUNS; round++) {
+        for (let i = 0; i < arms.length; i++) {
+          const arm = arms[(i + round) % arms.length]!
+          const { result, wrong } = await trackRun(arm.service, PEAK_CONNECTIONS)
+          arm.runs.push(result)
+          line(`${arm.name.replace("synchronous ", "")} #${round + 1}`, PEAK_CONNECTIONS, result, null, wrong)
+        }
+      }
+      const quiet = new Map<Arm, RunResult>()
+      for (const arm of arms) {
+        const { result, wrong } = await trackRun(arm.service, 1)
+        quiet.set(arm, result)
+        line(`${arm.name.replace("synchronous ", "")} quiet`, 1, result, null, wrong)
+      }
+      summarize("durability: FULL against NORMAL (medians at peak; ratio = req/s over NORMAL's)", arms, (arm) => {
+        const q = quiet.get(arm)!
+        return `; from one connection ${q.rate.toFixed(0)} req/s, ${micros(q.cpuUsPerRequest)} µs/req, p50 ${ms(q.p50)} ms`
+      })
+      await normal.stop() // (and again, harmlessly, at clean-up)
+    }
+
+    // An experiment: this service against another configuration or another copy of the code, interleaved.
+    if (CHOSEN.has("versus")) {
+      const extra = Object.fromEntries(
+        args["versus-env"]!.split(",").filter((kv) => kv !== "").map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)])
+      )
+      const other = await startService({ ...env, ...extra }, apiKey, args["versus-root"] ?? ROOT)
+      cleanups.unshift(() => other.stop())
+      const label = [args["versus-root"], args["versus-env"]].filter((x) => x).join(" ")
+      const arms: Array<Arm> = [{ name: "this", service, runs: [] }, { name: "versus", service: other, runs: [] }]
+      const quiet: Array<Arm> = [{ name: "this", service, runs: [] }, { name: "versus", service: other, runs: [] }]
+      console.log(`versus ${label}: track many at ${PEAK_CONNECTIONS} connections and at 1, ${RUNS} interleaved runs each`)
+      header()
+      await trackRun(other, PEAK_CONNECTIONS, 3)
+      for (let round = 0; round < RUNS; round++) {
+        for (let i = 0; i < arms.length; i++) {
+          const k = (i + round) % arms.length
+          const peakRun = await trackRun(arms[k]!.service, PEAK_CONNECTIONS)
+          arms[k]!.runs.push(peakRun.result)
+          line(`${arms[k]!.name} #${round + 1}`, PEAK_CONNECTIONS, peakRun.result, null, peakRun.wrong)
+          const quietRun = await trackRun(quiet[k]!.service, 1)
+          quiet[k]!.runs.push(quietRun.result)
+          line(`${quiet[k]!.name} #${round + 1}`, 1, quietRun.result, null, quietRun.wrong)
+        }
+      }
+      summarize(`versus at ${PEAK_CONNECTIONS} connections (medians)`, arms)
+      summarize("versus at 1 connection (medians)", quiet)
+      await other.stop()
+    }
+
+    // 7. Memory after a long run at peak.
+    if (CHOSEN.has("rss") && RSS_SECONDS > 0) {
       const { result, wrong } = await measured(() =>
         drive({
           connections: peak.connections,
@@ -627,7 +892,9 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
   }
 }
 
+const started = performance.now()
 for (const kind of args.db!.split(",") as Array<"pg" | "sqlite">) await benchDatabase(kind)
+console.log(`\nbench: ${((performance.now() - started) / 60_000).toFixed(1)} minutes`)
 if (failed) {
   console.error("\nFAILED: errors or a balance that differs from the acknowledged events (see above)")
   process.exit(1)

@@ -2,7 +2,7 @@ import { Migrator, SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { SqlError } from "@effect/sql/SqlError"
-import { Duration, Effect, Layer, Logger, Option, Redacted, String as Str } from "effect"
+import { Config, Duration, Effect, Layer, Logger, Option, Redacted, String as Str } from "effect"
 import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import pg from "pg"
@@ -66,13 +66,23 @@ const pgLayer = (url: Redacted.Redacted, tracing: boolean) => {
     }).pipe(Layer.merge(Layer.succeed(PgPool, { pool, traced: tracing })))))
 }
 
-const sqliteLayer = (filename: string) =>
+/**
+ * How a file database syncs its write-ahead log (docs/decisions.md, "Performance"): `full` (the default) syncs it at
+ * every commit, so an answered request survives a power loss or a kernel crash as it does on PostgreSQL
+ * (`synchronous_commit = on`); the balance writer's draws of one step share one commit, hence one sync. `normal`
+ * (`SQLITE_SYNCHRONOUS=normal`) syncs only at checkpoints: an answered request survives a crash of the process but may
+ * be rolled back by a power loss, for a lower cost per commit (the bench prints it).
+ */
+export type SqliteSynchronous = "full" | "normal"
+const sqliteSynchronous = Config.literal("full", "normal")("SQLITE_SYNCHRONOUS").pipe(Config.withDefault("full" as const))
+
+const sqliteLayer = (filename: string, synchronous: SqliteSynchronous = "full") =>
   Layer.effectDiscard(
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       if (filename !== ":memory:") {
         yield* sql.unsafe("PRAGMA journal_mode = WAL")
-        yield* sql.unsafe("PRAGMA synchronous = NORMAL")
+        yield* sql.unsafe(`PRAGMA synchronous = ${synchronous === "normal" ? "NORMAL" : "FULL"}`)
       }
       yield* sql.unsafe("PRAGMA busy_timeout = 5000")
       yield* sql.unsafe("PRAGMA foreign_keys = ON")
@@ -100,15 +110,20 @@ const migrated = <E, R>(client: Layer.Layer<SqlClient.SqlClient, E, R>, logLevel
 
 /** PostgreSQL when DATABASE_URL is set, else SQLite in DATA_DIR; migrated before anything uses it. */
 export const DatabaseLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) =>
-    Option.match(config.databaseUrl, {
-      onSome: (url) => migrated(pgLayer(url, Option.isSome(config.otlpEndpoint)), config.logLevel),
-      onNone: () => {
-        if (config.dataDir === ":memory:") return migrated(sqliteLayer(":memory:"), config.logLevel)
-        mkdirSync(config.dataDir, { recursive: true })
-        const filename = join(config.dataDir, "billing.db")
-        return walCheckpointer(filename).pipe(Layer.provideMerge(migrated(sqliteLayer(filename), config.logLevel)))
-      }
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    return yield* Option.match(config.databaseUrl, {
+      onSome: (url) => Effect.succeed(migrated(pgLayer(url, Option.isSome(config.otlpEndpoint)), config.logLevel)),
+      onNone: () =>
+        Effect.gen(function*() {
+          if (config.dataDir === ":memory:") return migrated(sqliteLayer(":memory:"), config.logLevel)
+          const synchronous = yield* sqliteSynchronous
+          mkdirSync(config.dataDir, { recursive: true })
+          const filename = join(config.dataDir, "billing.db")
+          return walCheckpointer(filename).pipe(
+            Layer.provideMerge(migrated(sqliteLayer(filename, synchronous), config.logLevel))
+          )
+        })
     })
-  )
+  })
 )
