@@ -22,7 +22,11 @@ export interface CeilingContext {
   readonly customers: ReadonlyArray<{ readonly id: string; readonly externalId: string }>
 }
 
-export type CeilingScript = (db: SQL, ctx: CeilingContext, customer: CeilingContext["customers"][number]) => Promise<void>
+export type CeilingScript = (
+  db: SQL,
+  ctx: CeilingContext,
+  customer: CeilingContext["customers"][number]
+) => Promise<void>
 
 const ROLLUP_MS = 15 * 60_000
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
@@ -82,19 +86,50 @@ const current: CeilingScript = async (db, ctx, customer) => {
   const f = ctx.featureId
   const v = String(ctx.valueMicro)
   for (let attempt = 0; attempt < 100; attempt++) {
-    const [read] = await db.unsafe(
-      "SELECT entitlement_context($1, $2, $3, $4, $5) AS context",
-      [org, customer.externalId, customer.externalId.toLowerCase(), f, f]
-    )
+    const [read] = await db.unsafe("SELECT entitlement_context($1, $2, $3, $4, $5) AS context", [
+      org,
+      customer.externalId,
+      customer.externalId.toLowerCase(),
+      f,
+      f
+    ])
     const balance = read.context.balances[0]
     const now = Date.now()
-    const events = [{ id: eventId(now), feature_id: f, entity_id: null, value: v, cost: v, from_plan: v,
-      from_bonus: "0", from_addon: "0", overage: "0", billable: "0", plan_id: ctx.planId, metadata: "{}", created_at: now }]
+    const events = [
+      {
+        id: eventId(now),
+        feature_id: f,
+        entity_id: null,
+        value: v,
+        cost: v,
+        from_plan: v,
+        from_bonus: "0",
+        from_addon: "0",
+        overage: "0",
+        billable: "0",
+        plan_id: ctx.planId,
+        metadata: "{}",
+        created_at: now
+      }
+    ]
     const rollups = [{ feature_id: f, bucket_start: now - (now % ROLLUP_MS), value: v, records: 1 }]
-    const items = JSON.stringify([{ org, customer: customer.id, subject: f, expected: balance.version,
-      windowStart: balance.windowStart, windowEnd: balance.windowEnd,
-      used: String(BigInt(balance.used) + BigInt(ctx.valueMicro)), overage: balance.overage, bonus: balance.bonus,
-      addon: balance.addon, now, events, rollups }])
+    const items = JSON.stringify([
+      {
+        org,
+        customer: customer.id,
+        subject: f,
+        expected: balance.version,
+        windowStart: balance.windowStart,
+        windowEnd: balance.windowEnd,
+        used: String(BigInt(balance.used) + BigInt(ctx.valueMicro)),
+        overage: balance.overage,
+        bonus: balance.bonus,
+        addon: balance.addon,
+        now,
+        events,
+        rollups
+      }
+    ])
     const [written] = await db.unsafe("SELECT commit_balances($1::text::json) AS versions", [items])
     // A moved version (a concurrent writer of the same balance): the service reads again and decides again.
     if (written.versions[0] !== null) return

@@ -45,7 +45,7 @@ const send = async (method: string, path: string, body?: unknown, extra: Record<
     headers: { ...headers, ...extra },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
-  return { status: response.status, body: await response.json() as any }
+  return { status: response.status, body: (await response.json()) as any }
 }
 
 const customer = (i: number) => `load-${i}`
@@ -56,22 +56,29 @@ const setup = async () => {
       { slug: "load-calls", name: "Load calls", type: "metered" },
       { slug: "load-tokens", name: "Load tokens", type: "metered", unit: "token" }
     ],
-    plans: [{
-      slug: "load-free",
-      name: "Load",
-      autoEnable: true,
-      features: [
-        { slug: "load-calls", limit: null, reset: "none" },
-        { slug: "load-tokens", limit: 1_000_000_000, reset: "none" }
-      ]
-    }]
+    plans: [
+      {
+        slug: "load-free",
+        name: "Load",
+        autoEnable: true,
+        features: [
+          { slug: "load-calls", limit: null, reset: "none" },
+          { slug: "load-tokens", limit: 1_000_000_000, reset: "none" }
+        ]
+      }
+    ]
   })
   if (sync.status !== 200) throw new Error(`sync failed: ${JSON.stringify(sync.body)}`)
   for (let i = 0; i < customerCount; i += 20) {
-    await Promise.all(Array.from({ length: Math.min(20, customerCount - i) }, async (_, j) => {
-      const created = await send("POST", "/v1/customers", { id: customer(i + j), email: `${customer(i + j)}@example.com` })
-      if (created.status !== 200) throw new Error(`customer failed: ${JSON.stringify(created.body)}`)
-    }))
+    await Promise.all(
+      Array.from({ length: Math.min(20, customerCount - i) }, async (_, j) => {
+        const created = await send("POST", "/v1/customers", {
+          id: customer(i + j),
+          email: `${customer(i + j)}@example.com`
+        })
+        if (created.status !== 200) throw new Error(`customer failed: ${JSON.stringify(created.body)}`)
+      })
+    )
   }
 }
 
@@ -89,19 +96,25 @@ const operation = async (n: number) => {
   const r = Math.random()
   const i = Math.floor(Math.random() * customerCount)
   const feature = Math.random() < 0.5 ? "load-calls" : "load-tokens"
-  const kind: Kind = r < 0.70 ? "check" : r < 0.95 ? "track" : "read"
+  const kind: Kind = r < 0.7 ? "check" : r < 0.95 ? "track" : "read"
   const started = performance.now()
   try {
     let ok = false
     if (kind === "check") {
       const answer = await send("POST", "/v1/check", { customer: customer(i), feature, value: 1 })
       ok = answer.status === 200 && answer.body.allowed === true
-      if (!ok && errorSamples.length < 5) errorSamples.push(`check ${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`)
+      if (!ok && errorSamples.length < 5)
+        errorSamples.push(`check ${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`)
     } else if (kind === "track") {
       const value = 1 + (n % 3)
-      const answer = await send("POST", "/v1/track", { customer: customer(i), feature, value, metadata: { run } }, {
-        "idempotency-key": `load-${run}-${n}`
-      })
+      const answer = await send(
+        "POST",
+        "/v1/track",
+        { customer: customer(i), feature, value, metadata: { run } },
+        {
+          "idempotency-key": `load-${run}-${n}`
+        }
+      )
       ok = answer.status === 200 && answer.body.allowed === true
       if (ok) {
         acknowledgedTracks++
@@ -119,7 +132,8 @@ const operation = async (n: number) => {
       ][n % 4]!
       const answer = await send("GET", path)
       ok = answer.status === 200
-      if (!ok && errorSamples.length < 5) errorSamples.push(`GET ${path} ${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`)
+      if (!ok && errorSamples.length < 5)
+        errorSamples.push(`GET ${path} ${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`)
     }
     latencies[kind].push(performance.now() - started)
     if (!ok) errors[kind]++
@@ -136,10 +150,9 @@ const consistency = async () => {
   await db.connect()
   try {
     const keyHash = createHash("sha256").update(apiKey).digest("hex")
-    const org = (await db.query<{ organization_id: string }>(
-      "SELECT organization_id FROM api_keys WHERE key_hash = $1",
-      [keyHash]
-    )).rows[0]?.organization_id
+    const org = (
+      await db.query<{ organization_id: string }>("SELECT organization_id FROM api_keys WHERE key_hash = $1", [keyHash])
+    ).rows[0]?.organization_id
     if (org === undefined) throw new Error("API_KEY is not a key of DATABASE_URL's database")
     const balances = await db.query(
       `SELECT b.customer_id, b.subject_id, b.used::text AS used, b.overage::text AS overage,
@@ -163,14 +176,23 @@ const consistency = async () => {
       [org]
     )
     const badRollups = rollups.rows.filter((r) => r.value !== r.events_value || r.records !== r.events)
-    const events = (await db.query<{ count: string; value: string }>(
-      `SELECT COUNT(*)::text AS count, COALESCE(SUM(value), 0)::text AS value FROM usage_events
+    const events = (
+      await db.query<{ count: string; value: string }>(
+        `SELECT COUNT(*)::text AS count, COALESCE(SUM(value), 0)::text AS value FROM usage_events
         WHERE organization_id = $1 AND metadata::json->>'run' = $2`,
-      [org, run]
-    )).rows[0]!
-    const eventsMatch = Number(events.count) === acknowledgedTracks &&
-      BigInt(events.value) === BigInt(acknowledgedValue) * 1_000_000n
-    return { balances: balances.rows.length, badBalances, rollups: rollups.rows.length, badRollups, events, eventsMatch }
+        [org, run]
+      )
+    ).rows[0]!
+    const eventsMatch =
+      Number(events.count) === acknowledgedTracks && BigInt(events.value) === BigInt(acknowledgedValue) * 1_000_000n
+    return {
+      balances: balances.rows.length,
+      badBalances,
+      rollups: rollups.rows.length,
+      badRollups,
+      events,
+      eventsMatch
+    }
   } finally {
     await db.end()
   }
@@ -196,7 +218,7 @@ const main = async () => {
   for (const kind of ["check", "track", "read"] as const) {
     const sorted = latencies[kind].sort((a, b) => a - b)
     console.log(
-      `  ${kind.padEnd(6)}     ${String(sorted.length).padStart(7)} (${(100 * sorted.length / Math.max(1, all.length)).toFixed(1)}%)` +
+      `  ${kind.padEnd(6)}     ${String(sorted.length).padStart(7)} (${((100 * sorted.length) / Math.max(1, all.length)).toFixed(1)}%)` +
         `  p50 ${percentile(sorted, 50).toFixed(2)} ms  p99 ${percentile(sorted, 99).toFixed(2)} ms  errors ${errors[kind]}`
     )
   }

@@ -12,7 +12,7 @@ const server = Bun.serve({
     const path = new URL(request.url).pathname
     if (request.method === "GET" && path === "/count") return Response.json({ spans, requests })
     if (request.method !== "POST" || path !== "/v1/traces") return new Response("not found", { status: 404 })
-    const body = await request.json() as {
+    const body = (await request.json()) as {
       resourceSpans?: Array<{ scopeSpans?: Array<{ spans?: Array<unknown> }> }>
     }
     requests++

@@ -100,7 +100,8 @@ const ROUTES = args.routes!.split(",") as Array<Route>
 const RUNS = Number(args.runs)
 if (!(RUNS >= 1)) throw new Error("--runs must be at least 1")
 const CHOSEN = new Set(args.parts!.split(",").filter((p) => p !== "") as Array<Part>)
-for (const part of CHOSEN) if (!PARTS.includes(part)) throw new Error(`--parts: no part '${part}' (${PARTS.join(", ")})`)
+for (const part of CHOSEN)
+  if (!PARTS.includes(part)) throw new Error(`--parts: no part '${part}' (${PARTS.join(", ")})`)
 if (args["skip-ceiling"]) CHOSEN.delete("ceiling")
 const PEAK_CONNECTIONS = Math.max(...CONNECTIONS)
 const SCRATCH_DB = "billing_bench_track"
@@ -237,9 +238,12 @@ const startService = async (env: Record<string, string>, apiKey: string, root = 
     stderr: "inherit"
   })
   const baseUrl = `http://127.0.0.1:${port}`
-  for (let i = 0;; i++) {
+  for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`the service exited with ${child.exitCode}`)
-    const ready = await fetch(`${baseUrl}/ready`).then((r) => r.ok, () => false)
+    const ready = await fetch(`${baseUrl}/ready`).then(
+      (r) => r.ok,
+      () => false
+    )
     if (ready) break
     if (i > 300) throw new Error("the service did not become ready in 30 s")
     await sleep(100)
@@ -266,7 +270,11 @@ interface Receiver {
 
 /** An OTLP/HTTP trace receiver in a process of its own (bench/otlp-receiver.ts). */
 const startReceiver = async (): Promise<Receiver> => {
-  const child = Bun.spawn([BUN, join(import.meta.dir, "otlp-receiver.ts")], { cwd: ROOT, stdout: "pipe", stderr: "inherit" })
+  const child = Bun.spawn([BUN, join(import.meta.dir, "otlp-receiver.ts")], {
+    cwd: ROOT,
+    stdout: "pipe",
+    stderr: "inherit"
+  })
   const reader = child.stdout.getReader()
   let out = ""
   while (!out.includes("\n")) {
@@ -292,31 +300,36 @@ const post = async (service: Service, path: string, body: unknown) => {
     headers: { authorization: `Bearer ${service.apiKey}`, "content-type": "application/json" },
     body: JSON.stringify(body)
   })
-  return { status: response.status, body: await response.json() as any }
+  return { status: response.status, body: (await response.json()) as any }
 }
 
 /** The catalog, then every customer (and its balance) through its first track. */
 const setUp = async (service: Service) => {
   const sync = await post(service, "/v1/sync", {
     features: [{ slug: FEATURE, name: "Bench calls", type: "metered" }],
-    plans: [{
-      slug: "bench",
-      name: "Bench",
-      autoEnable: true,
-      features: [{ slug: FEATURE, limit: 1_000_000_000, reset: "monthly" }]
-    }]
+    plans: [
+      {
+        slug: "bench",
+        name: "Bench",
+        autoEnable: true,
+        features: [{ slug: FEATURE, limit: 1_000_000_000, reset: "monthly" }]
+      }
+    ]
   })
   if (sync.status !== 200) throw new Error(`sync failed: ${JSON.stringify(sync.body)}`)
   const names = [HOT, ...Array.from({ length: CUSTOMERS }, (_, i) => customerName(i))]
   let next = 0
   const started = performance.now()
-  await Promise.all(Array.from({ length: 32 }, async () => {
-    while (next < names.length) {
-      const customer = names[next++]!
-      const r = await post(service, "/v1/track", { customer, feature: FEATURE, value: VALUE, customerData: {} })
-      if (r.status !== 200 || r.body.allowed !== true) throw new Error(`set-up track failed: ${JSON.stringify(r.body)}`)
-    }
-  }))
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      while (next < names.length) {
+        const customer = names[next++]!
+        const r = await post(service, "/v1/track", { customer, feature: FEATURE, value: VALUE, customerData: {} })
+        if (r.status !== 200 || r.body.allowed !== true)
+          throw new Error(`set-up track failed: ${JSON.stringify(r.body)}`)
+      }
+    })
+  )
   return (performance.now() - started) / 1000
 }
 
@@ -329,7 +342,7 @@ interface Store {
 
 const pgStore = (url: string): Store => {
   const db = new SQL({ url, max: 1 })
-  return { rows: async (text) => [...await db.unsafe(text)], close: () => db.close() }
+  return { rows: async (text) => [...(await db.unsafe(text))], close: () => db.close() }
 }
 const sqliteStore = (file: string): Store => {
   const db = new Database(file, { readonly: true })
@@ -376,7 +389,9 @@ const snapshot = async (store: Store, ids: Ids) => {
   const [events] = await store.rows(`SELECT COUNT(*) AS n, COALESCE(SUM(value), 0) AS v
     FROM usage_events WHERE organization_id = '${org}' AND feature_id = '${f}'`)
   return {
-    customers: new Map(rows.map((r) => [String(r.ext), { used: Number(r.used), n: Number(r.n), total: Number(r.total) }])),
+    customers: new Map(
+      rows.map((r) => [String(r.ext), { used: Number(r.used), n: Number(r.n), total: Number(r.total) }])
+    ),
     rollupsAgree: Number(rollups!.v) === Number(events!.v) && Number(rollups!.r) === Number(events!.n)
   }
 }
@@ -419,18 +434,16 @@ interface RunResult {
  * `connections` workers, each one request at a time, for `seconds`. With `rate`, an open loop: request i is due
  * at start + i/rate and its latency counts from then (a late start is the server's delay, not hidden).
  */
-const drive = async (
-  options: {
-    readonly connections: number
-    readonly seconds: number
-    readonly pick: () => string
-    readonly once: (customer: string) => Promise<boolean>
-    readonly rate?: number
-    readonly pids?: ReadonlyArray<number>
-    /** Count PostgreSQL's CPU too. */
-    readonly database?: boolean
-  }
-): Promise<RunResult> => {
+const drive = async (options: {
+  readonly connections: number
+  readonly seconds: number
+  readonly pick: () => string
+  readonly once: (customer: string) => Promise<boolean>
+  readonly rate?: number
+  readonly pids?: ReadonlyArray<number>
+  /** Count PostgreSQL's CPU too. */
+  readonly database?: boolean
+}): Promise<RunResult> => {
   const latencies: Array<number> = []
   const acknowledged = new Map<string, number>()
   let errors = 0
@@ -478,7 +491,8 @@ const drive = async (
     p99: percentile(sorted, 99),
     errors,
     acknowledged,
-    cpuUsPerRequest: options.pids === undefined ? null : ((cpu1 - cpu0) * TICK_MS * 1000) / Math.max(1, latencies.length),
+    cpuUsPerRequest:
+      options.pids === undefined ? null : ((cpu1 - cpu0) * TICK_MS * 1000) / Math.max(1, latencies.length),
     dbUsPerRequest: options.database === true ? ((db1 - db0) * TICK_MS * 1000) / Math.max(1, latencies.length) : null,
     clientUsPerRequest: (client.user + client.system) / Math.max(1, latencies.length),
     idle: (idle1.idle - idle0.idle) / Math.max(1, idle1.total - idle0.total)
@@ -489,11 +503,12 @@ const httpOnce = (service: Service, route: Route) => {
   const headers = { authorization: `Bearer ${service.apiKey}`, "content-type": "application/json" }
   const url = `${service.baseUrl}/v1/${route}`
   return async (customer: string) => {
-    const body = route === "track"
-      ? JSON.stringify({ customer, feature: FEATURE, value: VALUE })
-      : JSON.stringify({ customer, feature: FEATURE, value: VALUE, sendEvent: true })
+    const body =
+      route === "track"
+        ? JSON.stringify({ customer, feature: FEATURE, value: VALUE })
+        : JSON.stringify({ customer, feature: FEATURE, value: VALUE, sendEvent: true })
     const response = await fetch(url, { method: "POST", headers, body })
-    const answer = await response.json() as { allowed?: boolean; code?: string }
+    const answer = (await response.json()) as { allowed?: boolean; code?: string }
     const ok = response.status === 200 && answer.allowed === true
     if (!ok) noteFailure(`${route} ${response.status} ${answer.code}`)
     return ok
@@ -508,7 +523,7 @@ const picker = (scenario: Scenario) =>
 const pad = (s: string | number, n: number) => String(s).padStart(n)
 const ms = (v: number) => v.toFixed(v < 10 ? 2 : 1)
 const cpuColumn = (r: RunResult) =>
-  [r.cpuUsPerRequest, r.dbUsPerRequest, r.clientUsPerRequest].map((v) => v === null ? "-" : v.toFixed(0)).join("/")
+  [r.cpuUsPerRequest, r.dbUsPerRequest, r.clientUsPerRequest].map((v) => (v === null ? "-" : v.toFixed(0))).join("/")
 const header = () =>
   console.log(
     `  ${"what".padEnd(22)}${pad("conns", 6)}${pad("req/s", 8)}${pad("p50 ms", 9)}${pad("p99 ms", 9)}${pad("errors", 8)}` +
@@ -613,7 +628,12 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
       const wrong = verify(before, await snapshot(store, ids), result.acknowledged)
       if (wrong > 0 || result.errors > 0) failed = true
       if (failures.size > 0) {
-        console.log(`    failures: ${[...failures].slice(0, 5).map(([what, n]) => `${what} ×${n}`).join("; ")}`)
+        console.log(
+          `    failures: ${[...failures]
+            .slice(0, 5)
+            .map(([what, n]) => `${what} ×${n}`)
+            .join("; ")}`
+        )
       }
       return { result, wrong }
     }
@@ -642,7 +662,13 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
       customers
     }
     const byName = new Map(customers.map((c) => [c.externalId, c]))
-    const ceilingRun = async (name: string, scenario: Scenario, connections: number, seconds: number, rate?: number) => {
+    const ceilingRun = async (
+      name: string,
+      scenario: Scenario,
+      connections: number,
+      seconds: number,
+      rate?: number
+    ) => {
       const db = new SQL({ url: pgUrl, max: connections })
       const script = ceilingScripts[name]!
       try {
@@ -691,7 +717,14 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
         for (const scenario of ["many", "hot"] as const) {
           for (const connections of CONNECTIONS) {
             const { result, wrong } = await measured(() =>
-              drive({ connections, seconds: SECONDS, pick: picker(scenario), once: httpOnce(service, route), pids, database })
+              drive({
+                connections,
+                seconds: SECONDS,
+                pick: picker(scenario),
+                once: httpOnce(service, route),
+                pids,
+                database
+              })
             )
             if (route === "track" && scenario === "many" && result.rate > peak.rate) {
               peak.rate = result.rate
@@ -710,7 +743,11 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
 
     // 3. Half of the peak, open loop: latency as a client at that load sees it.
     if (CHOSEN.has("half") && (RATE !== undefined || peak.rate > 0)) {
-      console.log(RATE === undefined ? "service at half of its peak track rate (open loop)" : `service at ${RATE} track/s (open loop)`)
+      console.log(
+        RATE === undefined
+          ? "service at half of its peak track rate (open loop)"
+          : `service at ${RATE} track/s (open loop)`
+      )
       header()
       for (const scenario of ["many", "hot"] as const) {
         const rate = RATE ?? (scenario === "hot" ? peak.hotRate : peak.rate) / 2
@@ -749,19 +786,34 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
       const receivers = [await startReceiver(), await startReceiver()]
       for (const r of receivers) cleanups.unshift(() => r.stop())
       const traced = async (ratio: string, receiver: Receiver) => {
-        const started = await startService({
-          ...env,
-          RATE_LIMIT_RPS: "1000000",
-          OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-          OTEL_TRACES_SAMPLER_ARG: ratio
-        }, apiKey)
+        const started = await startService(
+          {
+            ...env,
+            RATE_LIMIT_RPS: "1000000",
+            OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+            OTEL_TRACES_SAMPLER_ARG: ratio
+          },
+          apiKey
+        )
         cleanups.unshift(() => started.stop())
         return started
       }
       const arms: Array<Arm & { receiver?: Receiver; tracks: number }> = [
         { name: "bare", service, runs: [], tracks: 0 },
-        { name: "production 10%", service: await traced("0.1", receivers[0]!), runs: [], receiver: receivers[0]!, tracks: 0 },
-        { name: "production 100%", service: await traced("1", receivers[1]!), runs: [], receiver: receivers[1]!, tracks: 0 }
+        {
+          name: "production 10%",
+          service: await traced("0.1", receivers[0]!),
+          runs: [],
+          receiver: receivers[0]!,
+          tracks: 0
+        },
+        {
+          name: "production 100%",
+          service: await traced("1", receivers[1]!),
+          runs: [],
+          receiver: receivers[1]!,
+          tracks: 0
+        }
       ]
       console.log(
         `production's configuration: RATE_LIMIT_RPS=1000000, traces to an OTLP/HTTP receiver sampled at 10% and 100%; ` +
@@ -791,13 +843,17 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
         spans.set(arm, (await arm.receiver.count()).spans)
         receiverCpu.set(arm, cpuTicks([arm.receiver.pid]))
       }
-      summarize("production's configuration against the bare service (medians; ratio = req/s over the bare median)", arms, (arm) => {
-        const n = spans.get(arm)
-        if (n === undefined) return ""
-        const perTrack = n / Math.max(1, arm.tracks)
-        const receiverUs = ((receiverCpu.get(arm) ?? 0) * TICK_MS * 1000) / Math.max(1, arm.tracks)
-        return `; ${perTrack.toFixed(2)} spans exported per track, receiver ${receiverUs.toFixed(0)} µs/track`
-      })
+      summarize(
+        "production's configuration against the bare service (medians; ratio = req/s over the bare median)",
+        arms,
+        (arm) => {
+          const n = spans.get(arm)
+          if (n === undefined) return ""
+          const perTrack = n / Math.max(1, arm.tracks)
+          const receiverUs = ((receiverCpu.get(arm) ?? 0) * TICK_MS * 1000) / Math.max(1, arm.tracks)
+          return `; ${perTrack.toFixed(2)} spans exported per track, receiver ${receiverUs.toFixed(0)} µs/track`
+        }
+      )
     }
 
     // 6. Durability (SQLite): the log synced at every commit (the default) against only at checkpoints.
@@ -841,14 +897,24 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
     // An experiment: this service against another configuration or another copy of the code, interleaved.
     if (CHOSEN.has("versus")) {
       const extra = Object.fromEntries(
-        args["versus-env"]!.split(",").filter((kv) => kv !== "").map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)])
+        args["versus-env"]!.split(",")
+          .filter((kv) => kv !== "")
+          .map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)])
       )
       const other = await startService({ ...env, ...extra }, apiKey, args["versus-root"] ?? ROOT)
       cleanups.unshift(() => other.stop())
       const label = [args["versus-root"], args["versus-env"]].filter((x) => x).join(" ")
-      const arms: Array<Arm> = [{ name: "this", service, runs: [] }, { name: "versus", service: other, runs: [] }]
-      const quiet: Array<Arm> = [{ name: "this", service, runs: [] }, { name: "versus", service: other, runs: [] }]
-      console.log(`versus ${label}: track many at ${PEAK_CONNECTIONS} connections and at 1, ${RUNS} interleaved runs each`)
+      const arms: Array<Arm> = [
+        { name: "this", service, runs: [] },
+        { name: "versus", service: other, runs: [] }
+      ]
+      const quiet: Array<Arm> = [
+        { name: "this", service, runs: [] },
+        { name: "versus", service: other, runs: [] }
+      ]
+      console.log(
+        `versus ${label}: track many at ${PEAK_CONNECTIONS} connections and at 1, ${RUNS} interleaved runs each`
+      )
       header()
       await trackRun(other, PEAK_CONNECTIONS, 3)
       for (let round = 0; round < RUNS; round++) {
@@ -881,10 +947,17 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
       )
       console.log(`memory after ${RSS_SECONDS} s of track at ${peak.connections} connections`)
       header()
-      line(`track many ${RSS_SECONDS}s`, peak.connections, result, ceiling ? result.rate / ceilingPeak.many : null, wrong)
+      line(
+        `track many ${RSS_SECONDS}s`,
+        peak.connections,
+        result,
+        ceiling ? result.rate / ceilingPeak.many : null,
+        wrong
+      )
       const memory = processTree(service.pid).map(memoryOf)
       const total = memory.reduce((sum, m) => sum + m.rssMb, 0)
-      for (const m of memory) console.log(`  pid ${m.pid}: RSS ${m.rssMb.toFixed(0)} MB (peak ${m.hwmMb.toFixed(0)} MB)`)
+      for (const m of memory)
+        console.log(`  pid ${m.pid}: RSS ${m.rssMb.toFixed(0)} MB (peak ${m.hwmMb.toFixed(0)} MB)`)
       console.log(`  service RSS total: ${total.toFixed(0)} MB`)
     }
   } finally {

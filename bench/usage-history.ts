@@ -41,7 +41,9 @@ const { values: args } = parseArgs({
 })
 const databaseUrl = process.env.DATABASE_URL?.trim()
 if (!databaseUrl || !databaseUrl.startsWith("postgres")) {
-  console.error("Set DATABASE_URL to a dedicated PostgreSQL database, e.g. postgres://postgres@127.0.0.1:5432/billing_bench_usage")
+  console.error(
+    "Set DATABASE_URL to a dedicated PostgreSQL database, e.g. postgres://postgres@127.0.0.1:5432/billing_bench_usage"
+  )
   process.exit(2)
 }
 const EVENTS = Number(args.events)
@@ -73,46 +75,63 @@ const baseUrl = `http://127.0.0.1:${server.port}`
 try {
   const started = performance.now()
   const slug = args.reuse ?? `bench-usage-${crypto.randomUUID().slice(0, 8)}`
-  const { org, apiKey } = await run(Effect.gen(function*() {
-    const orgs = yield* Organizations
-    const org = args.reuse === undefined ? yield* orgs.create(slug) : yield* orgs.get(slug)
-    const { apiKey } = yield* orgs.createKey(org.id)
-    return { org, apiKey }
-  }))
+  const { org, apiKey } = await run(
+    Effect.gen(function* () {
+      const orgs = yield* Organizations
+      const org = args.reuse === undefined ? yield* orgs.create(slug) : yield* orgs.get(slug)
+      const { apiKey } = yield* orgs.createKey(org.id)
+      return { org, apiKey }
+    })
+  )
   const headers = { authorization: `Bearer ${apiKey}`, "content-type": "application/json" }
   const call = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(baseUrl + path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
-    const json = await response.json() as any
+    const response = await fetch(baseUrl + path, {
+      method,
+      headers,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) })
+    })
+    const json = (await response.json()) as any
     if (response.status !== 200) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`)
     return json
   }
 
   const featureSlugs = Array.from({ length: FEATURES }, (_, i) => `bench-f${i}`)
   const featureIdsOf = () =>
-    run(Effect.map(Effect.flatMap(Catalog, (c) => c.snapshot(org.id)), (s) => featureSlugs.map((f) => s.features.get(f)!.id)))
+    run(
+      Effect.map(
+        Effect.flatMap(Catalog, (c) => c.snapshot(org.id)),
+        (s) => featureSlugs.map((f) => s.features.get(f)!.id)
+      )
+    )
 
   /** The catalog and customers through the API, then the events and their rollups straight into PostgreSQL. */
   const load = async () => {
     // FEATURES unlimited metered features on an auto-enabled plan.
     await call("POST", "/v1/sync", {
       features: featureSlugs.map((s, i) => ({ slug: s, name: `Bench feature ${i}`, type: "metered", unit: "units" })),
-      plans: [{
-        slug: "bench",
-        name: "Bench",
-        autoEnable: true,
-        features: featureSlugs.map((s) => ({ slug: s, limit: null, reset: "none" }))
-      }]
+      plans: [
+        {
+          slug: "bench",
+          name: "Bench",
+          autoEnable: true,
+          features: featureSlugs.map((s) => ({ slug: s, limit: null, reset: "none" }))
+        }
+      ]
     })
     const featureIds = await featureIdsOf()
     // Customers, 25 requests at a time.
     const customerIds: Array<string> = new Array(CUSTOMERS)
     let nextCustomer = 0
-    await Promise.all(Array.from({ length: 25 }, async () => {
-      while (nextCustomer < CUSTOMERS) {
-        const i = nextCustomer++
-        customerIds[i] = (await call("POST", "/v1/customers", { id: `bench-${i}`, email: `bench-${i}@example.com` })).id
-      }
-    }))
+    await Promise.all(
+      Array.from({ length: 25 }, async () => {
+        while (nextCustomer < CUSTOMERS) {
+          const i = nextCustomer++
+          customerIds[i] = (
+            await call("POST", "/v1/customers", { id: `bench-${i}`, email: `bench-${i}@example.com` })
+          ).id
+        }
+      })
+    )
     console.log(`organization ${slug}: ${FEATURES} features, ${CUSTOMERS} customers (${seconds(started)})`)
 
     // Events, generated inside PostgreSQL: customer = g mod C, feature = (g div C) mod F, a random instant of the
@@ -120,18 +139,20 @@ try {
     const now = Date.now()
     const span = DAYS * 86_400_000
     const loading = performance.now()
-    await run(Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      yield* sql`CREATE UNLOGGED TABLE IF NOT EXISTS bench_customers (organization_id TEXT, n INTEGER, id TEXT)`
-      yield* sql`CREATE UNLOGGED TABLE IF NOT EXISTS bench_features (organization_id TEXT, n INTEGER, id TEXT)`
-      yield* sql`INSERT INTO bench_customers ${sql.insert(customerIds.map((id, n) => ({ organizationId: org.id, n, id })))}`
-      yield* sql`INSERT INTO bench_features ${sql.insert(featureIds.map((id, n) => ({ organizationId: org.id, n, id })))}`
-      for (let lo = 0; lo < EVENTS; lo += BATCH) {
-        const hi = Math.min(EVENTS, lo + BATCH) - 1
-        yield* sql.withTransaction(Effect.gen(function*() {
-          yield* sql`SET LOCAL synchronous_commit = off`
-          yield* sql`SELECT setseed(${(lo / EVENTS) * 0.9})`
-          yield* sql`
+    await run(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`CREATE UNLOGGED TABLE IF NOT EXISTS bench_customers (organization_id TEXT, n INTEGER, id TEXT)`
+        yield* sql`CREATE UNLOGGED TABLE IF NOT EXISTS bench_features (organization_id TEXT, n INTEGER, id TEXT)`
+        yield* sql`INSERT INTO bench_customers ${sql.insert(customerIds.map((id, n) => ({ organizationId: org.id, n, id })))}`
+        yield* sql`INSERT INTO bench_features ${sql.insert(featureIds.map((id, n) => ({ organizationId: org.id, n, id })))}`
+        for (let lo = 0; lo < EVENTS; lo += BATCH) {
+          const hi = Math.min(EVENTS, lo + BATCH) - 1
+          yield* sql.withTransaction(
+            Effect.gen(function* () {
+              yield* sql`SET LOCAL synchronous_commit = off`
+              yield* sql`SELECT setseed(${(lo / EVENTS) * 0.9})`
+              yield* sql`
             INSERT INTO usage_events (organization_id, id, customer_id, feature_id, subject_id, entity_id, value, cost,
               from_plan, from_bonus, from_addon, overage, billable, metadata, created_at)
             SELECT ${org.id}, 'evt_bench_' || lpad(e.g::text, 10, '0'), c.id, f.id, f.id, NULL, e.v, e.v, e.v, 0, 0, 0, 0,
@@ -143,26 +164,32 @@ try {
             ) e
             JOIN bench_customers c ON c.organization_id = ${org.id} AND c.n = e.g % ${CUSTOMERS}
             JOIN bench_features f ON f.organization_id = ${org.id} AND f.n = (e.g / ${CUSTOMERS}) % ${FEATURES}`
-        }))
-        console.log(`  events ${hi + 1}/${EVENTS} (${seconds(loading)})`)
-      }
-      // The rollups exactly as the track transaction keeps them: one row per 15-minute UTC bucket.
-      const rolling = performance.now()
-      yield* sql.withTransaction(Effect.gen(function*() {
-        yield* sql`SET LOCAL synchronous_commit = off`
-        yield* sql`
+            })
+          )
+          console.log(`  events ${hi + 1}/${EVENTS} (${seconds(loading)})`)
+        }
+        // The rollups exactly as the track transaction keeps them: one row per 15-minute UTC bucket.
+        const rolling = performance.now()
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            yield* sql`SET LOCAL synchronous_commit = off`
+            yield* sql`
           INSERT INTO usage_rollups (organization_id, customer_id, feature_id, bucket_start, value, records)
           SELECT organization_id, customer_id, feature_id, created_at - created_at % ${ROLLUP_MS}, SUM(value), COUNT(*)
           FROM usage_events WHERE organization_id = ${org.id}
           GROUP BY 1, 2, 3, 4`
-      }))
-      const rollups = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM usage_rollups WHERE organization_id = ${org.id}`
-      console.log(`  rollups ${rollups[0]!.n} rows (${seconds(rolling)})`)
-      yield* sql`DELETE FROM bench_customers WHERE organization_id = ${org.id}`
-      yield* sql`DELETE FROM bench_features WHERE organization_id = ${org.id}`
-      yield* sql`ANALYZE usage_events`
-      yield* sql`ANALYZE usage_rollups`
-    }))
+          })
+        )
+        const rollups = yield* sql<{
+          n: number
+        }>`SELECT COUNT(*) AS n FROM usage_rollups WHERE organization_id = ${org.id}`
+        console.log(`  rollups ${rollups[0]!.n} rows (${seconds(rolling)})`)
+        yield* sql`DELETE FROM bench_customers WHERE organization_id = ${org.id}`
+        yield* sql`DELETE FROM bench_features WHERE organization_id = ${org.id}`
+        yield* sql`ANALYZE usage_events`
+        yield* sql`ANALYZE usage_rollups`
+      })
+    )
     console.log(`loaded ${EVENTS} events in ${seconds(loading)}`)
   }
 
@@ -194,24 +221,36 @@ try {
   if (plan._tag !== "Ok") throw new Error("bad plan")
   const sqlLatencies: Array<number> = []
   let rows = 0
-  await run(Effect.gen(function*() {
-    const repo = yield* UsageRepo
-    for (let i = 0; i < REQUESTS; i++) {
-      const t = performance.now()
-      rows = (yield* repo.sumByBucket(org.id, customerId, featureIds, plan.plan.buckets)).length
-      sqlLatencies.push(performance.now() - t)
-    }
-  }))
-  const rollupRows = await run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ n: number }>`SELECT COUNT(*) AS n FROM usage_rollups WHERE organization_id = ${org.id}
-      AND customer_id = ${customerId} AND bucket_start >= ${plan.plan.startMs} AND bucket_start < ${plan.plan.endMs}`))
+  await run(
+    Effect.gen(function* () {
+      const repo = yield* UsageRepo
+      for (let i = 0; i < REQUESTS; i++) {
+        const t = performance.now()
+        rows = (yield* repo.sumByBucket(org.id, customerId, featureIds, plan.plan.buckets)).length
+        sqlLatencies.push(performance.now() - t)
+      }
+    })
+  )
+  const rollupRows = await run(
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) =>
+        sql<{ n: number }>`SELECT COUNT(*) AS n FROM usage_rollups WHERE organization_id = ${org.id}
+      AND customer_id = ${customerId} AND bucket_start >= ${plan.plan.startMs} AND bucket_start < ${plan.plan.endMs}`
+    )
+  )
   summary(`  SQL (${rollupRows[0]!.n} rollup rows read, ${rows} sums returned)`, sqlLatencies)
 
   // Checked once against the raw events (never read by the endpoint).
-  const raw = await run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ n: number; total: string }>`SELECT COUNT(*) AS n, COALESCE(SUM(value), 0) AS total FROM usage_events
+  const raw = await run(
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) =>
+        sql<{ n: number; total: string }>`SELECT COUNT(*) AS n, COALESCE(SUM(value), 0) AS total FROM usage_events
       WHERE organization_id = ${org.id} AND customer_id = ${customerId}
-        AND created_at >= ${plan.plan.startMs} AND created_at < ${plan.plan.endMs}`))
+        AND created_at >= ${plan.plan.startMs} AND created_at < ${plan.plan.endMs}`
+    )
+  )
   const expected = { records: Number(raw[0]!.n), usage: Number(BigInt(raw[0]!.total) / 1_000_000n) }
   const same = expected.records === last.totals.records && expected.usage === last.totals.usage
   console.log(`  raw events check: ${same ? "ok" : "MISMATCH"} (${JSON.stringify(expected)})`)

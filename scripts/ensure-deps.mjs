@@ -5,7 +5,9 @@ import { existsSync, statSync } from "node:fs"
 import { execSync } from "node:child_process"
 
 const marker = "node_modules/.package-lock.json"
-const stale = !existsSync("node_modules/.bin/bun") || !existsSync(marker) ||
+const stale =
+  !existsSync("node_modules/.bin/bun") ||
+  !existsSync(marker) ||
   statSync("package-lock.json").mtimeMs > statSync(marker).mtimeMs
 if (stale) {
   // stdout stays clean for `npm run --silent cli -- ... --json`

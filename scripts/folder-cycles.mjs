@@ -58,13 +58,16 @@ const visit = (v) => {
 for (const v of edges.keys()) if (!state.has(v)) visit(v)
 
 if (cycles.length === 0) {
-  console.log(`no folder cycles among ${new Set([...edges.keys()]).size} folders of ${relative(process.cwd(), root) || "."}`)
+  console.log(
+    `no folder cycles among ${new Set([...edges.keys()]).size} folders of ${relative(process.cwd(), root) || "."}`
+  )
   process.exit(0)
 }
 for (const component of cycles) {
   console.log(`cycle: ${component.join(", ")}`)
   for (const from of component) {
-    for (const [to, where] of edges.get(from) ?? []) if (component.includes(to)) console.log(`  ${from} -> ${to}   (${where})`)
+    for (const [to, where] of edges.get(from) ?? [])
+      if (component.includes(to)) console.log(`  ${from} -> ${to}   (${where})`)
   }
 }
 process.exit(1)

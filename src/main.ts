@@ -11,7 +11,7 @@ import { Renewals } from "./subscriptions/Renewals.ts"
 /** Start-up failed: one line for a person, never a stack trace. */
 class StartupFailed extends Data.TaggedError("StartupFailed")<{ readonly message: string }> {}
 
-const startup = Effect.gen(function*() {
+const startup = Effect.gen(function* () {
   const config = yield* AppConfig
   const organizations = yield* Organizations
   const demo = yield* organizations.seedDemo
@@ -28,7 +28,7 @@ const startup = Effect.gen(function*() {
  * process is interrupted (SIGTERM, SIGINT): the background loop stops, the server stops accepting connections and
  * lets in-flight requests finish, then the database pool closes.
  */
-const service = Effect.gen(function*() {
+const service = Effect.gen(function* () {
   const app = yield* Effect.acquireRelease(
     Effect.sync(() => makeApp(AppConfigLive)),
     (app) => Effect.promise(() => app.dispose()).pipe(Effect.ignore)
@@ -58,7 +58,7 @@ const service = Effect.gen(function*() {
   // their provider. Safe in every process (claims use FOR UPDATE SKIP LOCKED); one pass at a time in this one;
   // RENEWALS_INTERVAL_SECONDS=0 turns it off here.
   const every = Number(process.env.RENEWALS_INTERVAL_SECONDS ?? "60")
-  const pass = Effect.gen(function*() {
+  const pass = Effect.gen(function* () {
     const renewals = yield* Effect.flatMap(Renewals, (r) => r.runDue)
     if (renewals.renewed + renewals.pastDue + renewals.canceled > 0) {
       writeLogLine(logLevel, LogLevel.Info, "renewals", { ...renewals })
@@ -88,7 +88,9 @@ const service = Effect.gen(function*() {
 })
 
 const program = Effect.scoped(service).pipe(
-  Effect.tapErrorTag("StartupFailed", (e) => Effect.sync(() => process.stderr.write(`The service could not start: ${e.message}\n`)))
+  Effect.tapErrorTag("StartupFailed", (e) =>
+    Effect.sync(() => process.stderr.write(`The service could not start: ${e.message}\n`))
+  )
 )
 
 // Interrupted by a signal: a clean stop (0). Failed to start: 1.

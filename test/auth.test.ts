@@ -57,10 +57,13 @@ for (const database of databases()) {
         })
       }
       expect((await ok(clientB.customers.listCustomers({ urlParams: {} }))).total).toBe(0)
-      expect(await failure(clientB.customers.setOverageLimit({ payload: { customer: mine.id, maxOverageAmount: 5 } })))
-        .toMatchObject({ code: "customer_not_found" })
+      expect(
+        await failure(clientB.customers.setOverageLimit({ payload: { customer: mine.id, maxOverageAmount: 5 } }))
+      ).toMatchObject({ code: "customer_not_found" })
       // The same external id and email are free to use in another organization.
-      const theirs = await ok(clientB.customers.createCustomer({ payload: { id: "shared-ext", email: "x@example.com" } }))
+      const theirs = await ok(
+        clientB.customers.createCustomer({ payload: { id: "shared-ext", email: "x@example.com" } })
+      )
       expect(theirs.id).not.toBe(mine.id)
       const stillMine = await ok(clientA.customers.getCustomer({ path: { id: "shared-ext" } }))
       expect(stillMine).toMatchObject({ id: mine.id, billing: { overageLimit: null } })

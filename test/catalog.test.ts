@@ -26,7 +26,10 @@ const fullCatalog = {
       slug: "ai-credits",
       name: "AI credits",
       description: "Credits for AI features",
-      features: [{ feature: "api-calls", creditCost: 1 }, { feature: "image-gen", creditCost: 2.5 }]
+      features: [
+        { feature: "api-calls", creditCost: 1 },
+        { feature: "image-gen", creditCost: 2.5 }
+      ]
     }
   ],
   creditPacks: [
@@ -50,7 +53,10 @@ const fullCatalog = {
       slug: "free",
       name: "Free",
       autoEnable: true,
-      features: [{ slug: "api-calls", limit: 100, reset: "daily" }, { slug: "seats", limit: 1 }]
+      features: [
+        { slug: "api-calls", limit: 100, reset: "daily" },
+        { slug: "seats", limit: 1 }
+      ]
     },
     {
       slug: "pro",
@@ -142,12 +148,17 @@ for (const database of databases()) {
       const systems = await getJson("/v1/credit-systems", org.apiKey)
       expect(systems).toEqual({
         success: true,
-        creditSystems: [{
-          slug: "ai-credits",
-          name: "AI credits",
-          description: "Credits for AI features",
-          features: [{ feature: "api-calls", creditCost: 1 }, { feature: "image-gen", creditCost: 2.5 }]
-        }]
+        creditSystems: [
+          {
+            slug: "ai-credits",
+            name: "AI credits",
+            description: "Credits for AI features",
+            features: [
+              { feature: "api-calls", creditCost: 1 },
+              { feature: "image-gen", creditCost: 2.5 }
+            ]
+          }
+        ]
       })
       expect(await ok(client.catalog.listCreditSystems())).toEqual(systems)
 
@@ -197,7 +208,11 @@ for (const database of databases()) {
 
       // The stored read model: defaults applied, money as canonical decimal strings, non_consumable never resets.
       expect(snap.features.get("seats")).toMatchObject({ type: "metered", meterType: "non_consumable", unit: "seat" })
-      expect(snap.features.get("premium-support")).toMatchObject({ type: "boolean", meterType: "consumable", unit: null })
+      expect(snap.features.get("premium-support")).toMatchObject({
+        type: "boolean",
+        meterType: "consumable",
+        unit: null
+      })
       expect(snap.creditSystemsByFeature.get("image-gen")!.map((s) => s.slug)).toEqual(["ai-credits"])
       const pro = snap.plans.get("pro")!
       expect(pro.id).toStartWith("plan_")
@@ -308,45 +323,67 @@ for (const database of databases()) {
       const packsBefore = await getJson("/v1/credit-packs", org.apiKey)
       const planBefore = (await snapshot(org.id)).plans.get("pro")
 
-      const response = await postSync({
-        features: [
-          { slug: "api-calls", name: "API calls", type: "metered" },
-          { slug: "new-feature", name: "New", type: "metered" },
-          { slug: "api-calls", name: "Again", type: "boolean" }
-        ],
-        creditSystems: [
-          {
-            slug: "ai-credits",
-            name: "Renamed", // a valid change that must not be written
-            features: [{ feature: "api-calls", creditCost: 1 }, { feature: "no-such-feature", creditCost: 1 }]
-          }
-        ],
-        creditPacks: [
-          { slug: "credits-1000", name: "Pack", credits: 10, price: 100, currency: "NGN", creditSystem: "no-such-system" },
-          { slug: "credits-new", name: "Pack", credits: 10, price: 100, creditSystem: "ai-credits" }
-        ],
-        plans: [
-          { slug: "pro", name: "Pro", price: 1000, features: [] },
-          {
-            slug: "usage",
-            name: "Usage",
-            price: 10,
-            currency: "USD",
-            interval: "monthly",
-            features: [
-              {
-                slug: "api-calls",
-                ratingModel: "graduated",
-                usageModel: "usage_based",
-                tiers: [{ upTo: 100, unitPrice: 1 }, { upTo: 50, unitPrice: 1 }, { upTo: 200, unitPrice: 1 }]
-              },
-              { slug: "new-feature", usageModel: "usage_based" }
-            ]
-          }
-        ]
-      }, org.apiKey)
+      const response = await postSync(
+        {
+          features: [
+            { slug: "api-calls", name: "API calls", type: "metered" },
+            { slug: "new-feature", name: "New", type: "metered" },
+            { slug: "api-calls", name: "Again", type: "boolean" }
+          ],
+          creditSystems: [
+            {
+              slug: "ai-credits",
+              name: "Renamed", // a valid change that must not be written
+              features: [
+                { feature: "api-calls", creditCost: 1 },
+                { feature: "no-such-feature", creditCost: 1 }
+              ]
+            }
+          ],
+          creditPacks: [
+            {
+              slug: "credits-1000",
+              name: "Pack",
+              credits: 10,
+              price: 100,
+              currency: "NGN",
+              creditSystem: "no-such-system"
+            },
+            { slug: "credits-new", name: "Pack", credits: 10, price: 100, creditSystem: "ai-credits" }
+          ],
+          plans: [
+            { slug: "pro", name: "Pro", price: 1000, features: [] },
+            {
+              slug: "usage",
+              name: "Usage",
+              price: 10,
+              currency: "USD",
+              interval: "monthly",
+              features: [
+                {
+                  slug: "api-calls",
+                  ratingModel: "graduated",
+                  usageModel: "usage_based",
+                  tiers: [
+                    { upTo: 100, unitPrice: 1 },
+                    { upTo: 50, unitPrice: 1 },
+                    { upTo: 200, unitPrice: 1 }
+                  ]
+                },
+                { slug: "new-feature", usageModel: "usage_based" }
+              ]
+            }
+          ]
+        },
+        org.apiKey
+      )
       expect(response.status).toBe(400)
-      const body = await response.json() as { success: boolean; code: string; message: string; details: Array<{ path: string; message: string }> }
+      const body = (await response.json()) as {
+        success: boolean
+        code: string
+        message: string
+        details: Array<{ path: string; message: string }>
+      }
       expect(body).toMatchObject({ success: false, error: "Bad Request", code: "invalid_request" })
       const paths = body.details.map((d) => d.path)
       expect([...paths].sort()).toEqual([
@@ -378,13 +415,16 @@ for (const database of databases()) {
 
     test("schema problems are a 400 listing every field", async () => {
       const org = await server.createOrg()
-      const response = await postSync({
-        features: [{ slug: "x", name: "X", type: "gauge" }],
-        creditPacks: [{ slug: "p", name: "P", credits: 0, price: 1, creditSystem: "c" }],
-        plans: [{ slug: "p", name: "P", price: -1, interval: "fortnightly" }]
-      }, org.apiKey)
+      const response = await postSync(
+        {
+          features: [{ slug: "x", name: "X", type: "gauge" }],
+          creditPacks: [{ slug: "p", name: "P", credits: 0, price: 1, creditSystem: "c" }],
+          plans: [{ slug: "p", name: "P", price: -1, interval: "fortnightly" }]
+        },
+        org.apiKey
+      )
       expect(response.status).toBe(400)
-      const body = await response.json() as { code: string; details: Array<{ path: string }> }
+      const body = (await response.json()) as { code: string; details: Array<{ path: string }> }
       expect(body.code).toBe("invalid_request")
       expect(body.details.map((d) => d.path).sort()).toEqual([
         "creditPacks[0].credits",
@@ -400,14 +440,36 @@ for (const database of databases()) {
       const first = await ok(client.catalog.sync({ payload: request(fullCatalog) }))
       expect(first.warnings).toEqual([])
 
-      const partial = await ok(client.catalog.sync({
-        payload: request({
-          features: [{ slug: "api-calls", name: "API calls", type: "metered", meterType: "consumable", unit: "call" }],
-          // A pack may name a stored credit system this sync does not mention.
-          creditPacks: [{ slug: "credits-1000", name: "1,000 credits", credits: 1000, price: 499950, currency: "NGN", creditSystem: "ai-credits" }],
-          plans: [{ slug: "starter", name: "Starter", features: [{ slug: "api-calls", limit: 5 }, { slug: "ghost", limit: 1 }] }]
+      const partial = await ok(
+        client.catalog.sync({
+          payload: request({
+            features: [
+              { slug: "api-calls", name: "API calls", type: "metered", meterType: "consumable", unit: "call" }
+            ],
+            // A pack may name a stored credit system this sync does not mention.
+            creditPacks: [
+              {
+                slug: "credits-1000",
+                name: "1,000 credits",
+                credits: 1000,
+                price: 499950,
+                currency: "NGN",
+                creditSystem: "ai-credits"
+              }
+            ],
+            plans: [
+              {
+                slug: "starter",
+                name: "Starter",
+                features: [
+                  { slug: "api-calls", limit: 5 },
+                  { slug: "ghost", limit: 1 }
+                ]
+              }
+            ]
+          })
         })
-      }))
+      )
       expect(partial.warnings).toEqual([
         "plan 'starter' names 'ghost' (plans[0].features[1].slug), which is neither a feature nor a credit system; it was kept as given",
         "feature 'image-gen' exists in the store but not in this sync; it was kept",
@@ -442,32 +504,48 @@ for (const database of databases()) {
       const b = await server.createOrg()
       const clientA = await server.client(a.apiKey)
       const clientB = await server.client(b.apiKey)
-      await ok(clientA.catalog.sync({
-        payload: request({
-          features: [{ slug: "tokens", name: "Tokens", type: "metered" }],
-          creditSystems: [{ slug: "credits", name: "A credits", features: [{ feature: "tokens", creditCost: 1 }] }],
-          creditPacks: [
-            { slug: "active", name: "Active", credits: 10, price: 100, currency: "USD", creditSystem: "credits" },
-            { slug: "retired", name: "Retired", credits: 5, price: 60, currency: "USD", creditSystem: "credits", isActive: false }
-          ],
-          plans: []
+      await ok(
+        clientA.catalog.sync({
+          payload: request({
+            features: [{ slug: "tokens", name: "Tokens", type: "metered" }],
+            creditSystems: [{ slug: "credits", name: "A credits", features: [{ feature: "tokens", creditCost: 1 }] }],
+            creditPacks: [
+              { slug: "active", name: "Active", credits: 10, price: 100, currency: "USD", creditSystem: "credits" },
+              {
+                slug: "retired",
+                name: "Retired",
+                credits: 5,
+                price: 60,
+                currency: "USD",
+                creditSystem: "credits",
+                isActive: false
+              }
+            ],
+            plans: []
+          })
         })
-      }))
+      )
       // The same slugs in another organization are other items.
-      const resultB = await ok(clientB.catalog.sync({
-        payload: request({
-          features: [{ slug: "tokens", name: "B tokens", type: "metered" }],
-          creditSystems: [{ slug: "credits", name: "B credits", features: [{ feature: "tokens", creditCost: 3 }] }],
-          creditPacks: [{ slug: "retired", name: "B pack", credits: 1, price: 1, currency: "EUR", creditSystem: "credits" }],
-          plans: []
+      const resultB = await ok(
+        clientB.catalog.sync({
+          payload: request({
+            features: [{ slug: "tokens", name: "B tokens", type: "metered" }],
+            creditSystems: [{ slug: "credits", name: "B credits", features: [{ feature: "tokens", creditCost: 3 }] }],
+            creditPacks: [
+              { slug: "retired", name: "B pack", credits: 1, price: 1, currency: "EUR", creditSystem: "credits" }
+            ],
+            plans: []
+          })
         })
-      }))
+      )
       expect(resultB.features).toEqual(created("tokens"))
       expect(resultB.creditPacks).toEqual(created("retired"))
       expect(resultB.warnings).toEqual([])
 
       const packsA = await ok(clientA.catalog.listCreditPacks())
-      expect(packsA.data.map((p) => [p.slug, p.price, p.currency, p.provider, p.isActive])).toEqual([["active", 100, "USD", "", true]])
+      expect(packsA.data.map((p) => [p.slug, p.price, p.currency, p.provider, p.isActive])).toEqual([
+        ["active", 100, "USD", "", true]
+      ])
       expect((await snapshot(a.id)).creditPacks.get("retired")!.isActive).toBe(false)
       const packsB = await ok(clientB.catalog.listCreditPacks())
       expect(packsB.data.map((p) => [p.slug, p.name, p.currency])).toEqual([["retired", "B pack", "EUR"]])
@@ -495,7 +573,9 @@ for (const database of databases()) {
           calls.push(planIds)
         })
       const run = (raw: unknown) =>
-        server.app.runtime.runPromise(syncCatalog(org.id, request(raw)).pipe(Effect.provideService(PlansAutoEnabledHook, hook)))
+        server.app.runtime.runPromise(
+          syncCatalog(org.id, request(raw)).pipe(Effect.provideService(PlansAutoEnabledHook, hook))
+        )
 
       const first = await run(fullCatalog)
       const snap = await snapshot(org.id)
@@ -517,10 +597,18 @@ for (const database of databases()) {
     test("the snapshot is refreshed after a sync", async () => {
       const org = await server.createOrg()
       const client = await server.client(org.apiKey)
-      await ok(client.catalog.sync({ payload: request({ features: [{ slug: "f", name: "One", type: "metered" }], plans: [] }) }))
+      await ok(
+        client.catalog.sync({
+          payload: request({ features: [{ slug: "f", name: "One", type: "metered" }], plans: [] })
+        })
+      )
       expect((await snapshot(org.id)).features.get("f")!.name).toBe("One")
       expect(await snapshot(org.id)).toBe(await snapshot(org.id)) // cached
-      await ok(client.catalog.sync({ payload: request({ features: [{ slug: "f", name: "Two", type: "metered" }], plans: [] }) }))
+      await ok(
+        client.catalog.sync({
+          payload: request({ features: [{ slug: "f", name: "Two", type: "metered" }], plans: [] })
+        })
+      )
       expect((await snapshot(org.id)).features.get("f")!.name).toBe("Two")
     })
   })
@@ -579,7 +667,13 @@ describe("cli sync", () => {
 
     // Schema problems, reported like the API's 400.
     const badFile = join(dir, "bad.json")
-    writeFileSync(badFile, JSON.stringify({ features: [{ slug: "x", name: "X", type: "gauge" }], plans: [{ slug: "p", name: "P", price: -1 }] }))
+    writeFileSync(
+      badFile,
+      JSON.stringify({
+        features: [{ slug: "x", name: "X", type: "gauge" }],
+        plans: [{ slug: "p", name: "P", price: -1 }]
+      })
+    )
     const bad = await cli("sync", badFile, "--org", slug, "--json")
     expect(bad.code).toBe(1)
     const badBody = JSON.parse(bad.stdout)
@@ -591,11 +685,14 @@ describe("cli sync", () => {
 
     // Problems only the sync service sees, through the same code path as the API.
     const unknownFile = join(dir, "unknown.json")
-    writeFileSync(unknownFile, JSON.stringify({
-      features: [],
-      creditPacks: [{ slug: "p", name: "P", credits: 1, price: 1, currency: "NGN", creditSystem: "nope" }],
-      plans: []
-    }))
+    writeFileSync(
+      unknownFile,
+      JSON.stringify({
+        features: [],
+        creditPacks: [{ slug: "p", name: "P", credits: 1, price: 1, currency: "NGN", creditSystem: "nope" }],
+        plans: []
+      })
+    )
     const unknown = await cli("sync", unknownFile, "--org", slug, "--json")
     expect(unknown.code).toBe(1)
     expect(JSON.parse(unknown.stdout)).toEqual({
@@ -613,4 +710,3 @@ describe("cli sync", () => {
     expect((await cli("sync", jsonFile, "--json")).code).toBe(2)
   })
 })
-

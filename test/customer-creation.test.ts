@@ -38,38 +38,40 @@ for (const database of databases()) {
     const get = async (apiKey: string, path: string) => {
       const response = await server.fetch(path, { apiKey })
       expect(response.status).toBe(200)
-      return await response.json() as any
+      return (await response.json()) as any
     }
 
     /** The organization's rows of one customer (by external id), as stored. */
     const stored = (orgId: string, externalId: string) =>
-      server.run(Effect.gen(function*() {
-        const sql = yield* SqlClient.SqlClient
-        const customers = yield* sql<{ id: string; createdAt: number }>`SELECT id, created_at FROM customers
+      server.run(
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const customers = yield* sql<{ id: string; createdAt: number }>`SELECT id, created_at FROM customers
           WHERE organization_id = ${orgId} AND external_id = ${externalId}`
-        const ids = customers.map((c) => c.id)
-        const inIds = ids.length === 0 ? sql`1 = 0` : sql`customer_id IN ${sql.in(ids)}`
-        const subscriptions = yield* sql<{ planId: string; status: string; startedAt: number }>`SELECT plan_id,
+          const ids = customers.map((c) => c.id)
+          const inIds = ids.length === 0 ? sql`1 = 0` : sql`customer_id IN ${sql.in(ids)}`
+          const subscriptions = yield* sql<{ planId: string; status: string; startedAt: number }>`SELECT plan_id,
             status, started_at FROM subscriptions WHERE organization_id = ${orgId} AND ${inIds}`
-        const events = yield* sql<{ id: string; value: number; createdAt: number }>`SELECT id, value, created_at
+          const events = yield* sql<{ id: string; value: number; createdAt: number }>`SELECT id, value, created_at
             FROM usage_events WHERE organization_id = ${orgId} AND ${inIds}`
-        const balances = yield* sql<{ windowStart: number; windowEnd: number | null; used: number }>`SELECT
+          const balances = yield* sql<{ windowStart: number; windowEnd: number | null; used: number }>`SELECT
             window_start, window_end, used FROM balances WHERE organization_id = ${orgId} AND ${inIds}`
-        const rollups = yield* sql<{ value: number; records: number }>`SELECT value, records FROM usage_rollups
+          const rollups = yield* sql<{ value: number; records: number }>`SELECT value, records FROM usage_rollups
             WHERE organization_id = ${orgId} AND ${inIds}`
-        const n = (v: unknown) => Number(v)
-        return {
-          customers: customers.map((c) => ({ ...c, createdAt: n(c.createdAt) })),
-          subscriptions: subscriptions.map((s) => ({ ...s, startedAt: n(s.startedAt) })),
-          events: events.map((e) => ({ ...e, value: n(e.value), createdAt: n(e.createdAt) })),
-          balances: balances.map((b) => ({
-            windowStart: n(b.windowStart),
-            windowEnd: b.windowEnd === null ? null : n(b.windowEnd),
-            used: n(b.used)
-          })),
-          rollups: rollups.map((r) => ({ value: n(r.value), records: n(r.records) }))
-        }
-      }))
+          const n = (v: unknown) => Number(v)
+          return {
+            customers: customers.map((c) => ({ ...c, createdAt: n(c.createdAt) })),
+            subscriptions: subscriptions.map((s) => ({ ...s, startedAt: n(s.startedAt) })),
+            events: events.map((e) => ({ ...e, value: n(e.value), createdAt: n(e.createdAt) })),
+            balances: balances.map((b) => ({
+              windowStart: n(b.windowStart),
+              windowEnd: b.windowEnd === null ? null : n(b.windowEnd),
+              used: n(b.used)
+            })),
+            rollups: rollups.map((r) => ({ value: n(r.value), records: n(r.records) }))
+          }
+        })
+      )
 
     /** Every event at or after the subscription's start and inside the balance's window, which counts exactly them. */
     const expectEventsInWindow = async (orgId: string, externalId: string, count: number) => {
@@ -80,9 +82,11 @@ for (const database of databases()) {
       const [subscription] = rows.subscriptions
       const [balance] = rows.balances
       expect(rows.events).toHaveLength(count)
-      const outside = rows.events.filter((e) =>
-        e.createdAt < subscription!.startedAt || e.createdAt < balance!.windowStart ||
-        (balance!.windowEnd !== null && e.createdAt >= balance!.windowEnd)
+      const outside = rows.events.filter(
+        (e) =>
+          e.createdAt < subscription!.startedAt ||
+          e.createdAt < balance!.windowStart ||
+          (balance!.windowEnd !== null && e.createdAt >= balance!.windowEnd)
       )
       expect({ outside, subscriptionStart: subscription!.startedAt, window: balance }).toEqual({
         outside: [],
@@ -102,14 +106,18 @@ for (const database of databases()) {
         const customer = `fresh-${round}`
         // All at once, or spread over a few milliseconds: the later ones then arrive while the first creates.
         const spacing = round % 3
-        const answers = await Promise.all(Array.from({ length: CONCURRENT }, (_, i) =>
-          Bun.sleep(i * spacing).then(() =>
-            post(server, apiKey, "/v1/track", {
-              customer,
-              feature: "tokens",
-              value: 1,
-              customerData: { email: `${customer}@example.com`, name: "Fresh" }
-            }))))
+        const answers = await Promise.all(
+          Array.from({ length: CONCURRENT }, (_, i) =>
+            Bun.sleep(i * spacing).then(() =>
+              post(server, apiKey, "/v1/track", {
+                customer,
+                feature: "tokens",
+                value: 1,
+                customerData: { email: `${customer}@example.com`, name: "Fresh" }
+              })
+            )
+          )
+        )
         expect(answers.map((a) => `${a.status} ${a.body.code}`)).toEqual(Array(CONCURRENT).fill("200 tracked"))
         const customers = await get(apiKey, `/v1/customers?externalId=${customer}`)
         expect(customers.total).toBe(1)
@@ -141,17 +149,22 @@ for (const database of databases()) {
               return post(server, apiKey, "/v1/check", { customer, feature: "tokens" })
           }
         })
-        const answers = (await Promise.all(requests)).map((a, i) => ({ kind: i % 5, status: a.status, code: a.body.code }))
+        const answers = (await Promise.all(requests)).map((a, i) => ({
+          kind: i % 5,
+          status: a.status,
+          code: a.body.code
+        }))
         const expected = answers.map(({ code, kind }) => ({
           kind,
           status: 200,
-          code: kind <= 1
-            ? undefined
-            : kind === 3
-            ? "tracked"
-            : kind === 4 && code === "customer_not_found"
-            ? code
-            : "access_granted"
+          code:
+            kind <= 1
+              ? undefined
+              : kind === 3
+                ? "tracked"
+                : kind === 4 && code === "customer_not_found"
+                  ? code
+                  : "access_granted"
         }))
         expect(answers).toEqual(expected)
         const customers = await get(apiKey, `/v1/customers?externalId=${customer}`)
@@ -164,12 +177,18 @@ for (const database of databases()) {
 
     test("a first track stamps the customer, its subscription, the window, the event and the idempotency record with one instant", async () => {
       const { apiKey, orgId } = await setup()
-      const first = await post(server, apiKey, "/v1/track", {
-        customer: "once",
-        feature: "tokens",
-        value: 3,
-        customerData: { email: "once@example.com" }
-      }, { "idempotency-key": "first-track" })
+      const first = await post(
+        server,
+        apiKey,
+        "/v1/track",
+        {
+          customer: "once",
+          feature: "tokens",
+          value: 3,
+          customerData: { email: "once@example.com" }
+        },
+        { "idempotency-key": "first-track" }
+      )
       expect(first.body).toMatchObject({ allowed: true, code: "tracked", usage: 3 })
       const plain = await post(server, apiKey, "/v1/track", {
         customer: "plain",
@@ -186,7 +205,11 @@ for (const database of databases()) {
       })
       expect(viaCheck.body).toMatchObject({ allowed: true, usage: 1 })
 
-      for (const [customer, count] of [["once", 1], ["plain", 1], ["checked", 1]] as const) {
+      for (const [customer, count] of [
+        ["once", 1],
+        ["plain", 1],
+        ["checked", 1]
+      ] as const) {
         const rows = await expectEventsInWindow(orgId, customer, count)
         const instant = rows.customers[0]!.createdAt
         expect({
@@ -195,9 +218,14 @@ for (const database of databases()) {
           event: rows.events[0]!.createdAt
         }).toEqual({ subscription: instant, window: instant, event: instant })
         if (customer === "once") {
-          const claim = await server.run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-            sql<{ createdAt: number }>`SELECT created_at FROM idempotency_keys
-              WHERE organization_id = ${orgId} AND key = 'first-track'`))
+          const claim = await server.run(
+            Effect.flatMap(
+              SqlClient.SqlClient,
+              (sql) =>
+                sql<{ createdAt: number }>`SELECT created_at FROM idempotency_keys
+              WHERE organization_id = ${orgId} AND key = 'first-track'`
+            )
+          )
           expect(Number(claim[0]!.createdAt)).toBe(instant)
         }
       }
@@ -214,13 +242,16 @@ for (const database of databases()) {
       const createdAt = (await stored(orgId, "late")).customers[0]!.createdAt
       // This request's one reading of the clock came before the creation it then found (it raced the first track).
       const readBefore: Clock.Clock = { ...clock.clock, currentTimeMillis: Effect.succeed(createdAt - 50) }
-      const second = await server.run(Effect.flatMap(Entitlements, (engine) =>
-        engine.evaluate(orgId, "track", {
-          customer: "late",
-          feature: "tokens",
-          value: 1,
-          customerData: { email: "late@example.com" }
-        })).pipe(Effect.withClock(readBefore)))
+      const second = await server.run(
+        Effect.flatMap(Entitlements, (engine) =>
+          engine.evaluate(orgId, "track", {
+            customer: "late",
+            feature: "tokens",
+            value: 1,
+            customerData: { email: "late@example.com" }
+          })
+        ).pipe(Effect.withClock(readBefore))
+      )
       expect(second).toMatchObject({ allowed: true, code: "tracked", usage: 2 })
       const rows = await expectEventsInWindow(orgId, "late", 2)
       expect(rows.events.map((e) => e.createdAt)).toEqual([createdAt, createdAt])

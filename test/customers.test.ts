@@ -13,9 +13,11 @@ for (const database of databases()) {
 
     test("creates a customer and returns the full object", async () => {
       const client = await server.client(apiKey)
-      const created = await ok(client.customers.createCustomer({
-        payload: { id: "user-1", email: "Ada@Example.com", name: "Ada", metadata: { plan: "pro" } }
-      }))
+      const created = await ok(
+        client.customers.createCustomer({
+          payload: { id: "user-1", email: "Ada@Example.com", name: "Ada", metadata: { plan: "pro" } }
+        })
+      )
       expect(created.id).toStartWith("cus_")
       expect(created).toMatchObject({
         success: true,
@@ -31,12 +33,16 @@ for (const database of databases()) {
 
     test("resolves an existing customer by external id and merges metadata", async () => {
       const client = await server.client(apiKey)
-      const first = await ok(client.customers.createCustomer({
-        payload: { id: "user-2", email: "bob@example.com", metadata: { a: 1 } }
-      }))
-      const again = await ok(client.customers.createCustomer({
-        payload: { id: "user-2", email: "bob@example.com", name: "Bob", metadata: { b: 2 } }
-      }))
+      const first = await ok(
+        client.customers.createCustomer({
+          payload: { id: "user-2", email: "bob@example.com", metadata: { a: 1 } }
+        })
+      )
+      const again = await ok(
+        client.customers.createCustomer({
+          payload: { id: "user-2", email: "bob@example.com", name: "Bob", metadata: { b: 2 } }
+        })
+      )
       expect(again.id).toBe(first.id)
       expect(again.name).toBe("Bob")
       expect(again.metadata).toEqual({ a: 1, b: 2 })
@@ -45,7 +51,9 @@ for (const database of databases()) {
     test("resolves by email, case-insensitively, when no id is given", async () => {
       const client = await server.client(apiKey)
       const first = await ok(client.customers.createCustomer({ payload: { email: "carol@example.com" } }))
-      const again = await ok(client.customers.createCustomer({ payload: { email: "CAROL@example.com", name: "Carol" } }))
+      const again = await ok(
+        client.customers.createCustomer({ payload: { email: "CAROL@example.com", name: "Carol" } })
+      )
       expect(again.id).toBe(first.id)
       expect(again.name).toBe("Carol")
       expect(first.externalId).toBeNull()
@@ -55,9 +63,13 @@ for (const database of databases()) {
       const client = await server.client(apiKey)
       await ok(client.customers.createCustomer({ payload: { id: "dan", email: "dan@example.com" } }))
       await ok(client.customers.createCustomer({ payload: { id: "erin", email: "erin@example.com" } }))
-      const error = await failure(client.customers.createCustomer({ payload: { id: "erin", email: "dan@example.com" } }))
+      const error = await failure(
+        client.customers.createCustomer({ payload: { id: "erin", email: "dan@example.com" } })
+      )
       expect(error).toMatchObject({ _tag: "Conflict", code: "customer_conflict" })
-      const otherId = await failure(client.customers.createCustomer({ payload: { id: "frank", email: "dan@example.com" } }))
+      const otherId = await failure(
+        client.customers.createCustomer({ payload: { id: "frank", email: "dan@example.com" } })
+      )
       expect(otherId).toMatchObject({ _tag: "Conflict", code: "customer_conflict" })
       const erin = await ok(client.customers.getCustomer({ path: { id: "erin" } }))
       expect(erin.email).toBe("erin@example.com")
@@ -86,21 +98,30 @@ for (const database of databases()) {
     test("sets and clears the overage limit", async () => {
       const client = await server.client(apiKey)
       await ok(client.customers.createCustomer({ payload: { id: "ivy", email: "ivy@example.com" } }))
-      const set = await ok(client.customers.setOverageLimit({
-        payload: { customer: "ivy", maxOverageAmount: 50000, onLimitReached: "notify" }
-      }))
+      const set = await ok(
+        client.customers.setOverageLimit({
+          payload: { customer: "ivy", maxOverageAmount: 50000, onLimitReached: "notify" }
+        })
+      )
       expect(set.billing.overageLimit).toMatchObject({ maxOverageAmount: 50000, onLimitReached: "notify" })
-      const defaulted = await ok(client.customers.setOverageLimit({ payload: { customer: "ivy", maxOverageAmount: 100 } }))
+      const defaulted = await ok(
+        client.customers.setOverageLimit({ payload: { customer: "ivy", maxOverageAmount: 100 } })
+      )
       expect(defaulted.billing.overageLimit).toMatchObject({ maxOverageAmount: 100, onLimitReached: "block" })
       expect(defaulted.billing.overageLimit?.createdAt).toBe(set.billing.overageLimit!.createdAt)
-      const cleared = await ok(client.customers.setOverageLimit({ payload: { customer: "ivy", maxOverageAmount: null } }))
+      const cleared = await ok(
+        client.customers.setOverageLimit({ payload: { customer: "ivy", maxOverageAmount: null } })
+      )
       expect(cleared.billing.overageLimit).toBeNull()
       const read = await ok(client.customers.getCustomer({ path: { id: "ivy" } }))
       expect(read.billing.overageLimit).toBeNull()
     })
 
     test("overage limit validation and unknown customers", async () => {
-      for (const body of [{ customer: "ivy", maxOverageAmount: 0 }, { customer: "ivy", maxOverageAmount: -5 }]) {
+      for (const body of [
+        { customer: "ivy", maxOverageAmount: 0 },
+        { customer: "ivy", maxOverageAmount: -5 }
+      ]) {
         const response = await server.fetch("/v1/customers/overage-limit", {
           method: "POST",
           apiKey,
@@ -110,7 +131,9 @@ for (const database of databases()) {
         expect(await response.json()).toMatchObject({ success: false, code: "invalid_request" })
       }
       const client = await server.client(apiKey)
-      const missing = await failure(client.customers.setOverageLimit({ payload: { customer: "zed", maxOverageAmount: 5 } }))
+      const missing = await failure(
+        client.customers.setOverageLimit({ payload: { customer: "zed", maxOverageAmount: 5 } })
+      )
       expect(missing).toMatchObject({ code: "customer_not_found" })
     })
   })
@@ -123,9 +146,11 @@ for (const database of databases()) {
       apiKey = (await server.createOrg()).apiKey
       const client = await server.client(apiKey)
       for (let i = 1; i <= 7; i++) {
-        await ok(client.customers.createCustomer({
-          payload: { id: `ext-${i}`, email: `person${i}@example.com`, name: i % 2 === 0 ? `Even ${i}` : `Odd ${i}` }
-        }))
+        await ok(
+          client.customers.createCustomer({
+            payload: { id: `ext-${i}`, email: `person${i}@example.com`, name: i % 2 === 0 ? `Even ${i}` : `Odd ${i}` }
+          })
+        )
         // Distinct creation instants, so "newest first" is observable.
         await Bun.sleep(2)
       }
@@ -138,7 +163,14 @@ for (const database of databases()) {
       const page = await ok(client.customers.listCustomers({ urlParams: {} }))
       expect(page).toMatchObject({ success: true, total: 8, limit: 50, offset: 0 })
       expect(page.data.map((c) => c.externalId)).toEqual([
-        "100%_literal", "ext-7", "ext-6", "ext-5", "ext-4", "ext-3", "ext-2", "ext-1"
+        "100%_literal",
+        "ext-7",
+        "ext-6",
+        "ext-5",
+        "ext-4",
+        "ext-3",
+        "ext-2",
+        "ext-1"
       ])
       expect(page.data[0]).not.toHaveProperty("billing")
     })
@@ -184,7 +216,7 @@ for (const database of databases()) {
     test("out-of-range paging parameters are 400 with every problem listed", async () => {
       const response = await server.fetch("/v1/customers?limit=0&offset=-1", { apiKey })
       expect(response.status).toBe(400)
-      const body = await response.json() as { code: string; details: Array<{ path: string }> }
+      const body = (await response.json()) as { code: string; details: Array<{ path: string }> }
       expect(body.code).toBe("invalid_request")
       expect(body.details.map((d) => d.path).sort()).toEqual(["limit", "offset"])
       for (const query of ["limit=101", "limit=abc", "limit=1.5", "search=", "email="]) {

@@ -42,7 +42,7 @@ for (const database of databases()) {
 
     const post = async (apiKey: string, path: string, body: unknown) => {
       const response = await server.fetch(path, { method: "POST", apiKey, body: JSON.stringify(body) })
-      return { status: response.status, body: await response.json() as any }
+      return { status: response.status, body: (await response.json()) as any }
     }
 
     /** A fresh organization with the catalog and one customer ("cust") on the free plan (autoEnable). */
@@ -80,9 +80,18 @@ for (const database of databases()) {
       expect(denied).toMatchObject({ _tag: "Conflict", code: "limit_exceeded" })
       expect(denied.message).toContain("3")
       // The feature by id works too, with name, email and metadata.
-      const byId = await failure(client.entities.addEntity({
-        payload: { customer: "cust", feature: first.featureId, entity: "erin", name: "Erin", email: "erin@example.com", metadata: { role: "admin" } }
-      }))
+      const byId = await failure(
+        client.entities.addEntity({
+          payload: {
+            customer: "cust",
+            feature: first.featureId,
+            entity: "erin",
+            name: "Erin",
+            email: "erin@example.com",
+            metadata: { role: "admin" }
+          }
+        })
+      )
       expect(byId).toMatchObject({ code: "limit_exceeded" })
     })
 
@@ -103,7 +112,13 @@ for (const database of databases()) {
       // Still counts: no room for a new one...
       expect(await failure(add("dave"))).toMatchObject({ code: "limit_exceeded" })
       // ...but the pending one comes back, with no limit check.
-      expect(await ok(add("alice"))).toMatchObject({ entityId: "alice", count: 3, limit: 3, remaining: 0, restored: true })
+      expect(await ok(add("alice"))).toMatchObject({
+        entityId: "alice",
+        count: 3,
+        limit: 3,
+        remaining: 0,
+        restored: true
+      })
       expect(await failure(add("alice"))).toMatchObject({ code: "entity_exists" })
     })
 
@@ -135,7 +150,10 @@ for (const database of databases()) {
         limit: 3,
         balance: 1
       })
-      expect((await check({ feature: "seats", value: 2 })).body).toMatchObject({ allowed: false, code: "limit_exceeded" })
+      expect((await check({ feature: "seats", value: 2 })).body).toMatchObject({
+        allowed: false,
+        code: "limit_exceeded"
+      })
       await ok(add("carol"))
       const full = await check({ feature: "seats", value: 1 })
       expect(full.status).toBe(200)
@@ -150,7 +168,10 @@ for (const database of databases()) {
         expect(answer.status).toBe(200)
         expect(answer.body).toMatchObject({ allowed: false, code: "entity_not_found" })
       }
-      expect((await track({ feature: "tokens", entity: "alice" })).body).toMatchObject({ allowed: true, code: "tracked" })
+      expect((await track({ feature: "tokens", entity: "alice" })).body).toMatchObject({
+        allowed: true,
+        code: "tracked"
+      })
     })
 
     test("overage charge lets adds pass the limit", async () => {
@@ -164,9 +185,11 @@ for (const database of databases()) {
 
     test("the customer's per-feature config caps or blocks overage of entities", async () => {
       const { add, client } = await setup(["team"])
-      await ok(client.customers.setFeatureConfig({
-        payload: { customer: "cust", feature: "seats", overage: "charge", maxOverageUnits: 1 }
-      }))
+      await ok(
+        client.customers.setFeatureConfig({
+          payload: { customer: "cust", feature: "seats", overage: "charge", maxOverageUnits: 1 }
+        })
+      )
       await ok(add("a"))
       await ok(add("b"))
       expect(await ok(add("c"))).toMatchObject({ count: 3, limit: 2 })
@@ -177,9 +200,7 @@ for (const database of databases()) {
 
     test("concurrent adds never pass the limit", async () => {
       const { add } = await setup()
-      const results = await Promise.allSettled(
-        Array.from({ length: 10 }, (_, i) => ok(add(`member-${i}`)))
-      )
+      const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => ok(add(`member-${i}`))))
       expect(results.filter((r) => r.status === "fulfilled").length).toBe(3)
       const rejected = results.filter((r): r is PromiseRejectedResult => r.status === "rejected")
       for (const r of rejected) expect(String(r.reason)).toContain("limit_exceeded")
@@ -192,7 +213,11 @@ for (const database of databases()) {
       await ok(add("l-1", "licenses"))
       const results = await Promise.all(
         Array.from({ length: 10 }, (_, i) =>
-          failure(add(`c-${i}`, "licenses")).then((e): string => ("code" in e ? e.code : e._tag), () => "added"))
+          failure(add(`c-${i}`, "licenses")).then(
+            (e): string => ("code" in e ? e.code : e._tag),
+            () => "added"
+          )
+        )
       )
       expect(results.filter((r) => r === "added").length).toBe(3)
       expect(results.filter((r) => r === "limit_exceeded").length).toBe(7)
@@ -216,14 +241,20 @@ for (const database of databases()) {
 
     test("references: unknown customer or feature are 404; boolean and consumable features are 400", async () => {
       const { client, add } = await setup()
-      const unknownCustomer = await failure(client.entities.addEntity({
-        payload: { customer: "nobody", feature: "seats", entity: "a" }
-      }))
+      const unknownCustomer = await failure(
+        client.entities.addEntity({
+          payload: { customer: "nobody", feature: "seats", entity: "a" }
+        })
+      )
       expect(unknownCustomer).toMatchObject({ _tag: "NotFound", code: "customer_not_found" })
       expect(await failure(add("a", "nope"))).toMatchObject({ _tag: "NotFound", code: "feature_not_found" })
-      expect(await failure(client.entities.removeEntity({
-        payload: { customer: "cust", feature: "nope", entity: "a" }
-      }))).toMatchObject({ _tag: "NotFound", code: "feature_not_found" })
+      expect(
+        await failure(
+          client.entities.removeEntity({
+            payload: { customer: "cust", feature: "nope", entity: "a" }
+          })
+        )
+      ).toMatchObject({ _tag: "NotFound", code: "feature_not_found" })
       for (const feature of ["sso", "tokens"]) {
         const error = await failure(add("a", feature))
         expect(error).toMatchObject({ _tag: "BadRequest", code: "invalid_request" })

@@ -15,7 +15,14 @@ const catalog = {
     { slug: "exports", name: "Exports", type: "metered" }
   ],
   creditSystems: [
-    { slug: "ai-credits", name: "AI credits", features: [{ feature: "images", creditCost: 5 }, { feature: "chat", creditCost: 0.5 }] }
+    {
+      slug: "ai-credits",
+      name: "AI credits",
+      features: [
+        { feature: "images", creditCost: 5 },
+        { feature: "chat", creditCost: 0.5 }
+      ]
+    }
   ],
   plans: [
     {
@@ -39,16 +46,27 @@ const catalog = {
     {
       slug: "metered",
       name: "Metered",
-      features: [{
-        slug: "tokens",
-        usageModel: "usage_based",
-        ratingModel: "graduated",
-        billingUnits: 1,
-        tiers: [{ upTo: 10, unitPrice: 1 }, { upTo: null, unitPrice: 0.5, flatFee: 100 }]
-      }]
+      features: [
+        {
+          slug: "tokens",
+          usageModel: "usage_based",
+          ratingModel: "graduated",
+          billingUnits: 1,
+          tiers: [
+            { upTo: 10, unitPrice: 1 },
+            { upTo: null, unitPrice: 0.5, flatFee: 100 }
+          ]
+        }
+      ]
     },
     { slug: "boost", name: "Boost", isAddon: true, features: [{ slug: "tokens", limit: 5, reset: "monthly" }] },
-    { slug: "trial", name: "Trial", trialDays: 14, planGroup: "trials", features: [{ slug: "tokens", limit: 1000, trialLimit: 3 }] }
+    {
+      slug: "trial",
+      name: "Trial",
+      trialDays: 14,
+      planGroup: "trials",
+      features: [{ slug: "tokens", limit: 1000, trialLimit: 3 }]
+    }
   ]
 }
 
@@ -78,11 +96,17 @@ for (const database of databases()) {
     }
 
     const eventCount = (orgId: string, feature?: string) =>
-      server.app.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql<{ n: number }>`SELECT COUNT(*) AS n FROM usage_events e JOIN features f
+      server.app.runtime
+        .runPromise(
+          Effect.flatMap(
+            SqlClient.SqlClient,
+            (sql) =>
+              sql<{ n: number }>`SELECT COUNT(*) AS n FROM usage_events e JOIN features f
           ON f.organization_id = e.organization_id AND f.id = e.feature_id
           WHERE e.organization_id = ${orgId} AND ${feature === undefined ? sql`1 = 1` : sql`f.slug = ${feature}`}`
-      )).then((rows) => Number(rows[0]!.n))
+          )
+        )
+        .then((rows) => Number(rows[0]!.n))
 
     test("within the plan: tracked, access_granted, and the state after the increment", async () => {
       const { check, track } = await setup()
@@ -108,7 +132,11 @@ for (const database of databases()) {
 
     test("exactly at the limit is allowed; one more is limit_exceeded and records nothing", async () => {
       const { check, orgId, track } = await setup()
-      expect((await track({ feature: "tokens", value: 10 })).body).toMatchObject({ allowed: true, usage: 10, balance: 0 })
+      expect((await track({ feature: "tokens", value: 10 })).body).toMatchObject({
+        allowed: true,
+        usage: 10,
+        balance: 0
+      })
       const before = await eventCount(orgId)
       const denied = await track({ feature: "tokens", value: 1 })
       expect(denied.status).toBe(200)
@@ -139,13 +167,17 @@ for (const database of databases()) {
     test("the customer-wide spend cap: block denies, notify allows and records a notification", async () => {
       const { apiKey, id: orgId } = await server.createOrg()
       await syncCatalog(server, apiKey, { ...catalog, plans: catalog.plans.map((p) => ({ ...p, autoEnable: false })) })
-      for (const [id, onLimitReached] of [["blocky", "block"], ["notes", "notify"]] as const) {
+      for (const [id, onLimitReached] of [
+        ["blocky", "block"],
+        ["notes", "notify"]
+      ] as const) {
         await post(server, apiKey, "/v1/customers", { id, email: `${id}@example.com` })
         await post(server, apiKey, "/v1/attach", { customer: id, product: "pro" })
         await post(server, apiKey, "/v1/customers/overage-limit", { customer: id, maxOverageAmount: 6, onLimitReached })
         await post(server, apiKey, "/v1/track", { customer: id, feature: "tokens", value: 100 })
       }
-      const track = (customer: string, value: number) => post(server, apiKey, "/v1/track", { customer, feature: "tokens", value })
+      const track = (customer: string, value: number) =>
+        post(server, apiKey, "/v1/track", { customer, feature: "tokens", value })
       // 2 per overage unit: 3 units cost exactly the cap of 6, a 4th passes it.
       expect((await track("blocky", 3)).body.code).toBe("tracked_overage")
       const blocked = await track("blocky", 1)
@@ -154,9 +186,14 @@ for (const database of databases()) {
       expect((await track("notes", 3)).body.code).toBe("tracked_overage")
       const notified = await track("notes", 1)
       expect(notified.body).toMatchObject({ allowed: true, code: "tracked_overage", usage: 104 })
-      const notifications = await server.app.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql<{ kind: string }>`SELECT kind FROM notifications n JOIN customers c
-          ON c.organization_id = n.organization_id AND c.id = n.customer_id WHERE n.organization_id = ${orgId} AND c.external_id = 'notes'`))
+      const notifications = await server.app.runtime.runPromise(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            sql<{ kind: string }>`SELECT kind FROM notifications n JOIN customers c
+          ON c.organization_id = n.organization_id AND c.id = n.customer_id WHERE n.organization_id = ${orgId} AND c.external_id = 'notes'`
+        )
+      )
       expect(notifications.map((n) => n.kind)).toEqual(["overage_spend_cap_passed"])
     })
 
@@ -208,9 +245,19 @@ for (const database of databases()) {
 
     test("boolean features, unlimited grants and grants summed over subscriptions", async () => {
       const { check, track } = await setup(["pro", "boost"])
-      expect((await check({ feature: "sso" })).body).toMatchObject({ allowed: true, code: "access_granted", limit: null })
+      expect((await check({ feature: "sso" })).body).toMatchObject({
+        allowed: true,
+        code: "access_granted",
+        limit: null
+      })
       const unlimited = await track({ feature: "exports", value: 1_000_000 })
-      expect(unlimited.body).toMatchObject({ allowed: true, code: "tracked", limit: null, balance: null, usage: 1_000_000 })
+      expect(unlimited.body).toMatchObject({
+        allowed: true,
+        code: "tracked",
+        limit: null,
+        balance: null,
+        usage: 1_000_000
+      })
       // pro replaced free (same plan group); the boost add-on stacks: 100 + 5.
       expect((await check({ feature: "tokens", value: 1 })).body).toMatchObject({ limit: 105, balance: 105 })
     })
@@ -260,22 +307,32 @@ for (const database of databases()) {
 
     test("every denial code arises from a real scenario", async () => {
       const { apiKey, check, track } = await setup()
-      expect((await post(server, apiKey, "/v1/track", { customer: "ghost", feature: "tokens" })).body)
-        .toMatchObject({ allowed: false, code: "customer_not_found" })
+      expect((await post(server, apiKey, "/v1/track", { customer: "ghost", feature: "tokens" })).body).toMatchObject({
+        allowed: false,
+        code: "customer_not_found"
+      })
       expect((await track({ feature: "nope" })).body).toMatchObject({ allowed: false, code: "feature_not_found" })
       expect((await check({ feature: "sso" })).body).toMatchObject({ allowed: false, code: "feature_not_in_plan" })
-      expect((await track({ feature: "tokens", entity: "seat-9" })).body).toMatchObject({ allowed: false, code: "entity_not_found" })
+      expect((await track({ feature: "tokens", entity: "seat-9" })).body).toMatchObject({
+        allowed: false,
+        code: "entity_not_found"
+      })
       // A reference that is one customer's external id and another's email.
       await post(server, apiKey, "/v1/customers", { id: "amb@example.com", email: "a1@example.com" })
       await post(server, apiKey, "/v1/customers", { id: "a2", email: "amb@example.com" })
-      expect((await post(server, apiKey, "/v1/check", { customer: "amb@example.com", feature: "tokens" })).body)
-        .toMatchObject({ allowed: false, code: "customer_ambiguous" })
+      expect(
+        (await post(server, apiKey, "/v1/check", { customer: "amb@example.com", feature: "tokens" })).body
+      ).toMatchObject({ allowed: false, code: "customer_ambiguous" })
       // An organization whose plans are not auto-enabled: a new customer has no subscription.
       const other = await server.createOrg()
-      await syncCatalog(server, other.apiKey, { ...catalog, plans: catalog.plans.map((p) => ({ ...p, autoEnable: false })) })
+      await syncCatalog(server, other.apiKey, {
+        ...catalog,
+        plans: catalog.plans.map((p) => ({ ...p, autoEnable: false }))
+      })
       await post(server, other.apiKey, "/v1/customers", { id: "bare", email: "bare@example.com" })
-      expect((await post(server, other.apiKey, "/v1/check", { customer: "bare", feature: "tokens" })).body)
-        .toMatchObject({ allowed: false, code: "no_active_subscription" })
+      expect(
+        (await post(server, other.apiKey, "/v1/check", { customer: "bare", feature: "tokens" })).body
+      ).toMatchObject({ allowed: false, code: "no_active_subscription" })
     })
 
     test("customerData creates the customer, who gets the autoEnable plans at once", async () => {
@@ -337,15 +394,28 @@ for (const database of databases()) {
       const key = { "idempotency-key": "stored-before-upgrade" }
       const first = await track({ feature: "tokens", value: 1 }, key)
       expect(first.status).toBe(200)
-      const old = { ...first.body, details: { ...first.body.details, pricing: { ...first.body.details.pricing, currentTier: null } } }
-      await server.app.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql`UPDATE idempotency_keys SET response = ${JSON.stringify(old)} WHERE organization_id = ${orgId} AND key = ${key["idempotency-key"]}`))
+      const old = {
+        ...first.body,
+        details: { ...first.body.details, pricing: { ...first.body.details.pricing, currentTier: null } }
+      }
+      await server.app.runtime.runPromise(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            sql`UPDATE idempotency_keys SET response = ${JSON.stringify(old)} WHERE organization_id = ${orgId} AND key = ${key["idempotency-key"]}`
+        )
+      )
       const replay = await track({ feature: "tokens", value: 1 }, key)
       expect(replay.status).toBe(200)
       expect(replay.body).toEqual(first.body)
       const denied = { ...first.body, allowed: false, details: { message: "m", pricing: null, tierBreakdown: [] } }
-      await server.app.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql`UPDATE idempotency_keys SET response = ${JSON.stringify(denied)} WHERE organization_id = ${orgId} AND key = ${key["idempotency-key"]}`))
+      await server.app.runtime.runPromise(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            sql`UPDATE idempotency_keys SET response = ${JSON.stringify(denied)} WHERE organization_id = ${orgId} AND key = ${key["idempotency-key"]}`
+        )
+      )
       const replayedDenial = await track({ feature: "tokens", value: 1 }, key)
       expect(replayedDenial.status).toBe(200)
       expect(replayedDenial.body.details).toEqual({ message: "m", tierBreakdown: [] })
@@ -380,10 +450,13 @@ for (const database of databases()) {
         plans: [{ slug: "p", name: "P", autoEnable: true, features: [{ slug: "calls", limit: 15 }] }]
       })
       await post(server, apiKey, "/v1/customers", { id: "hot", email: "hot@example.com" })
-      expect((await post(server, apiKey, "/v1/track", { customer: "hot", feature: "calls", value: 5 })).body.balance).toBe(10)
+      expect(
+        (await post(server, apiKey, "/v1/track", { customer: "hot", feature: "calls", value: 5 })).body.balance
+      ).toBe(10)
       const answers = await Promise.all(
         Array.from({ length: 100 }, () =>
-          post(server, apiKey, "/v1/check", { customer: "hot", feature: "calls", value: 1, sendEvent: true }))
+          post(server, apiKey, "/v1/check", { customer: "hot", feature: "calls", value: 1, sendEvent: true })
+        )
       )
       expect(answers.every((a) => a.status === 200)).toBe(true)
       expect(answers.filter((a) => a.body.allowed).length).toBe(10)
@@ -391,10 +464,15 @@ for (const database of databases()) {
       const final = await post(server, apiKey, "/v1/check", { customer: "hot", feature: "calls", value: 0 })
       expect(final.body).toMatchObject({ usage: 15, limit: 15, balance: 0 })
       expect(await eventCount(orgId, "calls")).toBe(11)
-      const events = await server.app.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql<{ n: number; total: number }>`SELECT COUNT(*) AS n, SUM(e.value) AS total FROM usage_events e
+      const events = await server.app.runtime.runPromise(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            sql<{ n: number; total: number }>`SELECT COUNT(*) AS n, SUM(e.value) AS total FROM usage_events e
           JOIN customers c ON c.organization_id = e.organization_id AND c.id = e.customer_id
-          WHERE e.organization_id = ${orgId} AND c.external_id = 'hot'`))
+          WHERE e.organization_id = ${orgId} AND c.external_id = 'hot'`
+        )
+      )
       expect(Number(events[0]!.n)).toBe(11)
       expect(Number(events[0]!.total)).toBe(15_000_000)
     })

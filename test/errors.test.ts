@@ -16,7 +16,7 @@ describe("the error model", () => {
   const expectError = async (response: Response, status: number, code: string) => {
     expect(response.status).toBe(status)
     expect(response.headers.get("content-type")).toContain("application/json")
-    const body = await response.json() as Record<string, unknown>
+    const body = (await response.json()) as Record<string, unknown>
     expect(body).toMatchObject({ success: false, code })
     expect(body.error).toBeString()
     expect(body.message).toBeString()
@@ -44,11 +44,15 @@ describe("the error model", () => {
   })
 
   test("malformed JSON is 400", async () => {
-    await expectError(await post("/v1/customers", "{\"email\": "), 400, "invalid_request")
+    await expectError(await post("/v1/customers", '{"email": '), 400, "invalid_request")
   })
 
   test("a body that is not JSON is 400", async () => {
-    await expectError(await post("/v1/customers", "email=a@b.co", { "content-type": "application/x-www-form-urlencoded" }), 400, "invalid_request")
+    await expectError(
+      await post("/v1/customers", "email=a@b.co", { "content-type": "application/x-www-form-urlencoded" }),
+      400,
+      "invalid_request"
+    )
     await expectError(await post("/v1/customers", "[1,2]"), 400, "invalid_request")
   })
 
@@ -100,7 +104,8 @@ describe("chunked bodies", () => {
       const stream = (text: string) =>
         new ReadableStream({
           start(controller) {
-            for (let i = 0; i < text.length; i += 65536) controller.enqueue(new TextEncoder().encode(text.slice(i, i + 65536)))
+            for (let i = 0; i < text.length; i += 65536)
+              controller.enqueue(new TextEncoder().encode(text.slice(i, i + 65536)))
             controller.close()
           }
         })
@@ -108,7 +113,11 @@ describe("chunked bodies", () => {
       const tooLarge = await server.fetch("/v1/customers", { method: "POST", apiKey, body: stream(big) })
       expect(tooLarge.status).toBe(413)
       expect(await tooLarge.json()).toMatchObject({ code: "payload_too_large" })
-      const small = await server.fetch("/v1/customers", { method: "POST", apiKey, body: stream(JSON.stringify({ email: "a@b.co" })) })
+      const small = await server.fetch("/v1/customers", {
+        method: "POST",
+        apiKey,
+        body: stream(JSON.stringify({ email: "a@b.co" }))
+      })
       expect(small.status).toBe(200)
     } finally {
       await server.close()

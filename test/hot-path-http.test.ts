@@ -16,12 +16,14 @@ const catalog = {
   ],
   // The most a credit may cost: one render is a whole balance's worth (docs/decisions.md "Numbers").
   creditSystems: [{ slug: "credits", name: "Credits", features: [{ feature: "renders", creditCost: 1e12 }] }],
-  plans: [{
-    slug: "p",
-    name: "P",
-    autoEnable: true,
-    features: [{ slug: "calls", limit: 3, overage: "block" }, { slug: "sso" }, { slug: "credits", limit: null }]
-  }]
+  plans: [
+    {
+      slug: "p",
+      name: "P",
+      autoEnable: true,
+      features: [{ slug: "calls", limit: 3, overage: "block" }, { slug: "sso" }, { slug: "credits", limit: null }]
+    }
+  ]
 }
 
 interface Req {
@@ -39,14 +41,33 @@ const requests: ReadonlyArray<Req> = [
   { path: "/v1/track", body: body({ customer: "c", feature: "calls", value: 2 }), hot: true },
   { path: "/v1/check", body: body({ customer: "c", feature: "calls", value: 2 }), hot: true },
   { path: "/v1/check", body: body({ customer: "c", feature: "sso" }), hot: true },
-  { path: "/v1/check", body: body({ customer: "c", feature: "calls", sendEvent: true }), headers: { "idempotency-key": "k1" }, hot: true },
-  { path: "/v1/check", body: body({ customer: "c", feature: "calls", sendEvent: true }), headers: { "idempotency-key": "k1" }, hot: true },
+  {
+    path: "/v1/check",
+    body: body({ customer: "c", feature: "calls", sendEvent: true }),
+    headers: { "idempotency-key": "k1" },
+    hot: true
+  },
+  {
+    path: "/v1/check",
+    body: body({ customer: "c", feature: "calls", sendEvent: true }),
+    headers: { "idempotency-key": "k1" },
+    hot: true
+  },
   // The same key with another request: 409 from the engine.
-  { path: "/v1/track", body: body({ customer: "c", feature: "calls", value: 5 }), headers: { "idempotency-key": "k1" }, hot: true },
+  {
+    path: "/v1/track",
+    body: body({ customer: "c", feature: "calls", value: 5 }),
+    headers: { "idempotency-key": "k1" },
+    hot: true
+  },
   { path: "/v1/track", body: body({ customer: "c", feature: "calls" }), hot: true },
   { path: "/v1/track", body: body({ customer: "c", feature: "calls" }), hot: true },
   { path: "/v1/track", body: body({ customer: "ghost", feature: "calls" }), hot: true },
-  { path: "/v1/track", body: body({ customer: "new", feature: "calls", customerData: { email: "new@example.com" } }), hot: true },
+  {
+    path: "/v1/track",
+    body: body({ customer: "new", feature: "calls", customerData: { email: "new@example.com" } }),
+    hot: true
+  },
   { path: "/v1/check", body: body({ customer: "new", feature: "calls", value: 0 }), hot: true },
   { path: "/v1/track", body: body({ customer: "c", feature: "nope" }), hot: true },
   { path: "/v1/track", body: body({ customer: "c", feature: "calls", entity: "seat-1" }), hot: true },
@@ -55,21 +76,39 @@ const requests: ReadonlyArray<Req> = [
   { path: "/v1/track", body: `{"customer":"c","feature":"calls","value":9000000001}`, hot: false },
   { path: "/v1/check", body: `{"customer":"c","feature":"calls","value":1e308}`, hot: false },
   { path: "/v1/check", body: `{"customer":"c","feature":"calls","value":9007199254740993}`, hot: false },
-  { path: "/v1/check", body: `{"customer":"c","feature":"calls","value":0.123456789012345678901234567890}`, hot: false },
+  {
+    path: "/v1/check",
+    body: `{"customer":"c","feature":"calls","value":0.123456789012345678901234567890}`,
+    hot: false
+  },
   { path: "/v1/check", body: `{"customer":"c","feature":"calls","value":-0}`, hot: true },
   { path: "/v1/check", body: `{"customer":"c","feature":"calls","value":9000000000}`, hot: true },
   // In range, but past a bound only the engine knows: the cost of one request, the usage of a window. Its 400.
   { path: "/v1/check", body: body({ customer: "c", feature: "renders", value: 2 }), hot: true },
-  ...Array.from({ length: 9 }, () => ({ path: "/v1/track", body: body({ customer: "c", feature: "renders", value: 1 }), hot: true })),
+  ...Array.from({ length: 9 }, () => ({
+    path: "/v1/track",
+    body: body({ customer: "c", feature: "renders", value: 1 }),
+    hot: true
+  })),
   { path: "/v1/track", body: body({ customer: "c", feature: "renders", value: 0.000001 }), hot: true },
-  { path: "/v1/track", body: body({ customer: "c", feature: "renders", value: 0.000001 }), headers: { "idempotency-key": "k9" }, hot: true },
+  {
+    path: "/v1/track",
+    body: body({ customer: "c", feature: "renders", value: 0.000001 }),
+    headers: { "idempotency-key": "k9" },
+    hot: true
+  },
   { path: "/v1/track", body: body({ customer: "c", feature: "calls", metadata: { run: 1 } }), hot: true },
   { path: "/v1/check", body: "{}", hot: false },
   { path: "/v1/track", body: body({ customer: "", feature: 3, value: -1 }), hot: false },
-  { path: "/v1/track", body: "{\"customer\": ", hot: false },
+  { path: "/v1/track", body: '{"customer": ', hot: false },
   { path: "/v1/track", body: `{"customer":"c","feature":"calls","x":${"[".repeat(70)}${"]".repeat(70)}}`, hot: false },
   { path: "/v1/track", body: "customer=c", headers: { "content-type": "text/plain" }, hot: false },
-  { path: "/v1/track", body: body({ customer: "c", feature: "calls" }), headers: { "idempotency-key": "" }, hot: false },
+  {
+    path: "/v1/track",
+    body: body({ customer: "c", feature: "calls" }),
+    headers: { "idempotency-key": "" },
+    hot: false
+  },
   { path: "/v1/check", body: body({ customer: "c", feature: "calls" }), auth: "none", hot: false },
   { path: "/v1/check", body: body({ customer: "c", feature: "calls" }), auth: "bad", hot: false },
   { path: "/v1/check/", body: body({ customer: "c", feature: "calls" }), hot: false }
@@ -117,7 +156,11 @@ for (const database of databases()) {
             ...(req.body === undefined ? {} : { body: req.body }),
             ...(req.headers === undefined ? {} : { headers: req.headers })
           })
-          answers.push({ status: response.status, type: response.headers.get("content-type"), body: normalise(await response.text()) })
+          answers.push({
+            status: response.status,
+            type: response.headers.get("content-type"),
+            body: normalise(await response.text())
+          })
         }
         expect({ req, answer: answers[0] }).toEqual({ req, answer: answers[1] })
         expect({ req, hot: hot.app.hotPathAnswers() - before }).toEqual({ req, hot: req.hot ? 1 : 0 })

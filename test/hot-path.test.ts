@@ -14,7 +14,7 @@ import { Organizations } from "../src/organizations/Organizations.ts"
 import { post, syncCatalog } from "./support/catalog.ts"
 import { databases, startServer, type TestServer } from "./support/harness.ts"
 
-const shared = databases().map((d) => d.name === "sqlite" ? { ...d, config: { dataDir: "" } } : d)
+const shared = databases().map((d) => (d.name === "sqlite" ? { ...d, config: { dataDir: "" } } : d))
 
 for (const database of shared) {
   describe(`two instances on one ${database.name} database`, () => {
@@ -22,9 +22,10 @@ for (const database of shared) {
     let b: TestServer
     let dir: string | undefined
     beforeAll(async () => {
-      const config = database.name === "sqlite"
-        ? { dataDir: (dir = mkdtempSync(join(tmpdir(), "billing-hot-path-"))) }
-        : database.config
+      const config =
+        database.name === "sqlite"
+          ? { dataDir: (dir = mkdtempSync(join(tmpdir(), "billing-hot-path-"))) }
+          : database.config
       a = await startServer(config)
       b = await startServer(config)
     })
@@ -35,9 +36,16 @@ for (const database of shared) {
     })
 
     const events = (server: TestServer, orgId: string) =>
-      server.run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql<{ n: number; total: number | null }>`SELECT COUNT(*) AS n, SUM(value) AS total FROM usage_events
-          WHERE organization_id = ${orgId}`)).then((rows) => ({ n: Number(rows[0]!.n), total: Number(rows[0]!.total ?? 0) }))
+      server
+        .run(
+          Effect.flatMap(
+            SqlClient.SqlClient,
+            (sql) =>
+              sql<{ n: number; total: number | null }>`SELECT COUNT(*) AS n, SUM(value) AS total FROM usage_events
+          WHERE organization_id = ${orgId}`
+          )
+        )
+        .then((rows) => ({ n: Number(rows[0]!.n), total: Number(rows[0]!.total ?? 0) }))
 
     test("concurrent tracks through both, on many balances and on one: exact to the last unit", async () => {
       const org = await a.createOrg()
@@ -54,13 +62,16 @@ for (const database of shared) {
         ...Array.from({ length: 90 }, (_, i) => ({ server: i % 2 === 0 ? b : a, customer: `c${(i % 3) + 1}` }))
       ]
       // Every other request through check with sendEvent, the rest through track: both record.
-      const answers = await Promise.all(requests.map(({ customer, server }, k) =>
-        k % 4 < 2
-          ? post(server, org.apiKey, "/v1/check", { customer, feature: "calls", value: 1, sendEvent: true })
-          : post(server, org.apiKey, "/v1/track", { customer, feature: "calls", value: 1 })
-      ))
+      const answers = await Promise.all(
+        requests.map(({ customer, server }, k) =>
+          k % 4 < 2
+            ? post(server, org.apiKey, "/v1/check", { customer, feature: "calls", value: 1, sendEvent: true })
+            : post(server, org.apiKey, "/v1/track", { customer, feature: "calls", value: 1 })
+        )
+      )
       expect(answers.every((r) => r.status === 200)).toBe(true)
-      const allowed = (customer: string) => answers.filter((r, k) => r.body.allowed && requests[k]!.customer === customer).length
+      const allowed = (customer: string) =>
+        answers.filter((r, k) => r.body.allowed && requests[k]!.customer === customer).length
       expect(allowed("hot")).toBe(40)
       for (const c of ["c1", "c2", "c3"]) expect(allowed(c)).toBe(30)
       expect(await events(b, org.id)).toEqual({ n: 130, total: 130_000_000 })
@@ -81,13 +92,15 @@ for (const database of shared) {
       })
       await post(a, org.apiKey, "/v1/customers", { id: "cust", email: "cust@example.com" })
       // A learns the balance (and writes it); B then adds bonus credits behind A's back.
-      expect((await post(a, org.apiKey, "/v1/track", { customer: "cust", feature: "images", value: 2 })).body.allowed)
-        .toBe(true)
+      expect(
+        (await post(a, org.apiKey, "/v1/track", { customer: "cust", feature: "images", value: 2 })).body.allowed
+      ).toBe(true)
       await b.run(Effect.flatMap(Credits, (c) => c.grant(org.id, "cust", "credits", 3, "bonus")))
       const drawn = await post(a, org.apiKey, "/v1/track", { customer: "cust", feature: "images", value: 3 })
       expect(drawn.body).toMatchObject({ allowed: true, code: "addon_credits_used", credits: { bonusBalance: 0 } })
-      expect((await post(a, org.apiKey, "/v1/check", { customer: "cust", feature: "images", value: 1 })).body.allowed)
-        .toBe(false)
+      expect(
+        (await post(a, org.apiKey, "/v1/check", { customer: "cust", feature: "images", value: 1 })).body.allowed
+      ).toBe(false)
     })
 
     test("a sync through one instance is what the other decides on, at once", async () => {
@@ -99,17 +112,22 @@ for (const database of shared) {
       await syncCatalog(a, org.apiKey, catalog(5))
       await post(a, org.apiKey, "/v1/customers", { id: "cust", email: "cust@example.com" })
       // B caches the catalog with a limit of 5 ...
-      expect((await post(b, org.apiKey, "/v1/check", { customer: "cust", feature: "calls", value: 0 })).body.limit).toBe(5)
+      expect(
+        (await post(b, org.apiKey, "/v1/check", { customer: "cust", feature: "calls", value: 0 })).body.limit
+      ).toBe(5)
       // ... A raises it, and adds a feature: B's very next answers know both.
       await syncCatalog(a, org.apiKey, {
         ...catalog(50),
         features: [...catalog(50).features, { slug: "exports", name: "Exports", type: "boolean" }],
         plans: [{ ...catalog(50).plans[0]!, features: [{ slug: "calls", limit: 50 }, { slug: "exports" }] }]
       })
-      expect((await post(b, org.apiKey, "/v1/check", { customer: "cust", feature: "calls", value: 10 })).body)
-        .toMatchObject({ allowed: true, limit: 50 })
-      expect((await post(b, org.apiKey, "/v1/check", { customer: "cust", feature: "exports" })).body)
-        .toMatchObject({ allowed: true, code: "access_granted" })
+      expect(
+        (await post(b, org.apiKey, "/v1/check", { customer: "cust", feature: "calls", value: 10 })).body
+      ).toMatchObject({ allowed: true, limit: 50 })
+      expect((await post(b, org.apiKey, "/v1/check", { customer: "cust", feature: "exports" })).body).toMatchObject({
+        allowed: true,
+        code: "access_granted"
+      })
     })
 
     if (database.name === "postgresql") {
@@ -128,4 +146,3 @@ for (const database of shared) {
     }
   })
 }
-

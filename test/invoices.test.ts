@@ -33,7 +33,10 @@ const catalog = {
           slug: "calls",
           usageModel: "usage_based",
           ratingModel: "graduated",
-          tiers: [{ upTo: 10, unitPrice: 1 }, { upTo: null, unitPrice: 0.5, flatFee: 100 }]
+          tiers: [
+            { upTo: 10, unitPrice: 1 },
+            { upTo: null, unitPrice: 0.5, flatFee: 100 }
+          ]
         },
         // Credits at a fractional price: 0.25 per credit, an image costs 5 credits.
         { slug: "ai-credits", usageModel: "usage_based", pricePerUnit: 0.25 },
@@ -62,7 +65,7 @@ for (const database of databases()) {
 
     const get = async (apiKey: string, path: string) => {
       const response = await server.fetch(path, { apiKey })
-      return { status: response.status, body: await response.json() as any }
+      return { status: response.status, body: (await response.json()) as any }
     }
 
     const setup = async (catalogJson: Record<string, unknown> = catalog) => {
@@ -92,8 +95,13 @@ for (const database of databases()) {
       server.app.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.orDie(text(sql))))
 
     const eventsOf = (customerId: string) =>
-      query((sql) =>
-        sql<{ id: string; billable: number; invoiceId: string | null }>`SELECT id, billable, invoice_id FROM usage_events
+      query(
+        (sql) =>
+          sql<{
+            id: string
+            billable: number
+            invoiceId: string | null
+          }>`SELECT id, billable, invoice_id FROM usage_events
           WHERE customer_id = ${customerId} ORDER BY id`
       )
 
@@ -130,7 +138,14 @@ for (const database of databases()) {
           ]
         },
         // 14 tokens over: 2 packages of 10 at 25
-        { feature: "tokens", description: "Tokens overage (Free)", quantity: 14, unitPrice: 2.5, amount: 50, tierBreakdown: [] }
+        {
+          feature: "tokens",
+          description: "Tokens overage (Free)",
+          quantity: 14,
+          unitPrice: 2.5,
+          amount: 50,
+          tierBreakdown: []
+        }
       ]
 
       // Before invoicing: the same computation, writing nothing.
@@ -139,17 +154,26 @@ for (const database of databases()) {
         status: 200,
         body: {
           success: true,
-          customers: [{
-            customerId: cust,
-            currency: "NGN",
-            lines: [
-              { feature: "ai-credits", usage: 15, included: 0, billableUnits: 15, amount: 4, tierBreakdown: [] },
-              { feature: "calls", usage: 14, included: 0, billableUnits: 14, amount: 112, tierBreakdown: expectedLines[1]!.tierBreakdown },
-              // The overage events' span holds 7 + 9 tokens, 2 of them within the plan.
-              { feature: "tokens", usage: 16, included: 2, billableUnits: 14, amount: 50, tierBreakdown: [] }
-            ],
-            total: 166
-          }]
+          customers: [
+            {
+              customerId: cust,
+              currency: "NGN",
+              lines: [
+                { feature: "ai-credits", usage: 15, included: 0, billableUnits: 15, amount: 4, tierBreakdown: [] },
+                {
+                  feature: "calls",
+                  usage: 14,
+                  included: 0,
+                  billableUnits: 14,
+                  amount: 112,
+                  tierBreakdown: expectedLines[1]!.tierBreakdown
+                },
+                // The overage events' span holds 7 + 9 tokens, 2 of them within the plan.
+                { feature: "tokens", usage: 16, included: 2, billableUnits: 14, amount: 50, tierBreakdown: [] }
+              ],
+              total: 166
+            }
+          ]
         }
       })
 
@@ -243,8 +267,14 @@ for (const database of databases()) {
 
       const all = await get(apiKey, "/v1/billing/usage")
       expect(all.status).toBe(200)
-      expect(all.body.customers.map((c: any) => [c.customerId, c.currency, c.total, c.lines.map((l: any) => l.feature)]))
-        .toEqual([[a, "NGN", 6, ["units"]], [b, "NGN", 15, ["pings", "units"]]].sort((x, y) => (x[0]! < y[0]! ? -1 : 1)))
+      expect(
+        all.body.customers.map((c: any) => [c.customerId, c.currency, c.total, c.lines.map((l: any) => l.feature)])
+      ).toEqual(
+        [
+          [a, "NGN", 6, ["units"]],
+          [b, "NGN", 15, ["pings", "units"]]
+        ].sort((x, y) => (x[0]! < y[0]! ? -1 : 1))
+      )
       expect((await get(apiKey, "/v1/billing/usage?customer=idle")).body).toEqual({ success: true, customers: [] })
 
       expect((await generate("a")).status).toBe(200)
@@ -252,7 +282,10 @@ for (const database of databases()) {
       expect((await generate("idle")).body.code).toBe("nothing_to_invoice")
 
       const listAll = await get(apiKey, "/v1/billing/invoices")
-      expect(listAll.body.invoices.map((i: any) => [i.number, i.customerId])).toEqual([["INV-000002", b], ["INV-000001", a]])
+      expect(listAll.body.invoices.map((i: any) => [i.number, i.customerId])).toEqual([
+        ["INV-000002", b],
+        ["INV-000001", a]
+      ])
       const listA = await get(apiKey, `/v1/billing/invoices?customer=${a}`)
       expect(listA.body.invoices.map((i: any) => i.number)).toEqual(["INV-000001"])
       expect((await get(apiKey, "/v1/billing/invoices?customer=idle")).body).toEqual({ success: true, invoices: [] })
@@ -287,16 +320,23 @@ for (const database of databases()) {
       await customer("zero")
       await track("zero", "pings", 4)
       const generated = await generate("zero")
-      expect(generated.body.invoice).toMatchObject({ status: "paid", total: 0, amountDue: 0, paidAt: expect.stringMatching(/Z$/) })
+      expect(generated.body.invoice).toMatchObject({
+        status: "paid",
+        total: 0,
+        amountDue: 0,
+        paidAt: expect.stringMatching(/Z$/)
+      })
     })
 
     test("a plan that prices usage without a currency: a sync warning, invoiced in NGN", async () => {
       const noCurrency = {
         features: [{ slug: "units", name: "Units", type: "metered" }],
-        plans: [{ slug: "free", name: "Free", features: [{ slug: "units", usageModel: "usage_based", pricePerUnit: 2 }] }]
+        plans: [
+          { slug: "free", name: "Free", features: [{ slug: "units", usageModel: "usage_based", pricePerUnit: 2 }] }
+        ]
       }
       const { apiKey } = await server.createOrg()
-      const synced = await syncCatalog(server, apiKey, noCurrency) as { warnings: Array<string> }
+      const synced = (await syncCatalog(server, apiKey, noCurrency)) as { warnings: Array<string> }
       expect(synced.warnings).toEqual([expect.stringContaining("plan 'free' prices usage but names no currency")])
       await post(server, apiKey, "/v1/customers", { id: "c", email: "c@example.com" })
       expect((await post(server, apiKey, "/v1/attach", { customer: "c", product: "free" })).status).toBe(200)
@@ -312,7 +352,9 @@ for (const database of databases()) {
       // Ten generates race each other and more usage being recorded.
       const results = await Promise.all([
         ...Array.from({ length: 10 }, () => post(server, apiKey, "/v1/billing/invoice", { customer: "racer" })),
-        ...Array.from({ length: 8 }, (_, i) => post(server, apiKey, "/v1/track", { customer: "racer", feature: "units", value: i + 1 }))
+        ...Array.from({ length: 8 }, (_, i) =>
+          post(server, apiKey, "/v1/track", { customer: "racer", feature: "units", value: i + 1 })
+        )
       ])
       const generates = results.slice(0, 10)
       for (const r of generates) {
@@ -348,8 +390,8 @@ for (const database of databases()) {
       await track("svc", "units", 1)
       expect((await generate("svc")).body.invoice.number).toBe("INV-000001")
       const orgId = (await get(apiKey, "/v1/billing/invoices")).body.invoices[0].id as string
-      const org = await query((sql) =>
-        sql<{ organizationId: string }>`SELECT organization_id FROM invoices WHERE id = ${orgId}`
+      const org = await query(
+        (sql) => sql<{ organizationId: string }>`SELECT organization_id FROM invoices WHERE id = ${orgId}`
       ).then((rows) => rows[0]!.organizationId)
 
       const run = <A, E>(f: (invoices: Effect.Effect.Success<typeof Invoices>) => Effect.Effect<A, E>) =>
@@ -358,10 +400,32 @@ for (const database of databases()) {
       const start = Date.UTC(2025, 0, 1)
       const end = Date.UTC(2025, 1, 1)
       const created = await run((invoices) =>
-        invoices.createInvoice(org, cust, "ngn", [
-          { feature: "free", description: "Free plan, January", quantity: 1, unitPrice: "5000", amount: "5000", periodStart: start, periodEnd: end },
-          { feature: "units", description: "Units usage", quantity: 3, unitPrice: "0.5", amount: "1.5", periodStart: start, periodEnd: end }
-        ], { subscriptionId: "sub_x", periodStart: start, periodEnd: end })
+        invoices.createInvoice(
+          org,
+          cust,
+          "ngn",
+          [
+            {
+              feature: "free",
+              description: "Free plan, January",
+              quantity: 1,
+              unitPrice: "5000",
+              amount: "5000",
+              periodStart: start,
+              periodEnd: end
+            },
+            {
+              feature: "units",
+              description: "Units usage",
+              quantity: 3,
+              unitPrice: "0.5",
+              amount: "1.5",
+              periodStart: start,
+              periodEnd: end
+            }
+          ],
+          { subscriptionId: "sub_x", periodStart: start, periodEnd: end }
+        )
       )
       const invoice = Either.getOrThrow(created)
       expect(invoice).toMatchObject({
@@ -391,7 +455,10 @@ for (const database of databases()) {
         amountPaid: 5002,
         amountDue: 0,
         paidAt: "2025-01-03T00:00:00.000Z",
-        lines: [{ feature: "free", amount: 5000 }, { feature: "units", unitPrice: 0.5, amount: 2 }]
+        lines: [
+          { feature: "free", amount: 5000 },
+          { feature: "units", unitPrice: 0.5, amount: 2 }
+        ]
       })
     })
   })

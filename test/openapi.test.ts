@@ -37,13 +37,15 @@ type Document = {
 }
 
 const routesOf = (doc: Document) =>
-  Object.entries(doc.paths).flatMap(([path, methods]) =>
-    Object.entries(methods).map(([method, op]) => ({
-      route: `${method.toUpperCase()} ${path}`,
-      operationId: op.operationId,
-      security: (op.security ?? []).flatMap((s) => Object.keys(s))
-    }))
-  ).sort((a, b) => a.route.localeCompare(b.route))
+  Object.entries(doc.paths)
+    .flatMap(([path, methods]) =>
+      Object.entries(methods).map(([method, op]) => ({
+        route: `${method.toUpperCase()} ${path}`,
+        operationId: op.operationId,
+        security: (op.security ?? []).flatMap((s) => Object.keys(s))
+      }))
+    )
+    .sort((a, b) => a.route.localeCompare(b.route))
 
 describe("the OpenAPI document", () => {
   let server: TestServer
@@ -52,7 +54,7 @@ describe("the OpenAPI document", () => {
     server = await startServer({ dataDir: ":memory:" })
     const response = await server.fetch("/openapi.json")
     expect(response.status).toBe(200)
-    doc = await response.json() as Document
+    doc = (await response.json()) as Document
   })
   afterAll(() => server.close())
 
@@ -101,7 +103,7 @@ describe("the OpenAPI document", () => {
     expect(bodies).toBeGreaterThan(15)
     expect(strict).toEqual([])
     // Answers keep saying exactly what they hold.
-    expect(JSON.stringify(schemas.EntitlementState)).toContain("\"additionalProperties\":false")
+    expect(JSON.stringify(schemas.EntitlementState)).toContain('"additionalProperties":false')
   })
 
   test("route table snapshot", () => {

@@ -26,7 +26,7 @@ const startReceiver = (): Receiver => {
     port: 0,
     hostname: "127.0.0.1",
     fetch: async (request) => {
-      const body = await request.json() as {
+      const body = (await request.json()) as {
         resourceSpans?: Array<{ scopeSpans?: Array<{ spans?: Array<{ name: string }> }> }>
       }
       for (const r of body.resourceSpans ?? []) {
@@ -64,13 +64,18 @@ describe("the pipeline with a rate limit and trace export", () => {
     const org = await server.createOrg()
     await syncCatalog(server, org.apiKey, catalog)
     const before = server.app.hotPathAnswers()
-    const tracked = await post(server, org.apiKey, "/v1/track", { customer: "ada", feature: "api", customerData: { name: "Ada" } })
+    const tracked = await post(server, org.apiKey, "/v1/track", {
+      customer: "ada",
+      feature: "api",
+      customerData: { name: "Ada" }
+    })
     expect(tracked.body).toMatchObject({ allowed: true, code: "tracked" })
     expect(server.app.hotPathAnswers()).toBe(before + 1)
 
     // The burst of 5 was: sync, track; three more, then refusals on check/track and on other routes alike.
     const answers = []
-    for (let i = 0; i < 4; i++) answers.push(await post(server, org.apiKey, "/v1/check", { customer: "ada", feature: "api" }))
+    for (let i = 0; i < 4; i++)
+      answers.push(await post(server, org.apiKey, "/v1/check", { customer: "ada", feature: "api" }))
     const other = await server.fetch("/v1/customers", { apiKey: org.apiKey })
     expect(answers.slice(0, 3).map((a) => a.status)).toEqual([200, 200, 200])
     expect(answers[3]).toMatchObject({ status: 429, body: { code: "rate_limited" } })
@@ -99,7 +104,8 @@ describe("trace sampling", () => {
   test("at ratio 0 nothing is exported, unless the caller's traceparent says sampled", async () => {
     const org = await server.createOrg()
     await syncCatalog(server, org.apiKey, catalog)
-    for (let i = 0; i < 5; i++) await post(server, org.apiKey, "/v1/track", { customer: "bo", feature: "api", customerData: {} })
+    for (let i = 0; i < 5; i++)
+      await post(server, org.apiKey, "/v1/track", { customer: "bo", feature: "api", customerData: {} })
     await Bun.sleep(1500)
     expect(receiver.spanNames()).toEqual([])
     const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

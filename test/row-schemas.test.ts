@@ -25,7 +25,13 @@ import { databases, startServer, type TestServer } from "./support/harness.ts"
 const SECRET = "s3cret-row-value"
 
 describe("row schemas", () => {
-  const Row = Schema.Struct({ at: Millis, ended: NullableMillis, units: MicroUnits, on: Flag, metadata: JsonObjectText })
+  const Row = Schema.Struct({
+    at: Millis,
+    ended: NullableMillis,
+    units: MicroUnits,
+    on: Flag,
+    metadata: JsonObjectText
+  })
   const decode = (rows: ReadonlyArray<unknown>) => Effect.runSync(Effect.exit(decodeRows("t", Row)(rows)))
   const defect = (rows: ReadonlyArray<unknown>) => {
     const exit = decode(rows)
@@ -35,14 +41,15 @@ describe("row schemas", () => {
 
   test("each database's representation: numbers, bigints past 2^53 (PostgreSQL), 0/1, JSON text", () => {
     const big = 2n ** 60n + 1n
-    expect(decode([row, { at: 2n ** 53n, ended: 5, units: big, on: 0, metadata: `{"a": [1]}` }, { ...row, units: 2 ** 60 }]))
-      .toEqual(
-        Exit.succeed([
-          { at: 1, ended: null, units: 2n, on: true, metadata: {} },
-          { at: 2 ** 53, ended: 5, units: big, on: false, metadata: { a: [1] } },
-          { at: 1, ended: null, units: 2n ** 60n, on: true, metadata: {} }
-        ])
-      )
+    expect(
+      decode([row, { at: 2n ** 53n, ended: 5, units: big, on: 0, metadata: `{"a": [1]}` }, { ...row, units: 2 ** 60 }])
+    ).toEqual(
+      Exit.succeed([
+        { at: 1, ended: null, units: 2n, on: true, metadata: {} },
+        { at: 2 ** 53, ended: 5, units: big, on: false, metadata: { a: [1] } },
+        { at: 1, ended: null, units: 2n ** 60n, on: true, metadata: {} }
+      ])
+    )
     // An object's keys are kept as JSON.parse made them: `__proto__` stays an own key, not the prototype.
     const [decoded] = Effect.runSync(decodeRows("t", Row)([{ ...row, metadata: `{"__proto__": {"a": 1}}` }]))
     expect(Object.keys(decoded!.metadata)).toEqual(["__proto__"])
@@ -89,10 +96,13 @@ for (const database of databases()) {
         features: [{ slug: "t", name: "T", type: "metered" }],
         plans: [{ slug: "free", name: "Free", autoEnable: true, currency: "NGN", features: [{ slug: "t", limit: 5 }] }]
       })
-      expect((await post(server, org.apiKey, "/v1/customers", { id: "c", email: "c@example.com", metadata: { note: "n" } })).status)
-        .toBe(200)
-      expect((await post(server, org.apiKey, "/v1/customers/overage-limit", { customer: "c", maxOverageAmount: 500 })).status)
-        .toBe(200)
+      expect(
+        (await post(server, org.apiKey, "/v1/customers", { id: "c", email: "c@example.com", metadata: { note: "n" } }))
+          .status
+      ).toBe(200)
+      expect(
+        (await post(server, org.apiKey, "/v1/customers/overage-limit", { customer: "c", maxOverageAmount: 500 })).status
+      ).toBe(200)
       return org
     }
 
@@ -134,7 +144,7 @@ for (const database of databases()) {
     test("JSON of another shape and a flag that is not 0/1: defects naming the table and the path inside the row", async () => {
       const org = await setup()
       await sql((s) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const [plan] = yield* s<{ features: string }>`SELECT features FROM plans WHERE organization_id = ${org.id}`
           const features = JSON.parse(plan!.features)
           features[0].limit = SECRET
@@ -151,19 +161,21 @@ for (const database of databases()) {
 
     test("the hot path's hand mappers read a row as the repositories' schemas do", async () => {
       const org = await setup()
-      const { customers, subscriptions, rows } = await server.run(Effect.gen(function*() {
-        const s = yield* SqlClient.SqlClient
-        return {
-          customers: yield* Effect.flatMap(CustomersRepo, (repo) => repo.list(org.id, { limit: 10, offset: 0 })).pipe(
-            Effect.map((page) => page.rows)
-          ),
-          subscriptions: yield* Effect.flatMap(SubscriptionsRepo, (repo) => repo.listByOrganization(org.id)),
-          rows: {
-            customers: yield* s`SELECT * FROM customers WHERE organization_id = ${org.id}`,
-            subscriptions: yield* s`SELECT * FROM subscriptions WHERE organization_id = ${org.id}`
+      const { customers, subscriptions, rows } = await server.run(
+        Effect.gen(function* () {
+          const s = yield* SqlClient.SqlClient
+          return {
+            customers: yield* Effect.flatMap(CustomersRepo, (repo) => repo.list(org.id, { limit: 10, offset: 0 })).pipe(
+              Effect.map((page) => page.rows)
+            ),
+            subscriptions: yield* Effect.flatMap(SubscriptionsRepo, (repo) => repo.listByOrganization(org.id)),
+            rows: {
+              customers: yield* s`SELECT * FROM customers WHERE organization_id = ${org.id}`,
+              subscriptions: yield* s`SELECT * FROM subscriptions WHERE organization_id = ${org.id}`
+            }
           }
-        }
-      }).pipe(Effect.orDie))
+        }).pipe(Effect.orDie)
+      )
 
       expect(customers).toHaveLength(1)
       expect(customers[0]).toMatchObject({ externalId: "c", metadata: { note: "n" }, overageMaxAmount: "500" })

@@ -23,7 +23,7 @@ interface KeyIndex {
   readonly columns: ReadonlyArray<string>
 }
 
-const pgKeys = Effect.gen(function*() {
+const pgKeys = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<{ table: string; name: string; primary: boolean; columns: string }>`
     SELECT t.relname AS table, i.relname AS name, x.indisprimary AS primary,
@@ -32,22 +32,37 @@ const pgKeys = Effect.gen(function*() {
     FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid JOIN pg_class i ON i.oid = x.indexrelid
     JOIN pg_namespace n ON n.oid = t.relnamespace
     WHERE n.nspname = current_schema() AND x.indisunique`
-  return rows.map((r): KeyIndex => ({ table: r.table, name: r.name, primary: r.primary, columns: r.columns.split(",") }))
+  return rows.map((r): KeyIndex => ({
+    table: r.table,
+    name: r.name,
+    primary: r.primary,
+    columns: r.columns.split(",")
+  }))
 })
 
-const sqliteKeys = Effect.gen(function*() {
+const sqliteKeys = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  const tables = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`
+  const tables = yield* sql<{
+    name: string
+  }>`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`
   const keys: Array<KeyIndex> = []
   for (const { name: table } of tables) {
     const info = yield* sql.unsafe<{ name: string; pk: number }>(`PRAGMA table_info("${table}")`)
-    const pk = info.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.name)
+    const pk = info
+      .filter((c) => c.pk > 0)
+      .sort((a, b) => a.pk - b.pk)
+      .map((c) => c.name)
     if (pk.length > 0) keys.push({ table, name: `${table}_pkey`, primary: true, columns: pk })
     const indexes = yield* sql.unsafe<{ name: string; unique: number; origin: string }>(`PRAGMA index_list("${table}")`)
     for (const index of indexes) {
       if (index.unique !== 1 || index.origin === "pk") continue
       const columns = yield* sql.unsafe<{ name: string; seqno: number }>(`PRAGMA index_info("${index.name}")`)
-      keys.push({ table, name: index.name, primary: false, columns: [...columns].sort((a, b) => a.seqno - b.seqno).map((c) => c.name) })
+      keys.push({
+        table,
+        name: index.name,
+        primary: false,
+        columns: [...columns].sort((a, b) => a.seqno - b.seqno).map((c) => c.name)
+      })
     }
   }
   return keys

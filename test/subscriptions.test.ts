@@ -9,7 +9,14 @@ const catalog = {
     { slug: "free", name: "Free", interval: "monthly", features: [{ slug: "tokens", limit: 10 }] },
     { slug: "team", name: "Team", features: [{ slug: "tokens", limit: 50 }] },
     { slug: "extra", name: "Extra", isAddon: true, features: [{ slug: "tokens", limit: 5 }] },
-    { slug: "paid", name: "Paid", price: 5000, currency: "NGN", interval: "monthly", features: [{ slug: "tokens", limit: 1000 }] }
+    {
+      slug: "paid",
+      name: "Paid",
+      price: 5000,
+      currency: "NGN",
+      interval: "monthly",
+      features: [{ slug: "tokens", limit: 1000 }]
+    }
   ]
 }
 
@@ -32,7 +39,11 @@ for (const database of databases()) {
     test("a free plan attaches at once; attaching it again changes nothing", async () => {
       const { client } = await setup()
       const attached = await ok(client.subscriptions.attach({ payload: { customer: "c1", product: "free" } }))
-      expect(attached).toMatchObject({ success: true, checkoutUrl: null, subscription: { plan: "free", status: "active" } })
+      expect(attached).toMatchObject({
+        success: true,
+        checkoutUrl: null,
+        subscription: { plan: "free", status: "active" }
+      })
       const start = Date.parse(attached.subscription.currentPeriodStart!)
       const end = Date.parse(attached.subscription.currentPeriodEnd!)
       expect(end - start).toBeGreaterThanOrEqual(28 * 86_400_000)
@@ -58,13 +69,17 @@ for (const database of databases()) {
 
     test("unknown plan or customer; customerData creates the customer; a paid plan waits for payment", async () => {
       const { client } = await setup()
-      expect(await failure(client.subscriptions.attach({ payload: { customer: "c1", product: "nope" } })))
-        .toMatchObject({ _tag: "NotFound", code: "plan_not_found" })
-      expect(await failure(client.subscriptions.attach({ payload: { customer: "zz", product: "free" } })))
-        .toMatchObject({ _tag: "NotFound", code: "customer_not_found" })
-      const created = await ok(client.subscriptions.attach({
-        payload: { customer: "zz", product: "free", customerData: { email: "zz@example.com" } }
-      }))
+      expect(
+        await failure(client.subscriptions.attach({ payload: { customer: "c1", product: "nope" } }))
+      ).toMatchObject({ _tag: "NotFound", code: "plan_not_found" })
+      expect(
+        await failure(client.subscriptions.attach({ payload: { customer: "zz", product: "free" } }))
+      ).toMatchObject({ _tag: "NotFound", code: "customer_not_found" })
+      const created = await ok(
+        client.subscriptions.attach({
+          payload: { customer: "zz", product: "free", customerData: { email: "zz@example.com" } }
+        })
+      )
       expect(created.subscription.status).toBe("active")
       // On sandbox an organization without a provider account pays through the simulated provider.
       const paid = await ok(client.subscriptions.attach({ payload: { customer: "c1", product: "paid" } }))
@@ -79,8 +94,9 @@ for (const database of databases()) {
       expect(canceled.subscription).toMatchObject({ status: "active", cancelAtPeriodEnd: true })
       expect((await post(server, apiKey, "/v1/check", { customer: "c1", feature: "tokens" })).body.allowed).toBe(true)
       clock.advance(32 * 86_400_000)
-      expect((await post(server, apiKey, "/v1/check", { customer: "c1", feature: "tokens" })).body.code)
-        .toBe("no_active_subscription")
+      expect((await post(server, apiKey, "/v1/check", { customer: "c1", feature: "tokens" })).body.code).toBe(
+        "no_active_subscription"
+      )
       const list = await ok(client.subscriptions.listSubscriptions({ urlParams: { customer: "c1" } }))
       expect(list.subscriptions[0]!.status).toBe("canceled")
     })
@@ -89,20 +105,24 @@ for (const database of databases()) {
       const { client } = await setup()
       const { subscription } = await ok(client.subscriptions.attach({ payload: { customer: "c1", product: "team" } }))
       expect(subscription.currentPeriodEnd).toBeNull()
-      const checkout = await failure(client.subscriptions.checkoutSubscription({ path: { id: subscription.id }, payload: {} }))
+      const checkout = await failure(
+        client.subscriptions.checkoutSubscription({ path: { id: subscription.id }, payload: {} })
+      )
       expect(checkout).toMatchObject({ _tag: "Conflict", code: "subscription_not_pending" })
       const canceled = await ok(client.subscriptions.cancelSubscription({ path: { id: subscription.id } }))
       expect(canceled.subscription.status).toBe("canceled")
-      expect(await failure(client.subscriptions.cancelSubscription({ path: { id: "sub_missing" } })))
-        .toMatchObject({ code: "subscription_not_found" })
+      expect(await failure(client.subscriptions.cancelSubscription({ path: { id: "sub_missing" } }))).toMatchObject({
+        code: "subscription_not_found"
+      })
     })
 
     test("another organization cannot see or cancel the subscription", async () => {
       const { client } = await setup()
       const { subscription } = await ok(client.subscriptions.attach({ payload: { customer: "c1", product: "free" } }))
       const other = await server.client((await server.createOrg()).apiKey)
-      expect(await failure(other.subscriptions.cancelSubscription({ path: { id: subscription.id } })))
-        .toMatchObject({ code: "subscription_not_found" })
+      expect(await failure(other.subscriptions.cancelSubscription({ path: { id: subscription.id } }))).toMatchObject({
+        code: "subscription_not_found"
+      })
       expect((await ok(other.subscriptions.listSubscriptions({ urlParams: {} }))).subscriptions).toEqual([])
     })
   })

@@ -14,16 +14,18 @@ const catalog = {
     { slug: "tokens", name: "Tokens", type: "metered", unit: "tokens" },
     { slug: "storage", name: "Storage", type: "metered" }
   ],
-  plans: [{
-    slug: "free",
-    name: "Free",
-    autoEnable: true,
-    features: [
-      { slug: "api-calls", limit: null, reset: "none" },
-      { slug: "tokens", limit: null, reset: "none" },
-      { slug: "storage", limit: null, reset: "none" }
-    ]
-  }]
+  plans: [
+    {
+      slug: "free",
+      name: "Free",
+      autoEnable: true,
+      features: [
+        { slug: "api-calls", limit: null, reset: "none" },
+        { slug: "tokens", limit: null, reset: "none" },
+        { slug: "storage", limit: null, reset: "none" }
+      ]
+    }
+  ]
 }
 
 const utc = (iso: string) => Date.parse(iso)
@@ -36,10 +38,20 @@ interface Series {
 }
 interface History {
   customer: { id: string }
-  query: { range: { from: string; to: string }; granularity: string; feature?: string; groupBy: string; timezone: string }
+  query: {
+    range: { from: string; to: string }
+    granularity: string
+    feature?: string
+    groupBy: string
+    timezone: string
+  }
   totals: { usage: number; records: number }
   series: Array<Series>
-  breakdown: Array<{ feature: { id: string; slug: string; name: string; unit: string }; totals: History["totals"]; series: Array<Series> }>
+  breakdown: Array<{
+    feature: { id: string; slug: string; name: string; unit: string }
+    totals: History["totals"]
+    series: Array<Series>
+  }>
 }
 
 const sum = (series: ReadonlyArray<Series>) => series.reduce((a, s) => a + s.value, 0)
@@ -83,8 +95,10 @@ for (const database of databases()) {
         expect({ status: r.status, allowed: r.body.allowed }).toEqual({ status: 200, allowed: true })
       }
       const raw = async (query: Record<string, string>, customer = "cust", apiKey = org.apiKey) => {
-        const response = await server.fetch(`/v1/customers/${customer}/usage/history?${new URLSearchParams(query)}`, { apiKey })
-        return { status: response.status, body: await response.json() as any }
+        const response = await server.fetch(`/v1/customers/${customer}/usage/history?${new URLSearchParams(query)}`, {
+          apiKey
+        })
+        return { status: response.status, body: (await response.json()) as any }
       }
       const history = async (query: Record<string, string>): Promise<History> => {
         const r = await raw(query)
@@ -95,7 +109,13 @@ for (const database of databases()) {
       return { org, customerId: created.body.id as string, trackAt, raw, history }
     }
 
-    const custom = (from: string, to: string, granularity: string, timezone: string, extra: Record<string, string> = {}) => ({
+    const custom = (
+      from: string,
+      to: string,
+      granularity: string,
+      timezone: string,
+      extra: Record<string, string> = {}
+    ) => ({
       range: "custom",
       from,
       to,
@@ -126,11 +146,17 @@ for (const database of databases()) {
       expect(days.totals).toEqual({ usage: 15, records: 4 })
 
       const weeks = await history(custom("2026-05-25", "2026-06-07", "week", timezone))
-      expect(weeks.series).toEqual([{ bucket: "2026-05-25", value: 1 }, { bucket: "2026-06-01", value: 14 }])
+      expect(weeks.series).toEqual([
+        { bucket: "2026-05-25", value: 1 },
+        { bucket: "2026-06-01", value: 14 }
+      ])
       expect(weeks.totals).toEqual({ usage: 15, records: 4 })
 
       const months = await history(custom("2026-05-01", "2026-06-30", "month", timezone))
-      expect(months.series).toEqual([{ bucket: "2026-05-01", value: 1 }, { bucket: "2026-06-01", value: 14 }])
+      expect(months.series).toEqual([
+        { bucket: "2026-05-01", value: 1 },
+        { bucket: "2026-06-01", value: 14 }
+      ])
       expect(months.totals).toEqual({ usage: 15, records: 4 })
       expect(months.query).toEqual({
         range: { from: "2026-05-01", to: "2026-06-30" },
@@ -161,7 +187,10 @@ for (const database of databases()) {
       expect(values(await history(custom("2025-11-30", "2025-12-02", "day", "America/St_Johns")))).toEqual([1, 6, 0])
       expect(values(await history(custom("2025-11-24", "2025-12-07", "week", "America/St_Johns")))).toEqual([1, 6])
       const months = await history(custom("2025-11-01", "2025-12-31", "month", "America/St_Johns"))
-      expect(months.series).toEqual([{ bucket: "2025-11-01", value: 1 }, { bucket: "2025-12-01", value: 6 }])
+      expect(months.series).toEqual([
+        { bucket: "2025-11-01", value: 1 },
+        { bucket: "2025-12-01", value: 6 }
+      ])
       expect(months.totals).toEqual({ usage: 7, records: 3 })
     })
 
@@ -228,7 +257,10 @@ for (const database of databases()) {
         { bucket: "2026-10-26", value: 224 }
       ])
       const months = await history(custom("2026-10-01", "2026-11-30", "month", "Europe/London"))
-      expect(months.series).toEqual([{ bucket: "2026-10-01", value: 127 }, { bucket: "2026-11-01", value: 128 }])
+      expect(months.series).toEqual([
+        { bucket: "2026-10-01", value: 127 },
+        { bucket: "2026-11-01", value: 128 }
+      ])
       expect(months.totals).toEqual({ usage: 255, records: 8 })
     })
 
@@ -252,7 +284,15 @@ for (const database of databases()) {
       await trackAt(utc("2026-06-02T18:14:59Z"), 4) // 2026-06-02 23:59:59 there: "now", today
       const week = await history({ range: "7d", timezone: "Asia/Kathmandu" })
       expect(week.query.range).toEqual({ from: "2026-05-27", to: "2026-06-02" })
-      expect(buckets(week)).toEqual(["2026-05-27", "2026-05-28", "2026-05-29", "2026-05-30", "2026-05-31", "2026-06-01", "2026-06-02"])
+      expect(buckets(week)).toEqual([
+        "2026-05-27",
+        "2026-05-28",
+        "2026-05-29",
+        "2026-05-30",
+        "2026-05-31",
+        "2026-06-01",
+        "2026-06-02"
+      ])
       expect(values(week)).toEqual([1, 0, 0, 0, 0, 0, 4])
       expect(week.totals).toEqual({ usage: 5, records: 2 })
 
@@ -298,22 +338,32 @@ for (const database of databases()) {
       expect(h.breakdown[0]).toMatchObject({
         feature: { slug: "api-calls", name: "API calls", unit: "calls" },
         totals: { usage: 3, records: 1 },
-        series: [{ bucket: "2026-06-01", value: 3 }, { bucket: "2026-06-02", value: 0 }, { bucket: "2026-06-03", value: 0 }]
+        series: [
+          { bucket: "2026-06-01", value: 3 },
+          { bucket: "2026-06-02", value: 0 },
+          { bucket: "2026-06-03", value: 0 }
+        ]
       })
       expect(h.breakdown[0]!.feature.id).toMatch(/^feat_/)
       expect(h.breakdown[1]).toMatchObject({
         feature: { slug: "tokens", name: "Tokens", unit: "tokens" },
         totals: { usage: 3.05, records: 4 },
-        series: [{ bucket: "2026-06-01", value: 2.5 }, { bucket: "2026-06-02", value: 0 }, { bucket: "2026-06-03", value: 0.55 }]
+        series: [
+          { bucket: "2026-06-01", value: 2.5 },
+          { bucket: "2026-06-02", value: 0 },
+          { bucket: "2026-06-03", value: 0.55 }
+        ]
       })
 
       // A feature with no unit reads as "" (storage, in a range holding its event).
       const storage = await history(custom("2026-07-01", "2026-07-01", "month", "UTC", { groupBy: "feature" }))
-      expect(storage.breakdown).toEqual([{
-        feature: { id: expect.any(String), slug: "storage", name: "Storage", unit: "" },
-        totals: { usage: 100, records: 1 },
-        series: [{ bucket: "2026-07-01", value: 100 }]
-      }])
+      expect(storage.breakdown).toEqual([
+        {
+          feature: { id: expect.any(String), slug: "storage", name: "Storage", unit: "" },
+          totals: { usage: 100, records: 1 },
+          series: [{ bucket: "2026-07-01", value: 100 }]
+        }
+      ])
     })
 
     test("the feature filter, by slug or id; a filtered feature without usage is still broken down", async () => {
@@ -322,18 +372,25 @@ for (const database of databases()) {
       await trackAt(utc("2026-06-02T11:00:00Z"), 2, "tokens")
       const tokens = await history(custom("2026-06-01", "2026-06-02", "day", "UTC", { feature: "tokens" }))
       expect(tokens.query.feature).toBe("tokens")
-      expect(tokens.series).toEqual([{ bucket: "2026-06-01", value: 0 }, { bucket: "2026-06-02", value: 2 }])
+      expect(tokens.series).toEqual([
+        { bucket: "2026-06-01", value: 0 },
+        { bucket: "2026-06-02", value: 2 }
+      ])
       expect(tokens.totals).toEqual({ usage: 2, records: 1 })
       expect(tokens.breakdown).toEqual([])
 
-      const grouped = await history(custom("2026-06-01", "2026-06-02", "day", "UTC", { feature: "tokens", groupBy: "feature" }))
+      const grouped = await history(
+        custom("2026-06-01", "2026-06-02", "day", "UTC", { feature: "tokens", groupBy: "feature" })
+      )
       expect(grouped.breakdown).toHaveLength(1)
       const tokensId = grouped.breakdown[0]!.feature.id
       const byId = await history(custom("2026-06-01", "2026-06-02", "day", "UTC", { feature: tokensId }))
       expect(byId.query.feature).toBe("tokens")
       expect(byId.totals).toEqual({ usage: 2, records: 1 })
 
-      const empty = await history(custom("2026-06-01", "2026-06-02", "day", "UTC", { feature: "storage", groupBy: "feature" }))
+      const empty = await history(
+        custom("2026-06-01", "2026-06-02", "day", "UTC", { feature: "storage", groupBy: "feature" })
+      )
       expect(empty.totals).toEqual({ usage: 0, records: 0 })
       expect(empty.breakdown).toMatchObject([{ feature: { slug: "storage" }, totals: { usage: 0, records: 0 } }])
 
@@ -346,7 +403,12 @@ for (const database of databases()) {
       await trackAt(utc("2026-06-02T10:00:00Z"), 5)
       const client = await server.client(org.apiKey)
       const h = await ok(client.usage.getUsageHistory({ path: { id: "cust@example.com" }, urlParams: { range: "7d" } }))
-      expect(h.query).toEqual({ range: { from: "2026-05-27", to: "2026-06-02" }, granularity: "day", groupBy: "total", timezone: "UTC" })
+      expect(h.query).toEqual({
+        range: { from: "2026-05-27", to: "2026-06-02" },
+        granularity: "day",
+        groupBy: "total",
+        timezone: "UTC"
+      })
       expect(h.totals).toEqual({ usage: 5, records: 1 })
     })
 

@@ -6,7 +6,13 @@ import { EntitiesGroup } from "./entities.ts"
 import { EntitlementsGroup } from "./entitlements.ts"
 import { EventsGroup } from "./events.ts"
 import { HostedGroup } from "./hosted.ts"
-import { InternalErrorError, NotFoundError, NotImplementedError, PayloadTooLargeError, UnavailableError } from "./errors.ts"
+import {
+  InternalErrorError,
+  NotFoundError,
+  NotImplementedError,
+  PayloadTooLargeError,
+  UnavailableError
+} from "./errors.ts"
 import { openRequestBodies } from "./openapi.ts"
 import { PaymentsGroup } from "./payments.ts"
 import { SubscriptionsGroup } from "./subscriptions.ts"
@@ -44,5 +50,4 @@ export class BillingApi extends HttpApi.make("billing")
   .annotate(
     OpenApi.Description,
     "Customers, catalog sync, entitlement checks and usage tracking, credit packs, invoices and payment-provider webhooks."
-  )
-{}
+  ) {}

@@ -122,7 +122,8 @@ export const PayInvoiceResult = Schema.Struct({
   checkoutUrl: Schema.NullOr(UriString).annotations({ description: "Set when the charge could not be made here" }),
   invoice: InvoiceSummary,
   code: Schema.Literal("invoice_paid", "already_paid", "checkout_required", "payment_processing").annotations({
-    description: "`payment_processing`: a payment of this invoice is in flight at the provider (no second charge is made)"
+    description:
+      "`payment_processing`: a payment of this invoice is in flight at the provider (no second charge is made)"
   }),
   message: Schema.String
 }).annotations({ identifier: "PayInvoiceResult" })
@@ -171,5 +172,4 @@ export class BillingGroup extends HttpApiGroup.make("billing")
       )
   )
   .addError(BadRequestError)
-  .middleware(Authentication)
-{}
+  .middleware(Authentication) {}

@@ -1,7 +1,17 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { EpochMillis, Metadata, NonEmptyString, oneOf, withDefault } from "./common.ts"
-import { AMOUNT, Amount, boundedNumber, Count, Money, POSITIVE_AMOUNT, PositiveAmount, TrialDays, UnitPrice } from "./numbers.ts"
+import {
+  AMOUNT,
+  Amount,
+  boundedNumber,
+  Count,
+  Money,
+  POSITIVE_AMOUNT,
+  PositiveAmount,
+  TrialDays,
+  UnitPrice
+} from "./numbers.ts"
 import { RatingModel, UsageModel } from "./entitlements.ts"
 import { BadRequestError } from "./errors.ts"
 import { Authentication } from "./security.ts"
@@ -99,7 +109,9 @@ export const SyncPlanFeature = Schema.Struct({
   slug: Slug.annotations({ description: "A feature slug or a credit-system slug" }),
   enabled: withDefault(Schema.Boolean, true),
   limit: Schema.optionalWith(Schema.NullOr(Amount).annotations({ description: "null = unlimited" }), { exact: true }),
-  trialLimit: Schema.optionalWith(Schema.NullOr(Amount).annotations({ description: "null = unlimited" }), { exact: true }),
+  trialLimit: Schema.optionalWith(Schema.NullOr(Amount).annotations({ description: "null = unlimited" }), {
+    exact: true
+  }),
   reset: withDefault(ResetInterval, "monthly", "`never` is an alias of `none`; `non_consumable` features never reset"),
   usageModel: withDefault(UsageModel, "included"),
   ratingModel: withDefault(RatingModel, "package"),
@@ -217,5 +229,4 @@ export class CatalogGroup extends HttpApiGroup.make("catalog")
       .annotate(OpenApi.Summary, "List active credit packs")
   )
   .addError(BadRequestError)
-  .middleware(Authentication)
-{}
+  .middleware(Authentication) {}

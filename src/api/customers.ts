@@ -56,8 +56,9 @@ export const CreateCustomer = Schema.Struct({
 export type CreateCustomer = typeof CreateCustomer.Type
 
 export const ListCustomersQuery = Schema.Struct({
-  limit: Schema.optional(boundedIntegerFromQuery({ min: 1, max: 100, what: "Customers per page", title: "PageSize" }))
-    .annotations({ default: 50 }),
+  limit: Schema.optional(
+    boundedIntegerFromQuery({ min: 1, max: 100, what: "Customers per page", title: "PageSize" })
+  ).annotations({ default: 50 }),
   offset: Schema.optional(
     boundedIntegerFromQuery({ min: 0, max: COUNT_MAX, what: "Customers to skip", title: "Offset" })
   ).annotations({ default: 0 }),
@@ -77,8 +78,9 @@ export const CustomerList = Schema.Struct({
 
 export const SetOverageLimit = Schema.Struct({
   customer: CustomerRef,
-  maxOverageAmount: Schema.NullOr(boundedNumber({ ...POSITIVE_MONEY, what: "Spend cap in whole minor currency units" }))
-    .annotations({ description: "null clears it" }),
+  maxOverageAmount: Schema.NullOr(
+    boundedNumber({ ...POSITIVE_MONEY, what: "Spend cap in whole minor currency units" })
+  ).annotations({ description: "null clears it" }),
   onLimitReached: Schema.optional(OnLimitReached).annotations({ default: "block" })
 }).annotations({ identifier: "SetOverageLimit", ...allErrors })
 export type SetOverageLimit = typeof SetOverageLimit.Type
@@ -105,11 +107,7 @@ export class CustomersGroup extends HttpApiGroup.make("customers")
       .addError(ConflictError)
       .annotate(OpenApi.Summary, "Create or resolve a customer")
   )
-  .add(
-    HttpApiEndpoint.get("listCustomers", "/v1/customers")
-      .setUrlParams(ListCustomersQuery)
-      .addSuccess(CustomerList)
-  )
+  .add(HttpApiEndpoint.get("listCustomers", "/v1/customers").setUrlParams(ListCustomersQuery).addSuccess(CustomerList))
   .add(
     HttpApiEndpoint.get("getCustomer")`/v1/customers/${idParam}`
       .addSuccess(Customer)
@@ -131,5 +129,4 @@ export class CustomersGroup extends HttpApiGroup.make("customers")
       .addError(ConflictError)
   )
   .addError(BadRequestError)
-  .middleware(Authentication)
-{}
+  .middleware(Authentication) {}

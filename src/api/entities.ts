@@ -63,5 +63,4 @@ export class EntitiesGroup extends HttpApiGroup.make("entities")
       .annotate(OpenApi.Summary, "Remove an entity at period end")
   )
   .addError(BadRequestError)
-  .middleware(Authentication)
-{}
+  .middleware(Authentication) {}

@@ -157,5 +157,4 @@ export class EntitlementsGroup extends HttpApiGroup.make("entitlements")
       .annotate(OpenApi.Summary, "Record metered usage")
   )
   .addError(BadRequestError)
-  .middleware(Authentication)
-{}
+  .middleware(Authentication) {}

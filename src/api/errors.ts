@@ -85,8 +85,18 @@ export const BadGatewayError = onWire(BadGateway, "BadGateway", 502, "Bad Gatewa
 export const UnavailableError = onWire(Unavailable, "Unavailable", 503, "Service Unavailable")
 
 export type ApiError =
-  | BadRequest | Unauthorized | PaymentRequired | NotFound | Conflict | PayloadTooLarge | Unprocessable
-  | TooManyRequests | InternalError | NotImplemented | BadGateway | Unavailable
+  | BadRequest
+  | Unauthorized
+  | PaymentRequired
+  | NotFound
+  | Conflict
+  | PayloadTooLarge
+  | Unprocessable
+  | TooManyRequests
+  | InternalError
+  | NotImplemented
+  | BadGateway
+  | Unavailable
 
 /** Status and title of each wire error, for the places that write the body without a schema. */
 export const errorStatus = {

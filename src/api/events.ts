@@ -26,7 +26,7 @@ export const EVENT_TYPES = [
   "usage.threshold_reached",
   "overage.spend_cap_reached"
 ] as const
-export type EventType = typeof EVENT_TYPES[number]
+export type EventType = (typeof EVENT_TYPES)[number]
 
 export const EventTypeSchema = Schema.Literal(...EVENT_TYPES).annotations({
   identifier: "EventType",
@@ -41,7 +41,8 @@ export const Event = Schema.Struct({
   type: EventTypeSchema,
   createdAt: EpochMillis,
   data: Schema.Unknown.annotations({
-    description: "The resource in its API shape (customer, subscription, invoice, payment method), or for payment, " +
+    description:
+      "The resource in its API shape (customer, subscription, invoice, payment method), or for payment, " +
       "credit and usage events the object described in the README"
   })
 }).annotations({ identifier: "Event" })
@@ -124,7 +125,9 @@ export const WebhookEndpointDeleted = Schema.Struct({
 /** One HTTP attempt of one event to one endpoint. */
 export const DeliveryAttempt = Schema.Struct({
   id: Schema.String.annotations({ description: "att_…" }),
-  deliveryId: Schema.String.annotations({ description: "dlv_…: the event's delivery to this endpoint (a resend is another)" }),
+  deliveryId: Schema.String.annotations({
+    description: "dlv_…: the event's delivery to this endpoint (a resend is another)"
+  }),
   eventId: Schema.String,
   eventType: EventTypeSchema,
   attempt: Schema.Number.annotations({ description: "1 for the first attempt of the delivery" }),
@@ -132,7 +135,9 @@ export const DeliveryAttempt = Schema.Struct({
   responseStatus: Schema.NullOr(Schema.Number).annotations({ description: "null when no answer came" }),
   responseBody: Schema.String.annotations({ description: "The first 1,024 characters of the answer" }),
   durationMs: Schema.Number,
-  error: Schema.optional(Schema.String).annotations({ description: "Why no answer came (timeout, refused address, …)" }),
+  error: Schema.optional(Schema.String).annotations({
+    description: "Why no answer came (timeout, refused address, …)"
+  }),
   nextAttemptAt: Schema.optional(IsoDateTime).annotations({
     description: "When the delivery is tried again; absent once it succeeded or failed for good"
   }),
@@ -212,11 +217,7 @@ export class EventsGroup extends HttpApiGroup.make("events")
       .addError(ConflictError)
       .annotate(OpenApi.Summary, "Events, newest first")
   )
-  .add(
-    HttpApiEndpoint.get("getEvent")`/v1/events/${idParam}`
-      .addSuccess(Event)
-      .addError(NotFoundError)
-  )
+  .add(HttpApiEndpoint.get("getEvent")`/v1/events/${idParam}`.addSuccess(Event).addError(NotFoundError))
   .add(
     HttpApiEndpoint.post("resendEvent")`/v1/events/${idParam}/resend`
       .setPayload(ResendEvent)
@@ -224,5 +225,4 @@ export class EventsGroup extends HttpApiGroup.make("events")
       .addError(NotFoundError)
   )
   .addError(BadRequestError)
-  .middleware(Authentication)
-{}
+  .middleware(Authentication) {}

@@ -38,5 +38,4 @@ export class HostedGroup extends HttpApiGroup.make("hosted")
       .addError(NotFoundError)
       .addError(BadRequestError)
   )
-  .annotate(OpenApi.Exclude, true)
-{}
+  .annotate(OpenApi.Exclude, true) {}

@@ -67,7 +67,9 @@ export const describeRange = (r: NumberRange): string => `${r.what}: ${rangeText
 
 /** Whether a number keeps a rule (what the schema checks, for values read back from storage). */
 export const inRange = (r: Omit<NumberRange, "what" | "title">, n: number): boolean =>
-  Number.isFinite(n) && (r.exclusiveMin === true ? n > r.min : n >= r.min) && n <= r.max &&
+  Number.isFinite(n) &&
+  (r.exclusiveMin === true ? n > r.min : n >= r.min) &&
+  n <= r.max &&
   (r.decimals === 0 ? Number.isInteger(n) : decimalPlaces(n) <= r.decimals)
 
 /**
@@ -78,16 +80,21 @@ export const boundedNumber = (r: NumberRange): Schema.Schema<number> => {
   const finite = Schema.Number.annotations({ message: () => "must be a number" }).pipe(
     Schema.finite({ message: () => "must be a finite number" })
   )
-  const lower = r.exclusiveMin === true
-    ? finite.pipe(Schema.greaterThan(r.min, { message: () => `must be greater than ${show(r.min)}` }))
-    : finite.pipe(Schema.greaterThanOrEqualTo(r.min, { message: () => `must be at least ${show(r.min)}` }))
+  const lower =
+    r.exclusiveMin === true
+      ? finite.pipe(Schema.greaterThan(r.min, { message: () => `must be greater than ${show(r.min)}` }))
+      : finite.pipe(Schema.greaterThanOrEqualTo(r.min, { message: () => `must be at least ${show(r.min)}` }))
   const upper = lower.pipe(Schema.lessThanOrEqualTo(r.max, { message: () => `must be at most ${show(r.max)}` }))
-  const checked = (r.decimals === 0
-    ? upper.pipe(Schema.int({ message: () => "must be an integer" }))
-    : upper.pipe(Schema.filter((n: number) => decimalPlaces(n) <= r.decimals, {
-      message: () => `must have at most ${r.decimals} decimal places`,
-      jsonSchema: {}
-    }))).annotations({ title: r.title, description: describeRange(r) })
+  const checked = (
+    r.decimals === 0
+      ? upper.pipe(Schema.int({ message: () => "must be an integer" }))
+      : upper.pipe(
+          Schema.filter((n: number) => decimalPlaces(n) <= r.decimals, {
+            message: () => `must have at most ${r.decimals} decimal places`,
+            jsonSchema: {}
+          })
+        )
+  ).annotations({ title: r.title, description: describeRange(r) })
   return Schema.transform(checked, Schema.Number, {
     strict: true,
     decode: (n) => (n === 0 ? 0 : n),
@@ -96,7 +103,13 @@ export const boundedNumber = (r: NumberRange): Schema.Schema<number> => {
 }
 
 /** The ranges, each with a generic `what`; a field may say what it is with `boundedNumber({ ...RANGE, what })`. */
-export const USAGE_VALUE: NumberRange = { min: 0, max: VALUE_MAX, decimals: MAX_DECIMALS, what: "Units used", title: "UsageValue" }
+export const USAGE_VALUE: NumberRange = {
+  min: 0,
+  max: VALUE_MAX,
+  decimals: MAX_DECIMALS,
+  what: "Units used",
+  title: "UsageValue"
+}
 export const AMOUNT: NumberRange = { min: 0, max: AMOUNT_MAX, decimals: MAX_DECIMALS, what: "Units", title: "Amount" }
 export const POSITIVE_AMOUNT: NumberRange = { ...AMOUNT, exclusiveMin: true, title: "PositiveAmount" }
 export const MONEY: NumberRange = {
@@ -114,7 +127,13 @@ export const UNIT_PRICE: NumberRange = {
   what: "Minor currency units per unit",
   title: "UnitPrice"
 }
-export const PACK_QUANTITY: NumberRange = { min: 1, max: PACK_QUANTITY_MAX, decimals: 0, what: "Packs", title: "PackQuantity" }
+export const PACK_QUANTITY: NumberRange = {
+  min: 1,
+  max: PACK_QUANTITY_MAX,
+  decimals: 0,
+  what: "Packs",
+  title: "PackQuantity"
+}
 export const COUNT: NumberRange = { min: 0, max: COUNT_MAX, decimals: 0, what: "Count", title: "Count" }
 export const TRIAL_DAYS: NumberRange = { min: 0, max: TRIAL_DAYS_MAX, decimals: 0, what: "Days", title: "TrialDays" }
 

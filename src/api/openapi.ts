@@ -10,15 +10,18 @@ const isObject = (value: unknown): value is Json => typeof value === "object" &&
 
 /** The subschemas of a JSON Schema (2020-12) node, by keyword: never the values of `properties` as names. */
 const subschemas = (schema: Json): ReadonlyArray<unknown> => [
-  ...["properties", "patternProperties", "$defs"].flatMap((k) => isObject(schema[k]) ? Object.values(schema[k]) : []),
-  ...["anyOf", "oneOf", "allOf", "prefixItems"].flatMap((k) => Array.isArray(schema[k]) ? schema[k] : []),
+  ...["properties", "patternProperties", "$defs"].flatMap((k) => (isObject(schema[k]) ? Object.values(schema[k]) : [])),
+  ...["anyOf", "oneOf", "allOf", "prefixItems"].flatMap((k) => (Array.isArray(schema[k]) ? schema[k] : [])),
   ...["items", "additionalProperties", "not", "contains", "propertyNames"].map((k) => schema[k])
 ]
 
 const REF = "#/components/schemas/"
 
 export const openRequestBodies = (spec: Record<string, any>): Record<string, any> => {
-  const copy = structuredClone(spec) as { paths?: Record<string, Record<string, unknown>>; components?: { schemas?: Json } }
+  const copy = structuredClone(spec) as {
+    paths?: Record<string, Record<string, unknown>>
+    components?: { schemas?: Json }
+  }
   const components = copy.components?.schemas ?? {}
   const visited = new Set<unknown>()
   const open = (schema: unknown): void => {

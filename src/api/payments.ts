@@ -12,7 +12,6 @@ import {
 } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
-
 /** Spec 4.7, decisions.md §7. */
 export const PurchaseAddon = Schema.Struct({
   customer: CustomerRef,
@@ -36,7 +35,8 @@ export const AddonPurchase = Schema.Struct({
     description: "New purchased-credits balance; null until the checkout completes"
   }),
   code: Schema.Literal("credits_added", "checkout_required", "payment_processing").annotations({
-    description: "`payment_processing`: a charge is in flight at the provider; the credits are added once it is confirmed"
+    description:
+      "`payment_processing`: a charge is in flight at the provider; the credits are added once it is confirmed"
   }),
   message: Schema.String
 }).annotations({ identifier: "AddonPurchase" })
@@ -138,5 +138,4 @@ export class PaymentsGroup extends HttpApiGroup.make("payments")
       .annotate(OpenApi.Summary, "List saved payment methods")
   )
   .addError(BadRequestError)
-  .middleware(Authentication)
-{}
+  .middleware(Authentication) {}

@@ -20,9 +20,14 @@ import {
 } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
-
-export const SubscriptionStatus = Schema.Literal("pending", "trialing", "active", "past_due", "canceled", "expired")
-  .annotations({ identifier: "SubscriptionStatus" })
+export const SubscriptionStatus = Schema.Literal(
+  "pending",
+  "trialing",
+  "active",
+  "past_due",
+  "canceled",
+  "expired"
+).annotations({ identifier: "SubscriptionStatus" })
 export type SubscriptionStatus = typeof SubscriptionStatus.Type
 
 /** decisions.md §7. Instants other than createdAt/updatedAt are ISO 8601 strings (decisions.md §1). */
@@ -140,5 +145,4 @@ export class SubscriptionsGroup extends HttpApiGroup.make("subscriptions")
       .annotate(OpenApi.Summary, "Cancel a subscription")
   )
   .addError(BadRequestError)
-  .middleware(Authentication)
-{}
+  .middleware(Authentication) {}

@@ -11,5 +11,4 @@ export const Readiness = Schema.Struct({
 /** Liveness and readiness probes: unauthenticated, outside /v1. */
 export class SystemGroup extends HttpApiGroup.make("system")
   .add(HttpApiEndpoint.get("health", "/health").addSuccess(Health))
-  .add(HttpApiEndpoint.get("ready", "/ready").addSuccess(Readiness).addError(UnavailableError))
-{}
+  .add(HttpApiEndpoint.get("ready", "/ready").addSuccess(Readiness).addError(UnavailableError)) {}

@@ -97,5 +97,4 @@ export class UsageGroup extends HttpApiGroup.make("usage")
       .annotate(OpenApi.Summary, "Get customer usage history")
   )
   .addError(BadRequestError)
-  .middleware(Authentication)
-{}
+  .middleware(Authentication) {}

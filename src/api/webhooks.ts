@@ -58,5 +58,4 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
   )
   .addError(UnauthorizedError)
   .addError(NotFoundError)
-  .addError(BadRequestError)
-{}
+  .addError(BadRequestError) {}

@@ -67,7 +67,9 @@ const AdaptersLive = makeAdaptersLayer([
     Effect.provide(FetchHttpClient.layer)
   ),
   // Stripe's hosted pages return the customer here when the request named no callback.
-  Effect.map(AppConfig, (c) => makeStripeAdapter({ timeoutMs: c.providerTimeoutMs, defaultReturnUrl: `${c.publicUrl}/` }))
+  Effect.map(AppConfig, (c) =>
+    makeStripeAdapter({ timeoutMs: c.providerTimeoutMs, defaultReturnUrl: `${c.publicUrl}/` })
+  )
 ])
 
 /** Domain services with everything beneath them (repositories, ids, the migrated database), in dependency order. */
@@ -114,9 +116,12 @@ export const makeApp = <E>(
     Layer.provideMerge(clock)
   )
   const runtime = ManagedRuntime.make(services, memoMap)
-  const web = HttpApiBuilder.toWebHandler(Layer.mergeAll(HttpLive, LoggingLive, TracingLive).pipe(Layer.provide(services)), {
-    memoMap
-  })
+  const web = HttpApiBuilder.toWebHandler(
+    Layer.mergeAll(HttpLive, LoggingLive, TracingLive).pipe(Layer.provide(services)),
+    {
+      memoMap
+    }
+  )
   // The pipeline's gates that need the configuration (the rate limit) and the direct check/track endpoint
   // (src/http/hotPath.ts), ready with the runtime; until then, HttpApi alone.
   const hotRuntime = ManagedRuntime.make(AuthenticatorLive.pipe(Layer.provideMerge(services)), memoMap)
@@ -124,13 +129,17 @@ export const makeApp = <E>(
   let rateLimit: ((request: Request) => Response | undefined) | undefined
   let hotAnswers = 0
   const now = () => (options.clock === undefined ? Date.now() : options.clock.unsafeCurrentTimeMillis())
-  const hotReady = hotRuntime.runPromise(Effect.gen(function*() {
-    const config = yield* AppConfig
-    if (config.rateLimitRps > 0) {
-      rateLimit = makeRateLimitGate({ rps: config.rateLimitRps, burst: config.rateLimitBurst }, now)
-    }
-    if (options.hotPath !== false) hot = Option.some(yield* makeHotPath(hotRuntime.runFork))
-  })).catch(() => undefined)
+  const hotReady = hotRuntime
+    .runPromise(
+      Effect.gen(function* () {
+        const config = yield* AppConfig
+        if (config.rateLimitRps > 0) {
+          rateLimit = makeRateLimitGate({ rps: config.rateLimitRps, burst: config.rateLimitBurst }, now)
+        }
+        if (options.hotPath !== false) hot = Option.some(yield* makeHotPath(hotRuntime.runFork))
+      })
+    )
+    .catch(() => undefined)
   const handler = async (request: Request, context?: Context.Context<never>): Promise<Response> => {
     const limited = rateLimit?.(request)
     if (limited !== undefined) return limited
@@ -150,7 +159,10 @@ export const makeApp = <E>(
       return answer
     }
     // Refused before the engine: HttpApi renders the refusal, from the same body.
-    return web.handler(new Request(request.url, { method: request.method, headers: request.headers, body: text }), context)
+    return web.handler(
+      new Request(request.url, { method: request.method, headers: request.headers, body: text }),
+      context
+    )
   }
   // The webhook delivery worker, when this process runs one (the service does; tests choose).
   let stopDeliveries: (() => Promise<void>) | undefined

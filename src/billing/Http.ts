@@ -9,7 +9,7 @@ import { InvoicePayments } from "./InvoicePayments.ts"
 import { Invoices, toWireInvoice } from "./Invoices.ts"
 
 export const BillingHttp = HttpApiBuilder.group(BillingApi, "billing", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const invoices = yield* Invoices
     const invoicePayments = yield* InvoicePayments
     const payments = yield* Payments
@@ -21,24 +21,30 @@ export const BillingHttp = HttpApiBuilder.group(BillingApi, "billing", (handlers
             return { success: true, invoice: wire[0]!, invoices: wire }
           }),
           mapDomainErrors
-        ))
+        )
+      )
       .handle("listInvoices", ({ urlParams }) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const org = yield* CurrentOrganization
           const list = yield* invoices.list(org.id, urlParams.customer)
-          const refunded = yield* payments.refundedByTarget(org.id, list.map((i) => i.id))
+          const refunded = yield* payments.refundedByTarget(
+            org.id,
+            list.map((i) => i.id)
+          )
           return {
             success: true,
             invoices: list.map((i) => toWireInvoice({ ...i, amountRefunded: refunded.get(i.id) ?? "0" }))
           }
-        }).pipe(mapDomainErrors))
+        }).pipe(mapDomainErrors)
+      )
       .handle("getUnbilledUsage", ({ urlParams }) =>
         Effect.flatMap(CurrentOrganization, (org) => invoices.unbilled(org.id, urlParams.customer)).pipe(
           Effect.map((customers) => ({ success: true, customers })),
           mapDomainErrors
-        ))
+        )
+      )
       .handle("payInvoice", ({ path, payload }) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const org = yield* CurrentOrganization
           const idempotency = yield* idempotencyKeyOf("pay", { id: path.id, ...payload })
           return yield* invoicePayments.pay(org.id, path.id, payload.callbackUrl ?? null, idempotency)
@@ -58,5 +64,7 @@ export const BillingHttp = HttpApiBuilder.group(BillingApi, "billing", (handlers
             message: outcome.message
           })),
           mapDomainErrors
-        ))
-  }))
+        )
+      )
+  })
+)

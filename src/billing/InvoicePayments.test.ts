@@ -40,19 +40,21 @@ const run = (before: InvoiceRecord, outcome: CollectResult, after: InvoiceRecord
   const collected: Array<CollectRequest> = []
   let reads = 0
   const layer = InvoicePaymentsLive.pipe(
-    Layer.provide(Layer.mergeAll(
-      makeTestLayer(Invoices)({
-        get: () => Effect.succeed(reads++ === 0 ? before : after),
-        lockPayable: () => Effect.succeed(true)
-      }),
-      makeTestLayer(Customers)({ resolve: () => Effect.succeed(customer) }),
-      makeTestLayer(Payments)({
-        collect: (_org, _customer, request) => {
-          collected.push(request)
-          return Effect.succeed(outcome)
-        }
-      })
-    ))
+    Layer.provide(
+      Layer.mergeAll(
+        makeTestLayer(Invoices)({
+          get: () => Effect.succeed(reads++ === 0 ? before : after),
+          lockPayable: () => Effect.succeed(true)
+        }),
+        makeTestLayer(Customers)({ resolve: () => Effect.succeed(customer) }),
+        makeTestLayer(Payments)({
+          collect: (_org, _customer, request) => {
+            collected.push(request)
+            return Effect.succeed(outcome)
+          }
+        })
+      )
+    )
   )
   const result = Effect.runPromise(
     Effect.flatMap(InvoicePayments, (p) => p.pay("org_1", "inv_1", null)).pipe(Effect.either, Effect.provide(layer))
@@ -71,7 +73,11 @@ describe("InvoicePayments.pay", () => {
 
   test("an attempt in flight answers payment_processing, not paid and without a checkout", async () => {
     const { result } = run(invoice(), { _tag: "Processing", reference: "pay-1" })
-    expect(Either.getOrThrow(await result)).toMatchObject({ paid: false, checkoutUrl: null, code: "payment_processing" })
+    expect(Either.getOrThrow(await result)).toMatchObject({
+      paid: false,
+      checkoutUrl: null,
+      code: "payment_processing"
+    })
   })
 
   test("paid between the first read and the claim's lock: already_paid", async () => {

@@ -31,48 +31,74 @@ export const amountDue = (invoice: InvoiceRecord) =>
 
 export const InvoicePaymentsLive = Layer.effect(
   InvoicePayments,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const invoices = yield* Invoices
     const payments = yield* Payments
     const customers = yield* Customers
 
     return {
       pay: (org, invoiceId, callbackUrl, idempotency) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const invoice = yield* invoices.get(org, invoiceId)
           if (invoice.status === "paid") {
-            return { paid: true, checkoutUrl: null, invoice, code: "already_paid" as const, message: "The invoice is already paid" }
+            return {
+              paid: true,
+              checkoutUrl: null,
+              invoice,
+              code: "already_paid" as const,
+              message: "The invoice is already paid"
+            }
           }
           if (invoice.status === "void" || invoice.status === "draft") {
-            return yield* new Conflict({ code: "invoice_not_open", message: `The invoice is ${invoice.status}, not open` })
+            return yield* new Conflict({
+              code: "invoice_not_open",
+              message: `The invoice is ${invoice.status}, not open`
+            })
           }
           const customer = yield* customers.resolve(org, invoice.customerId).pipe(
             Effect.catchTag("Conflict", () => Effect.die("a customer id is unambiguous")),
             Effect.catchTag("NotFound", () => Effect.die("an invoice's customer exists"))
           )
-          const result = yield* payments.collect(org, customer, {
-            purpose: "invoice",
-            targetId: invoice.id,
-            amount: amountDue(invoice),
-            currency: invoice.currency,
-            description: `Invoice ${invoice.number}`,
-            callbackUrl,
-            provider: null,
-            payable: invoices.lockPayable(org, invoice.id),
-            ...(idempotency === undefined ? {} : { idempotency })
-          }).pipe(
-            Effect.catchTag("ProviderNotConfigured", (e) => Effect.fail(new PaymentFailed({ message: e.message })))
-          )
+          const result = yield* payments
+            .collect(org, customer, {
+              purpose: "invoice",
+              targetId: invoice.id,
+              amount: amountDue(invoice),
+              currency: invoice.currency,
+              description: `Invoice ${invoice.number}`,
+              callbackUrl,
+              provider: null,
+              payable: invoices.lockPayable(org, invoice.id),
+              ...(idempotency === undefined ? {} : { idempotency })
+            })
+            .pipe(
+              Effect.catchTag("ProviderNotConfigured", (e) => Effect.fail(new PaymentFailed({ message: e.message })))
+            )
           const current = yield* invoices.get(org, invoiceId)
           switch (result._tag) {
             case "Paid":
-              return { paid: true, checkoutUrl: null, invoice: current, code: "invoice_paid" as const, message: "Paid with the saved payment method" }
+              return {
+                paid: true,
+                checkoutUrl: null,
+                invoice: current,
+                code: "invoice_paid" as const,
+                message: "Paid with the saved payment method"
+              }
             case "NotPayable":
               // Paid (or voided) between the first read and the claim's lock.
               if (current.status === "paid") {
-                return { paid: true, checkoutUrl: null, invoice: current, code: "already_paid" as const, message: "The invoice is already paid" }
+                return {
+                  paid: true,
+                  checkoutUrl: null,
+                  invoice: current,
+                  code: "already_paid" as const,
+                  message: "The invoice is already paid"
+                }
               }
-              return yield* new Conflict({ code: "invoice_not_open", message: `The invoice is ${current.status}, not open` })
+              return yield* new Conflict({
+                code: "invoice_not_open",
+                message: `The invoice is ${current.status}, not open`
+              })
             case "Processing":
               return {
                 paid: false,
@@ -87,9 +113,10 @@ export const InvoicePaymentsLive = Layer.effect(
                 checkoutUrl: result.checkoutUrl,
                 invoice: current,
                 code: "checkout_required" as const,
-                message: result.chargeFailure === null
-                  ? "No saved payment method: send the customer to the checkout"
-                  : `The saved method could not be charged (${result.chargeFailure}): send the customer to the checkout`
+                message:
+                  result.chargeFailure === null
+                    ? "No saved payment method: send the customer to the checkout"
+                    : `The saved method could not be charged (${result.chargeFailure}): send the customer to the checkout`
               }
             case "Failed":
               return yield* new PaymentFailed({ message: result.message })

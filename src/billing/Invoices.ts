@@ -28,9 +28,15 @@ export interface InvoicesShape {
    * All of the customer's unbilled billable usage into one `open` invoice per currency, in one transaction that also
    * marks exactly those events invoiced. Nothing unbilled: `Conflict` `nothing_to_invoice`.
    */
-  readonly generate: (org: string, customerRef: string) => Effect.Effect<ReadonlyArray<InvoiceRecord>, NotFound | Conflict>
+  readonly generate: (
+    org: string,
+    customerRef: string
+  ) => Effect.Effect<ReadonlyArray<InvoiceRecord>, NotFound | Conflict>
   /** Newest first; one customer's, or (undefined) the organization's. */
-  readonly list: (org: string, customerRef: string | undefined) => Effect.Effect<ReadonlyArray<InvoiceRecord>, NotFound | Conflict>
+  readonly list: (
+    org: string,
+    customerRef: string | undefined
+  ) => Effect.Effect<ReadonlyArray<InvoiceRecord>, NotFound | Conflict>
   /** What `generate` would bill, per customer and currency, writing nothing; without a customer, every one with some. */
   readonly unbilled: (
     org: string,
@@ -101,7 +107,7 @@ const nothingToInvoice = () =>
 
 export const InvoicesLive = Layer.effect(
   Invoices,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* InvoicesRepo
     const catalog = yield* Catalog
@@ -109,7 +115,11 @@ export const InvoicesLive = Layer.effect(
     const ids = yield* Ids
     const outbox = yield* Outbox
 
-    const announce = (type: "invoice.created" | "invoice.paid" | "invoice.payment_failed", invoice: InvoiceRecord, extra = {}) =>
+    const announce = (
+      type: "invoice.created" | "invoice.paid" | "invoice.payment_failed",
+      invoice: InvoiceRecord,
+      extra = {}
+    ) =>
       outbox.emit(invoice.organizationId, {
         type,
         data: { ...toWireInvoice(invoice), ...extra },
@@ -126,7 +136,7 @@ export const InvoicesLive = Layer.effect(
       options: CreateInvoiceOptions,
       now: number
     ) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const stored = lines.map(storedLine)
         const subtotal = roundHalfUp(sumAll(stored.map((l) => toDecimal(l.amount))))
         const free = BigDecimal.isZero(subtotal)
@@ -162,54 +172,74 @@ export const InvoicesLive = Layer.effect(
      * what was claimed: even without the lock, an event a racing generate took first is simply not ours.
      */
     const generateFor = (org: string, customerId: string) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const snapshot = yield* catalog.snapshot(org)
-        return yield* sql.withTransaction(Effect.gen(function*() {
-          const candidates = yield* repo.lockUnbilled(org, customerId)
-          if (candidates.length === 0) return yield* nothingToInvoice()
-          // A holder no invoice has: the events never leave the transaction with it (moved below, or rolled back).
-          const claim = `claim_${yield* ids.next("inv")}`
-          const claimed = new Set(yield* repo.moveEvents(org, { from: null, to: claim }, candidates.map((e) => e.id)))
-          const groups = rateUnbilled(snapshot, candidates.filter((e) => claimed.has(e.id)))
-          if (groups.length === 0) return yield* nothingToInvoice()
-          const now = yield* Clock.currentTimeMillis
-          const invoices: Array<InvoiceRecord> = []
-          for (const group of groups) {
-            const invoice = yield* insertInvoice(org, customerId, group.currency, group.lines, {
-              periodStart: group.periodStart,
-              periodEnd: group.periodEnd
-            }, now)
-            const moved = yield* repo.moveEvents(org, { from: claim, to: invoice.id }, group.eventIds)
-            if (moved.length !== group.eventIds.length) {
-              return yield* Effect.dieMessage("invoice generation: claimed events changed hands inside the transaction")
+        return yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const candidates = yield* repo.lockUnbilled(org, customerId)
+            if (candidates.length === 0) return yield* nothingToInvoice()
+            // A holder no invoice has: the events never leave the transaction with it (moved below, or rolled back).
+            const claim = `claim_${yield* ids.next("inv")}`
+            const claimed = new Set(
+              yield* repo.moveEvents(
+                org,
+                { from: null, to: claim },
+                candidates.map((e) => e.id)
+              )
+            )
+            const groups = rateUnbilled(
+              snapshot,
+              candidates.filter((e) => claimed.has(e.id))
+            )
+            if (groups.length === 0) return yield* nothingToInvoice()
+            const now = yield* Clock.currentTimeMillis
+            const invoices: Array<InvoiceRecord> = []
+            for (const group of groups) {
+              const invoice = yield* insertInvoice(
+                org,
+                customerId,
+                group.currency,
+                group.lines,
+                {
+                  periodStart: group.periodStart,
+                  periodEnd: group.periodEnd
+                },
+                now
+              )
+              const moved = yield* repo.moveEvents(org, { from: claim, to: invoice.id }, group.eventIds)
+              if (moved.length !== group.eventIds.length) {
+                return yield* Effect.dieMessage(
+                  "invoice generation: claimed events changed hands inside the transaction"
+                )
+              }
+              invoices.push(invoice)
             }
-            invoices.push(invoice)
-          }
-          return invoices
-        }))
+            return invoices
+          })
+        )
       })
 
     const generate = (org: string, customerRef: string) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const customer = yield* customers.resolve(org, customerRef)
         return yield* generateFor(org, customer.id).pipe(Effect.catchTag("SqlError", Effect.die))
       })
 
     const list = (org: string, customerRef: string | undefined) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const customerId = customerRef === undefined ? undefined : (yield* customers.resolve(org, customerRef)).id
         return yield* repo.list(org, customerId)
       })
 
     const unbilled = (org: string, customerRef: string | undefined) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const customerId = customerRef === undefined ? undefined : (yield* customers.resolve(org, customerRef)).id
         const snapshot = yield* catalog.snapshot(org)
         const groups = rateUnbilled(snapshot, yield* repo.listUnbilled(org, customerId))
         return yield* Effect.forEach(groups, (group) =>
-          Effect.gen(function*() {
+          Effect.gen(function* () {
             const lines = yield* Effect.forEach(group.lines, (line) =>
-              Effect.gen(function*() {
+              Effect.gen(function* () {
                 const usage = fromMicro(
                   yield* repo.usageInSpan(org, {
                     customerId: group.customerId,
@@ -228,33 +258,42 @@ export const InvoicesLive = Layer.effect(
                   amount: toNumber(line.amount),
                   tierBreakdown: wireTiers(line.tierBreakdown)
                 }
-              }))
+              })
+            )
             return {
               customerId: group.customerId,
               currency: group.currency,
               lines,
               total: toNumber(group.subtotal)
             }
-          }))
+          })
+        )
       })
 
     const get = (org: string, invoiceId: string) =>
-      Effect.flatMap(repo.find(org, invoiceId), Option.match({
-        onNone: () => Effect.fail(invoiceNotFound(invoiceId)),
-        onSome: Effect.succeed
-      }))
+      Effect.flatMap(
+        repo.find(org, invoiceId),
+        Option.match({
+          onNone: () => Effect.fail(invoiceNotFound(invoiceId)),
+          onSome: Effect.succeed
+        })
+      )
 
     const markPaid = (org: string, invoiceId: string, amount: DecimalLike, paidAt: number) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const invoice = yield* get(org, invoiceId)
         if (invoice.status === "paid") return invoice
         const now = yield* Clock.currentTimeMillis
         const amountPaid = format(roundHalfUp(toDecimal(amount)))
-        const paid = yield* sql.withTransaction(Effect.gen(function*() {
-          if (!(yield* repo.markPaid(org, invoiceId, amountPaid, paidAt, now))) return false
-          yield* announce("invoice.paid", yield* get(org, invoiceId))
-          return true
-        })).pipe(Effect.catchTag("SqlError", Effect.die))
+        const paid = yield* sql
+          .withTransaction(
+            Effect.gen(function* () {
+              if (!(yield* repo.markPaid(org, invoiceId, amountPaid, paidAt, now))) return false
+              yield* announce("invoice.paid", yield* get(org, invoiceId))
+              return true
+            })
+          )
+          .pipe(Effect.catchTag("SqlError", Effect.die))
         if (paid) return yield* get(org, invoiceId)
         // The status changed between the read and the update: paid by someone else is still success.
         const after = yield* get(org, invoiceId)
@@ -273,19 +312,22 @@ export const InvoicesLive = Layer.effect(
       options: CreateInvoiceOptions = {}
     ) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        sql.withTransaction(insertInvoice(org, customerId, currency, lines, options, now))).pipe(
-          Effect.catchTag("SqlError", Effect.die)
-        )
+        sql.withTransaction(insertInvoice(org, customerId, currency, lines, options, now))
+      ).pipe(Effect.catchTag("SqlError", Effect.die))
 
     const lockPayable = (org: string, invoiceId: string) =>
       Effect.map(repo.lockStatus(org, invoiceId), (status) =>
-        Option.exists(status, (s) => s === "open" || s === "uncollectible"))
+        Option.exists(status, (s) => s === "open" || s === "uncollectible")
+      )
 
     const paymentFailed: InvoicesShape["paymentFailed"] = (org, invoiceId, message) =>
-      Effect.flatMap(repo.find(org, invoiceId), Option.match({
-        onNone: () => Effect.void,
-        onSome: (invoice) => Effect.asVoid(announce("invoice.payment_failed", invoice, { failureMessage: message }))
-      }))
+      Effect.flatMap(
+        repo.find(org, invoiceId),
+        Option.match({
+          onNone: () => Effect.void,
+          onSome: (invoice) => Effect.asVoid(announce("invoice.payment_failed", invoice, { failureMessage: message }))
+        })
+      )
 
     return { generate, list, unbilled, get, lockPayable, markPaid, createInvoice, paymentFailed }
   })

@@ -72,7 +72,13 @@ export interface InvoicesRepoShape {
   /** The invoice's status, its row locked until the transaction ends (PostgreSQL; SQLite serialises writers). */
   readonly lockStatus: (org: string, id: string) => Effect.Effect<Option.Option<InvoiceRecord["status"]>>
   /** `open`/`uncollectible` → `paid`; false when the invoice was in another status (nothing written). */
-  readonly markPaid: (org: string, id: string, amountPaid: string, paidAt: number, now: number) => Effect.Effect<boolean>
+  readonly markPaid: (
+    org: string,
+    id: string,
+    amountPaid: string,
+    paidAt: number,
+    now: number
+  ) => Effect.Effect<boolean>
 }
 
 export class InvoicesRepo extends Context.Tag("InvoicesRepo")<InvoicesRepo, InvoicesRepoShape>() {}
@@ -80,52 +86,60 @@ export class InvoicesRepo extends Context.Tag("InvoicesRepo")<InvoicesRepo, Invo
 /** Parameters per statement when claiming events by id (well under SQLite's and PostgreSQL's limits). */
 const CLAIM_CHUNK = 500
 
-const UnbilledEventRow = recordSchema<UnbilledEvent>()(Schema.Struct({
-  id: Schema.String,
-  customerId: Schema.String,
-  subjectId: Schema.String,
-  planId: Schema.NullOr(Schema.String),
-  billable: MicroUnits,
-  createdAt: Millis
-}))
+const UnbilledEventRow = recordSchema<UnbilledEvent>()(
+  Schema.Struct({
+    id: Schema.String,
+    customerId: Schema.String,
+    subjectId: Schema.String,
+    planId: Schema.NullOr(Schema.String),
+    billable: MicroUnits,
+    createdAt: Millis
+  })
+)
 
-const StoredLineJson = recordSchema<StoredLine>()(Schema.Struct({
-  feature: Schema.String,
-  description: Schema.String,
-  quantity: Schema.String,
-  unitPrice: Schema.String,
-  amount: Schema.String,
-  tierBreakdown: Schema.Array(Schema.Struct({
-    tier: Schema.Number,
-    units: Schema.Number,
+const StoredLineJson = recordSchema<StoredLine>()(
+  Schema.Struct({
+    feature: Schema.String,
+    description: Schema.String,
+    quantity: Schema.String,
     unitPrice: Schema.String,
-    flatFee: Schema.String,
-    amount: Schema.String
-  })),
-  periodStart: Schema.String,
-  periodEnd: Schema.String
-}))
+    amount: Schema.String,
+    tierBreakdown: Schema.Array(
+      Schema.Struct({
+        tier: Schema.Number,
+        units: Schema.Number,
+        unitPrice: Schema.String,
+        flatFee: Schema.String,
+        amount: Schema.String
+      })
+    ),
+    periodStart: Schema.String,
+    periodEnd: Schema.String
+  })
+)
 
-const InvoiceRow = recordSchema<InvoiceRecord>()(Schema.Struct({
-  organizationId: Schema.String,
-  id: Schema.String,
-  number: Schema.String,
-  customerId: Schema.String,
-  subscriptionId: Schema.NullOr(Schema.String),
-  currency: Schema.String,
-  status: InvoiceStatus,
-  lines: JsonText(Schema.Array(StoredLineJson)),
-  subtotal: Schema.String,
-  total: Schema.String,
-  amountPaid: Schema.String,
-  periodStart: NullableMillis,
-  periodEnd: NullableMillis,
-  attempts: DbInt,
-  nextAttemptAt: NullableMillis,
-  createdAt: Millis,
-  updatedAt: Millis,
-  paidAt: NullableMillis
-}))
+const InvoiceRow = recordSchema<InvoiceRecord>()(
+  Schema.Struct({
+    organizationId: Schema.String,
+    id: Schema.String,
+    number: Schema.String,
+    customerId: Schema.String,
+    subscriptionId: Schema.NullOr(Schema.String),
+    currency: Schema.String,
+    status: InvoiceStatus,
+    lines: JsonText(Schema.Array(StoredLineJson)),
+    subtotal: Schema.String,
+    total: Schema.String,
+    amountPaid: Schema.String,
+    periodStart: NullableMillis,
+    periodEnd: NullableMillis,
+    attempts: DbInt,
+    nextAttemptAt: NullableMillis,
+    createdAt: Millis,
+    updatedAt: Millis,
+    paidAt: NullableMillis
+  })
+)
 
 const unbilledEvents = decodeRows("usage_events", UnbilledEventRow)
 const invoices = decodeRows("invoices", InvoiceRow)
@@ -134,7 +148,7 @@ const invoiceStatus = decodeFirstRow("invoices", Schema.Struct({ status: Invoice
 
 export const InvoicesRepoSql = Layer.effect(
   InvoicesRepo,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
 
@@ -143,10 +157,7 @@ export const InvoicesRepoSql = Layer.effect(
           WHERE organization_id = ${org}
             ${customerId === undefined ? sql.literal("") : sql`AND customer_id = ${customerId}`}
             AND invoice_id IS NULL AND billable > 0
-          ORDER BY id ${lock ? forUpdate : sql.literal("")}`.pipe(
-        Effect.flatMap(unbilledEvents),
-        Effect.orDie
-      )
+          ORDER BY id ${lock ? forUpdate : sql.literal("")}`.pipe(Effect.flatMap(unbilledEvents), Effect.orDie)
 
     return {
       lockUnbilled: (org, customerId) => unbilled(org, customerId, true),
@@ -164,7 +175,7 @@ export const InvoicesRepoSql = Layer.effect(
           Effect.orDie
         ),
       moveEvents: (org, move, eventIds) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const moved: Array<string> = []
           for (let i = 0; i < eventIds.length; i += CLAIM_CHUNK) {
             const chunk = eventIds.slice(i, i + CLAIM_CHUNK)
@@ -184,28 +195,26 @@ export const InvoicesRepoSql = Layer.effect(
           Effect.orDie
         ),
       insert: (i) =>
-        sql`INSERT INTO invoices ${
-          sql.insert({
-            organizationId: i.organizationId,
-            id: i.id,
-            number: i.number,
-            customerId: i.customerId,
-            subscriptionId: i.subscriptionId,
-            currency: i.currency,
-            status: i.status,
-            lines: JSON.stringify(i.lines),
-            subtotal: i.subtotal,
-            total: i.total,
-            amountPaid: i.amountPaid,
-            periodStart: i.periodStart,
-            periodEnd: i.periodEnd,
-            attempts: i.attempts,
-            nextAttemptAt: i.nextAttemptAt,
-            createdAt: i.createdAt,
-            updatedAt: i.updatedAt,
-            paidAt: i.paidAt
-          })
-        }`.pipe(Effect.asVoid, Effect.orDie),
+        sql`INSERT INTO invoices ${sql.insert({
+          organizationId: i.organizationId,
+          id: i.id,
+          number: i.number,
+          customerId: i.customerId,
+          subscriptionId: i.subscriptionId,
+          currency: i.currency,
+          status: i.status,
+          lines: JSON.stringify(i.lines),
+          subtotal: i.subtotal,
+          total: i.total,
+          amountPaid: i.amountPaid,
+          periodStart: i.periodStart,
+          periodEnd: i.periodEnd,
+          attempts: i.attempts,
+          nextAttemptAt: i.nextAttemptAt,
+          createdAt: i.createdAt,
+          updatedAt: i.updatedAt,
+          paidAt: i.paidAt
+        })}`.pipe(Effect.asVoid, Effect.orDie),
       find: (org, id) =>
         sql`SELECT * FROM invoices WHERE organization_id = ${org} AND id = ${id}`.pipe(
           Effect.flatMap(invoice),
@@ -214,10 +223,7 @@ export const InvoicesRepoSql = Layer.effect(
       list: (org, customerId) =>
         sql`SELECT * FROM invoices WHERE organization_id = ${org}
             ${customerId === undefined ? sql.literal("") : sql`AND customer_id = ${customerId}`}
-            ORDER BY created_at DESC, LENGTH(number) DESC, number DESC`.pipe(
-          Effect.flatMap(invoices),
-          Effect.orDie
-        ),
+            ORDER BY created_at DESC, LENGTH(number) DESC, number DESC`.pipe(Effect.flatMap(invoices), Effect.orDie),
       lockStatus: (org, id) =>
         sql`SELECT status FROM invoices WHERE organization_id = ${org} AND id = ${id} ${forUpdate}`.pipe(
           Effect.flatMap(invoiceStatus),

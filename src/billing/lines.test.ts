@@ -71,13 +71,18 @@ const credits: CreditSystem = {
 
 const plans = [
   // Overage on tokens, 100 per package of 1,000 tokens.
-  plan("plan_pro", "Pro", "NGN", [terms("tokens", { limit: 1000, overage: "charge", overagePrice: "100", billingUnits: 1000 })]),
+  plan("plan_pro", "Pro", "NGN", [
+    terms("tokens", { limit: 1000, overage: "charge", overagePrice: "100", billingUnits: 1000 })
+  ]),
   // Usage-based graduated: 10 × 1, then 0.5 each plus a flat 100 for using the second tier.
   plan("plan_metered", "Metered", "NGN", [
     terms("api-calls", {
       usageModel: "usage_based",
       ratingModel: "graduated",
-      tiers: [{ upTo: 10, unitPrice: "1", flatFee: "0" }, { upTo: null, unitPrice: "0.5", flatFee: "100" }]
+      tiers: [
+        { upTo: 10, unitPrice: "1", flatFee: "0" },
+        { upTo: null, unitPrice: "0.5", flatFee: "100" }
+      ]
     })
   ]),
   // Fractional unit prices, in another currency.
@@ -96,7 +101,13 @@ const catalog = {
 }
 
 let n = 0
-const event = (subjectId: string, planId: string | null, units: number, createdAt = 1_700_000_000_000, customerId = "cus_1"): UnbilledEvent => ({
+const event = (
+  subjectId: string,
+  planId: string | null,
+  units: number,
+  createdAt = 1_700_000_000_000,
+  customerId = "cus_1"
+): UnbilledEvent => ({
   id: `evt_${String(++n).padStart(4, "0")}`,
   customerId,
   subjectId,
@@ -131,21 +142,35 @@ describe("rateUnbilled", () => {
       currency: "NGN",
       subtotal: "200",
       events: 2,
-      lines: [{ feature: "tokens", description: "Tokens overage (Pro)", quantity: "1500", unitPrice: "0.1", amount: "200", tiers: [] }]
+      lines: [
+        {
+          feature: "tokens",
+          description: "Tokens overage (Pro)",
+          quantity: "1500",
+          unitPrice: "0.1",
+          amount: "200",
+          tiers: []
+        }
+      ]
     })
   })
 
   test("graduated usage across tiers: each tier priced, flat fee once, unit price the line's average", () => {
     // 6 + 8 = 14 calls: 10 × 1 = 10, then 4 × 0.5 + 100 = 102; 112 / 14 = 8 per call.
     const [group] = plain([event("feat_calls", "plan_metered", 6), event("feat_calls", "plan_metered", 8)])
-    expect(group!.lines).toEqual([{
-      feature: "api-calls",
-      description: "API calls usage (Metered)",
-      quantity: "14",
-      unitPrice: "8",
-      amount: "112",
-      tiers: [[0, 10, "1", "0", "10"], [1, 4, "0.5", "100", "102"]]
-    }])
+    expect(group!.lines).toEqual([
+      {
+        feature: "api-calls",
+        description: "API calls usage (Metered)",
+        quantity: "14",
+        unitPrice: "8",
+        amount: "112",
+        tiers: [
+          [0, 10, "1", "0", "10"],
+          [1, 4, "0.5", "100", "102"]
+        ]
+      }
+    ])
     expect(group!.subtotal).toBe("112")
   })
 
@@ -172,7 +197,16 @@ describe("rateUnbilled", () => {
       currency: "NGN",
       subtotal: "8",
       events: 1,
-      lines: [{ feature: "ai-credits", description: "AI credits usage (AI)", quantity: "15", unitPrice: "0.5", amount: "8", tiers: [] }]
+      lines: [
+        {
+          feature: "ai-credits",
+          description: "AI credits usage (AI)",
+          quantity: "15",
+          unitPrice: "0.5",
+          amount: "8",
+          tiers: []
+        }
+      ]
     })
   })
 
@@ -199,16 +233,32 @@ describe("rateUnbilled", () => {
 
   test("usage under a plan or plan feature the catalog no longer has is a zero-priced line, billed once", () => {
     const groups = plain([event("feat_tokens", "plan_gone", 5), event("feat_images", "plan_pro", 2)])
-    expect(groups).toEqual([{
-      customerId: "cus_1",
-      currency: "NGN",
-      subtotal: "0",
-      events: 2,
-      lines: [
-        { feature: "images", description: "Images (no longer priced by the catalog)", quantity: "2", unitPrice: "0", amount: "0", tiers: [] },
-        { feature: "tokens", description: "Tokens (no longer priced by the catalog)", quantity: "5", unitPrice: "0", amount: "0", tiers: [] }
-      ]
-    }])
+    expect(groups).toEqual([
+      {
+        customerId: "cus_1",
+        currency: "NGN",
+        subtotal: "0",
+        events: 2,
+        lines: [
+          {
+            feature: "images",
+            description: "Images (no longer priced by the catalog)",
+            quantity: "2",
+            unitPrice: "0",
+            amount: "0",
+            tiers: []
+          },
+          {
+            feature: "tokens",
+            description: "Tokens (no longer priced by the catalog)",
+            quantity: "5",
+            unitPrice: "0",
+            amount: "0",
+            tiers: []
+          }
+        ]
+      }
+    ])
   })
 
   test("no events, no groups", () => {
@@ -233,7 +283,12 @@ describe("stored and wire lines", () => {
       periodStart: "2025-01-02T00:00:00.000Z",
       periodEnd: "2025-01-02T00:00:00.000Z"
     })
-    expect(wireLine(stored)).toMatchObject({ quantity: 14, unitPrice: 8, amount: 112, tierBreakdown: [{ amount: 10 }, { unitPrice: 0.5 }] })
+    expect(wireLine(stored)).toMatchObject({
+      quantity: 14,
+      unitPrice: 8,
+      amount: 112,
+      tierBreakdown: [{ amount: 10 }, { unitPrice: 0.5 }]
+    })
     // A given amount that is not whole is rounded half-up.
     expect(storedLine({ ...group!.lines[0]!, amount: "2.5" }).amount).toBe("3")
   })

@@ -61,7 +61,7 @@ export const divideHalfUp = (a: Decimal, b: Decimal, scale = 6): Decimal => {
   const x = BigDecimal.scale(a, s).value * 10n ** BigInt(scale)
   const y = BigDecimal.scale(b, s).value
   if (y === 0n) throw new RangeError("divideHalfUp: division by zero")
-  const negative = (x < 0n) !== (y < 0n)
+  const negative = x < 0n !== y < 0n
   const ax = x < 0n ? -x : x
   const ay = y < 0n ? -y : y
   const q = ax / ay + ((ax % ay) * 2n >= ay ? 1n : 0n)

@@ -7,11 +7,14 @@ interface RawIssue {
 
 /** `features[2].slug`: the path of a schema issue as a caller reads it. */
 export const formatPath = (path: ReadonlyArray<PropertyKey>) =>
-  path.reduce<string>((out, key) =>
-    typeof key === "number" ? `${out}[${key}]` : out === "" ? String(key) : `${out}.${String(key)}`, "")
+  path.reduce<string>(
+    (out, key) => (typeof key === "number" ? `${out}[${key}]` : out === "" ? String(key) : `${out}.${String(key)}`),
+    ""
+  )
 
 /** The other member of a union with `undefined` (an optional field) or `null` (a nullable one). */
-const isUnionTwin = (message: string) => message.startsWith("Expected undefined,") || message.startsWith("Expected null,")
+const isUnionTwin = (message: string) =>
+  message.startsWith("Expected undefined,") || message.startsWith("Expected null,")
 
 /**
  * One line per problem: an optional field's union with `undefined`, and a nullable one's with `null`, add an
@@ -20,11 +23,12 @@ const isUnionTwin = (message: string) => message.startsWith("Expected undefined,
  */
 export const readableIssues = (issues: ReadonlyArray<RawIssue>): Array<Issue> => {
   const formatted = issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message }))
-  const useful = formatted.filter((issue) =>
-    !isUnionTwin(issue.message) ||
-    !formatted.some((other) => other.path === issue.path && other !== issue && !isUnionTwin(other.message))
+  const useful = formatted.filter(
+    (issue) =>
+      !isUnionTwin(issue.message) ||
+      !formatted.some((other) => other.path === issue.path && other !== issue && !isUnionTwin(other.message))
   )
-  return useful.filter((issue, i) =>
-    useful.findIndex((other) => other.path === issue.path && other.message === issue.message) === i
+  return useful.filter(
+    (issue, i) => useful.findIndex((other) => other.path === issue.path && other.message === issue.message) === i
   )
 }

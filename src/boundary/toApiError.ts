@@ -22,14 +22,21 @@ export const toApiError = (error: DomainError) => {
   }
 }
 
-type WireOf<E> = E extends { readonly _tag: "NotFound" } ? Api.NotFound
-  : E extends { readonly _tag: "Conflict" } ? Api.Conflict
-  : E extends { readonly _tag: "InvalidInput" } ? Api.BadRequest
-  : E extends { readonly _tag: "PaymentFailed" } ? Api.PaymentRequired
-  : E extends { readonly _tag: "ProviderNotConfigured" } ? Api.Unprocessable
-  : E extends { readonly _tag: "ProviderFailure" } ? Api.BadGateway
-  : E extends { readonly _tag: "InvalidSignature" } ? Api.Unauthorized
-  : never
+type WireOf<E> = E extends { readonly _tag: "NotFound" }
+  ? Api.NotFound
+  : E extends { readonly _tag: "Conflict" }
+    ? Api.Conflict
+    : E extends { readonly _tag: "InvalidInput" }
+      ? Api.BadRequest
+      : E extends { readonly _tag: "PaymentFailed" }
+        ? Api.PaymentRequired
+        : E extends { readonly _tag: "ProviderNotConfigured" }
+          ? Api.Unprocessable
+          : E extends { readonly _tag: "ProviderFailure" }
+            ? Api.BadGateway
+            : E extends { readonly _tag: "InvalidSignature" }
+              ? Api.Unauthorized
+              : never
 
 /** Maps an effect's domain failures onto their wire errors, keeping the precise union in the type. */
 export const mapDomainErrors = <A, E extends DomainError, R>(

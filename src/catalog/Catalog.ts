@@ -1,5 +1,10 @@
 import { Context, Effect } from "effect"
-import type { CreditPack as WireCreditPack, CreditSystem as WireCreditSystem, SyncRequest, SyncResult } from "../api/catalog.ts"
+import type {
+  CreditPack as WireCreditPack,
+  CreditSystem as WireCreditSystem,
+  SyncRequest,
+  SyncResult
+} from "../api/catalog.ts"
 import type { InvalidInput } from "../domain/errors.ts"
 import type { CatalogSnapshot } from "./model.ts"
 
@@ -21,7 +26,9 @@ export interface CatalogShape {
   /** The catalog at a `catalog_version` the caller read itself (the hot path reads it with the customer). */
   readonly snapshotAt: (organizationId: string, version: number) => Effect.Effect<CatalogSnapshot>
   /** Whatever this process has cached (loaded when nothing is), with its version: to be checked by the caller. */
-  readonly cached: (organizationId: string) => Effect.Effect<{ readonly version: number; readonly snapshot: CatalogSnapshot }>
+  readonly cached: (
+    organizationId: string
+  ) => Effect.Effect<{ readonly version: number; readonly snapshot: CatalogSnapshot }>
   readonly listCreditSystems: (organizationId: string) => Effect.Effect<ReadonlyArray<WireCreditSystem>>
   /** Active packs only. */
   readonly listCreditPacks: (organizationId: string) => Effect.Effect<ReadonlyArray<WireCreditPack>>
@@ -34,7 +41,10 @@ export class Catalog extends Context.Tag("Catalog")<Catalog, CatalogShape>() {}
  * module fills in, so the catalog does not depend on subscriptions. Called with the plans' ids, only when non-empty.
  */
 export class PlansAutoEnabledHook extends Context.Reference<PlansAutoEnabledHook>()("PlansAutoEnabledHook", {
-  defaultValue: () => (_orgId: string, _planIds: ReadonlyArray<string>): Effect.Effect<void> => Effect.void
+  defaultValue:
+    () =>
+    (_orgId: string, _planIds: ReadonlyArray<string>): Effect.Effect<void> =>
+      Effect.void
 }) {}
 
 /**
@@ -42,7 +52,7 @@ export class PlansAutoEnabledHook extends Context.Reference<PlansAutoEnabledHook
  * The hook runs after the sync committed; its failure cannot undo the sync.
  */
 export const syncCatalog = (organizationId: string, request: SyncRequest) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const catalog = yield* Catalog
     const outcome = yield* catalog.sync(organizationId, request)
     if (outcome.newlyAutoEnabled.length > 0) {

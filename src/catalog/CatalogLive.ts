@@ -10,7 +10,15 @@ import type {
   SyncRequest,
   SyncResult
 } from "../api/catalog.ts"
-import { AMOUNT_MAX, COUNT_MAX, storedInteger, storedMoney, storedNullableQuantity, storedQuantity, TRIAL_DAYS_MAX } from "../domain/bounds.ts"
+import {
+  AMOUNT_MAX,
+  COUNT_MAX,
+  storedInteger,
+  storedMoney,
+  storedNullableQuantity,
+  storedQuantity,
+  TRIAL_DAYS_MAX
+} from "../domain/bounds.ts"
 import { InvalidInput } from "../domain/errors.ts"
 import { format, toNumber, unsafeDecimal } from "../domain/money.ts"
 import { normalizeReset } from "../domain/periods.ts"
@@ -40,7 +48,9 @@ const money = (value: number): string => format(unsafeDecimal(value))
 /** The one currency the request's plans and packs agree on, for packs that name none. */
 const inferredCurrency = (request: SyncRequest): string | undefined => {
   const currencies = new Set(
-    [...request.plans, ...request.creditPacks].flatMap((x) => (x.currency === undefined ? [] : [x.currency.toUpperCase()]))
+    [...request.plans, ...request.creditPacks].flatMap((x) =>
+      x.currency === undefined ? [] : [x.currency.toUpperCase()]
+    )
   )
   return currencies.size === 1 ? [...currencies][0] : undefined
 }
@@ -68,10 +78,22 @@ export const validateSync = (
       else problem(`${kind}[${i}].slug`, `duplicate slug '${slug}' (also ${kind}[${at}])`)
     })
   }
-  duplicates("features", request.features.map((f) => f.slug))
-  duplicates("creditSystems", request.creditSystems.map((s) => s.slug))
-  duplicates("creditPacks", request.creditPacks.map((p) => p.slug))
-  duplicates("plans", request.plans.map((p) => p.slug))
+  duplicates(
+    "features",
+    request.features.map((f) => f.slug)
+  )
+  duplicates(
+    "creditSystems",
+    request.creditSystems.map((s) => s.slug)
+  )
+  duplicates(
+    "creditPacks",
+    request.creditPacks.map((p) => p.slug)
+  )
+  duplicates(
+    "plans",
+    request.plans.map((p) => p.slug)
+  )
 
   const features = meterTypes(request, stored)
   const requestSystems = new Set(request.creditSystems.map((s) => s.slug))
@@ -96,7 +118,8 @@ export const validateSync = (
 
   const currency = inferredCurrency(request)
   request.creditPacks.forEach((p, i) => {
-    if (!systems.has(p.creditSystem)) problem(`creditPacks[${i}].creditSystem`, `unknown credit system '${p.creditSystem}'`)
+    if (!systems.has(p.creditSystem))
+      problem(`creditPacks[${i}].creditSystem`, `unknown credit system '${p.creditSystem}'`)
     if (p.currency === undefined && currency === undefined) {
       problem(
         `creditPacks[${i}].currency`,
@@ -111,8 +134,11 @@ export const validateSync = (
     // Usage priced by a plan is invoiced in the plan's currency, so a free plan that prices usage needs one too.
     // A warning for now (invoices fall back to NGN): existing catalogs and test fixtures rely on it; to reject such
     // catalogs, make this a `problem(`${at}.currency`, …)`.
-    const pricesUsage = plan.features.some((pf) =>
-      (pf.pricePerUnit ?? 0) > 0 || (pf.overagePrice ?? 0) > 0 || (pf.tiers ?? []).some((t) => t.unitPrice > 0 || t.flatFee > 0)
+    const pricesUsage = plan.features.some(
+      (pf) =>
+        (pf.pricePerUnit ?? 0) > 0 ||
+        (pf.overagePrice ?? 0) > 0 ||
+        (pf.tiers ?? []).some((t) => t.unitPrice > 0 || t.flatFee > 0)
     )
     if (!(plan.price > 0) && plan.currency === undefined && pricesUsage) {
       warnings.push(
@@ -133,26 +159,55 @@ export const validateSync = (
         )
       }
       const tiers = pf.tiers !== undefined && pf.tiers.length > 0 ? pf.tiers : undefined
-      for (const text of validatePricing({ ratingModel: pf.ratingModel, pricePerUnit: pf.pricePerUnit, billingUnits: pf.billingUnits, tiers })) {
+      for (const text of validatePricing({
+        ratingModel: pf.ratingModel,
+        pricePerUnit: pf.pricePerUnit,
+        billingUnits: pf.billingUnits,
+        tiers
+      })) {
         const sep = text.indexOf(": ")
         problem(`${fat}.${text.slice(0, sep)}`, text.slice(sep + 2))
       }
-      if ((pf.usageModel === "usage_based" || pf.usageModel === "prepaid") && pf.pricePerUnit === undefined && tiers === undefined) {
+      if (
+        (pf.usageModel === "usage_based" || pf.usageModel === "prepaid") &&
+        pf.pricePerUnit === undefined &&
+        tiers === undefined
+      ) {
         problem(`${fat}.pricePerUnit`, `is required (or tiers) when usageModel is ${pf.usageModel}`)
       }
     })
   })
 
-  const absent = (kind: string, storedSlugs: ReadonlyArray<string>, input: ReadonlyArray<{ readonly slug: string }>) => {
+  const absent = (
+    kind: string,
+    storedSlugs: ReadonlyArray<string>,
+    input: ReadonlyArray<{ readonly slug: string }>
+  ) => {
     const given = new Set(input.map((x) => x.slug))
     for (const slug of storedSlugs) {
       if (!given.has(slug)) warnings.push(`${kind} '${slug}' exists in the store but not in this sync; it was kept`)
     }
   }
-  absent("feature", stored.features.map((f) => f.slug), request.features)
-  absent("credit system", stored.creditSystems.map((s) => s.slug), request.creditSystems)
-  absent("credit pack", stored.creditPacks.map((p) => p.slug), request.creditPacks)
-  absent("plan", stored.plans.map((p) => p.slug), request.plans)
+  absent(
+    "feature",
+    stored.features.map((f) => f.slug),
+    request.features
+  )
+  absent(
+    "credit system",
+    stored.creditSystems.map((s) => s.slug),
+    request.creditSystems
+  )
+  absent(
+    "credit pack",
+    stored.creditPacks.map((p) => p.slug),
+    request.creditPacks
+  )
+  absent(
+    "plan",
+    stored.plans.map((p) => p.slug),
+    request.plans
+  )
 
   return { problems, warnings }
 }
@@ -203,9 +258,10 @@ export const planFeatureContent = (pf: SyncPlanFeature, meterType: MeterType | u
   ratingModel: pf.ratingModel,
   pricePerUnit: pf.pricePerUnit === undefined ? null : money(pf.pricePerUnit),
   billingUnits: pf.billingUnits,
-  tiers: pf.tiers === undefined || pf.tiers.length === 0
-    ? null
-    : pf.tiers.map((t) => ({ upTo: t.upTo, unitPrice: money(t.unitPrice), flatFee: money(t.flatFee) })),
+  tiers:
+    pf.tiers === undefined || pf.tiers.length === 0
+      ? null
+      : pf.tiers.map((t) => ({ upTo: t.upTo, unitPrice: money(t.unitPrice), flatFee: money(t.flatFee) })),
   overage: pf.overage,
   overagePrice: pf.overagePrice === undefined ? null : money(pf.overagePrice),
   maxOverageUnits: pf.maxOverageUnits ?? null,
@@ -238,7 +294,8 @@ const canonical = (value: unknown): string =>
   JSON.stringify(value, (_key, v) =>
     v !== null && typeof v === "object" && !Array.isArray(v)
       ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v)
+      : v
+  )
 
 const contentOf = <T extends Stamped>(item: T): Content<T> => {
   const { createdAt: _c, id: _i, updatedAt: _u, ...rest } = item
@@ -272,9 +329,14 @@ export const boundedPlanFeature = (pf: PlanFeature): PlanFeature => ({
   trialLimit: nullableQuantity(pf.trialLimit),
   pricePerUnit: price(pf.pricePerUnit),
   billingUnits: pf.billingUnits > 0 ? quantity(pf.billingUnits) : 1,
-  tiers: pf.tiers === null
-    ? null
-    : pf.tiers.map((t) => ({ upTo: nullableQuantity(t.upTo), unitPrice: storedMoney(t.unitPrice), flatFee: storedMoney(t.flatFee) })),
+  tiers:
+    pf.tiers === null
+      ? null
+      : pf.tiers.map((t) => ({
+          upTo: nullableQuantity(t.upTo),
+          unitPrice: storedMoney(t.unitPrice),
+          flatFee: storedMoney(t.flatFee)
+        })),
   overagePrice: price(pf.overagePrice),
   maxOverageUnits: storedNullableQuantity(pf.maxOverageUnits, COUNT_MAX),
   creditCost: nullableQuantity(pf.creditCost)
@@ -292,7 +354,11 @@ const boundedCreditSystem = (s: CreditSystem): CreditSystem => ({
   features: s.features.map((f) => ({ feature: f.feature, creditCost: quantity(f.creditCost) }))
 })
 
-const boundedCreditPack = (p: CreditPack): CreditPack => ({ ...p, credits: quantity(p.credits), price: storedMoney(p.price) })
+const boundedCreditPack = (p: CreditPack): CreditPack => ({
+  ...p,
+  credits: quantity(p.credits),
+  price: storedMoney(p.price)
+})
 
 export const buildSnapshot = (stored: StoredCatalog): CatalogSnapshot => {
   const catalog: StoredCatalog = {
@@ -351,7 +417,7 @@ const problemsMessage = (n: number) => `The catalog is invalid: ${n} ${n === 1 ?
 
 export const CatalogLive = Layer.effect(
   Catalog,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const repo = yield* CatalogRepo
     const ids = yield* Ids
 
@@ -379,7 +445,9 @@ export const CatalogLive = Layer.effect(
     const snapshotAt = (organizationId: string, version: number): Effect.Effect<CatalogSnapshot> =>
       Effect.suspend(() => {
         const hit = cache.get(organizationId)
-        return hit !== undefined && hit.version === version ? Effect.succeed(hit.snapshot) : load(organizationId, version)
+        return hit !== undefined && hit.version === version
+          ? Effect.succeed(hit.snapshot)
+          : load(organizationId, version)
       })
 
     const snapshot = (organizationId: string): Effect.Effect<CatalogSnapshot> =>
@@ -388,8 +456,11 @@ export const CatalogLive = Layer.effect(
     const cached = (organizationId: string) =>
       Effect.suspend(() => {
         const hit = cache.get(organizationId)
-        return hit !== undefined ? Effect.succeed(hit) : Effect.flatMap(repo.version(organizationId), (version) =>
-          Effect.map(load(organizationId, version), (snapshot) => ({ version, snapshot })))
+        return hit !== undefined
+          ? Effect.succeed(hit)
+          : Effect.flatMap(repo.version(organizationId), (version) =>
+              Effect.map(load(organizationId, version), (snapshot) => ({ version, snapshot }))
+            )
       })
 
     /** Matches each input to the stored item of its slug: created, updated (id and createdAt kept) or unchanged. */
@@ -399,7 +470,7 @@ export const CatalogLive = Layer.effect(
       prefix: IdPrefix,
       now: number
     ): Effect.Effect<Reconciled<T>> =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const existing = bySlug(stored)
         const changes = { created: [] as Array<string>, updated: [] as Array<string>, unchanged: [] as Array<string> }
         const records: Array<{ record: T; mode: WriteMode | undefined }> = []
@@ -422,10 +493,10 @@ export const CatalogLive = Layer.effect(
       })
 
     const sync = (organizationId: string, request: SyncRequest) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const outcome = yield* repo.transaction(
           organizationId,
-          Effect.gen(function*() {
+          Effect.gen(function* () {
             const stored = yield* repo.load(organizationId)
             const { problems, warnings } = validateSync(request, stored)
             if (problems.length > 0) {
@@ -434,7 +505,12 @@ export const CatalogLive = Layer.effect(
             const now = yield* Clock.currentTimeMillis
             const meters = meterTypes(request, stored)
 
-            const features = yield* reconcile<Feature>(request.features.map(featureContent), stored.features, "feat", now)
+            const features = yield* reconcile<Feature>(
+              request.features.map(featureContent),
+              stored.features,
+              "feat",
+              now
+            )
             const systems = yield* reconcile<CreditSystem>(
               request.creditSystems.map(creditSystemContent),
               stored.creditSystems,
@@ -465,14 +541,20 @@ export const CatalogLive = Layer.effect(
               records: Reconciled<T>["records"],
               writer: (organizationId: string, record: T, mode: WriteMode) => Effect.Effect<void>
             ) =>
-              Effect.forEach(records, ({ mode, record }) => (mode === undefined ? Effect.void : writer(organizationId, record, mode)), {
-                discard: true
-              })
+              Effect.forEach(
+                records,
+                ({ mode, record }) => (mode === undefined ? Effect.void : writer(organizationId, record, mode)),
+                {
+                  discard: true
+                }
+              )
             yield* write(features.records, repo.writeFeature)
             yield* write(systems.records, repo.writeCreditSystem)
             yield* write(packs.records, repo.writeCreditPack)
             yield* write(plans.records, repo.writePlan)
-            const changed = [features, systems, packs, plans].some((r) => r.records.some(({ mode }) => mode !== undefined))
+            const changed = [features, systems, packs, plans].some((r) =>
+              r.records.some(({ mode }) => mode !== undefined)
+            )
             if (changed) yield* repo.bumpVersion(organizationId)
 
             const wasAutoEnabled = new Set(stored.plans.filter((p) => p.autoEnable).map((p) => p.slug))
@@ -503,7 +585,10 @@ export const CatalogLive = Layer.effect(
         Effect.map(snapshot(organizationId), (s) => Array.from(s.creditSystems.values(), toWireCreditSystem)),
       listCreditPacks: (organizationId) =>
         Effect.map(snapshot(organizationId), (s) =>
-          Array.from(s.creditPacks.values()).filter((p) => p.isActive).map((p) => toWireCreditPack(p, s)))
+          Array.from(s.creditPacks.values())
+            .filter((p) => p.isActive)
+            .map((p) => toWireCreditPack(p, s))
+        )
     }
   })
 )

@@ -57,80 +57,92 @@ const emptyAsNull = <A extends string, I extends string>(schema: Schema.Schema<A
     encode: (value) => value ?? ""
   })
 
-const FeatureRow = recordSchema<Feature>()(Schema.Struct({
-  id: Text,
-  slug: Text,
-  name: Text,
-  type: Schema.Literal("metered", "boolean"),
-  meterType: Schema.Literal("consumable", "non_consumable"),
-  unit: NullableText,
-  createdAt: Millis,
-  updatedAt: Millis
-}))
+const FeatureRow = recordSchema<Feature>()(
+  Schema.Struct({
+    id: Text,
+    slug: Text,
+    name: Text,
+    type: Schema.Literal("metered", "boolean"),
+    meterType: Schema.Literal("consumable", "non_consumable"),
+    unit: NullableText,
+    createdAt: Millis,
+    updatedAt: Millis
+  })
+)
 
-const CreditSystemRow = recordSchema<CreditSystem>()(Schema.Struct({
-  id: Text,
-  slug: Text,
-  name: Text,
-  description: NullableText,
-  features: JsonText(Schema.Array(Schema.Struct({ feature: Text, creditCost: Schema.Number }))),
-  createdAt: Millis,
-  updatedAt: Millis
-}))
+const CreditSystemRow = recordSchema<CreditSystem>()(
+  Schema.Struct({
+    id: Text,
+    slug: Text,
+    name: Text,
+    description: NullableText,
+    features: JsonText(Schema.Array(Schema.Struct({ feature: Text, creditCost: Schema.Number }))),
+    createdAt: Millis,
+    updatedAt: Millis
+  })
+)
 
-const CreditPackRow = recordSchema<CreditPack>()(Schema.Struct({
-  id: Text,
-  slug: Text,
-  name: Text,
-  description: NullableText,
-  /** A decimal TEXT column. */
-  credits: Schema.NumberFromString,
-  price: Text,
-  currency: Text,
-  creditSystemId: Text,
-  provider: NullableText,
-  metadata: JsonObjectText,
-  isActive: Flag,
-  createdAt: Millis,
-  updatedAt: Millis
-}))
+const CreditPackRow = recordSchema<CreditPack>()(
+  Schema.Struct({
+    id: Text,
+    slug: Text,
+    name: Text,
+    description: NullableText,
+    /** A decimal TEXT column. */
+    credits: Schema.NumberFromString,
+    price: Text,
+    currency: Text,
+    creditSystemId: Text,
+    provider: NullableText,
+    metadata: JsonObjectText,
+    isActive: Flag,
+    createdAt: Millis,
+    updatedAt: Millis
+  })
+)
 
-const PlanFeatureJson = recordSchema<PlanFeature>()(Schema.Struct({
-  slug: Text,
-  enabled: Schema.Boolean,
-  limit: Schema.NullOr(Schema.Number),
-  trialLimit: Schema.NullOr(Schema.Number),
-  reset: Schema.Literal(...RESET_INTERVALS),
-  usageModel: Schema.Literal("included", "usage_based", "prepaid"),
-  ratingModel: Schema.Literal(...RATING_MODELS),
-  pricePerUnit: NullableText,
-  billingUnits: Schema.Number,
-  tiers: Schema.NullOr(Schema.Array(Schema.Struct({ upTo: Schema.NullOr(Schema.Number), unitPrice: Text, flatFee: Text }))),
-  overage: Schema.Literal("block", "charge"),
-  overagePrice: NullableText,
-  maxOverageUnits: Schema.NullOr(Schema.Number),
-  creditCost: Schema.NullOr(Schema.Number)
-}))
+const PlanFeatureJson = recordSchema<PlanFeature>()(
+  Schema.Struct({
+    slug: Text,
+    enabled: Schema.Boolean,
+    limit: Schema.NullOr(Schema.Number),
+    trialLimit: Schema.NullOr(Schema.Number),
+    reset: Schema.Literal(...RESET_INTERVALS),
+    usageModel: Schema.Literal("included", "usage_based", "prepaid"),
+    ratingModel: Schema.Literal(...RATING_MODELS),
+    pricePerUnit: NullableText,
+    billingUnits: Schema.Number,
+    tiers: Schema.NullOr(
+      Schema.Array(Schema.Struct({ upTo: Schema.NullOr(Schema.Number), unitPrice: Text, flatFee: Text }))
+    ),
+    overage: Schema.Literal("block", "charge"),
+    overagePrice: NullableText,
+    maxOverageUnits: Schema.NullOr(Schema.Number),
+    creditCost: Schema.NullOr(Schema.Number)
+  })
+)
 
-const PlanRow = recordSchema<Plan>()(Schema.Struct({
-  id: Text,
-  slug: Text,
-  name: Text,
-  description: NullableText,
-  price: Text,
-  currency: emptyAsNull(Schema.String),
-  interval: emptyAsNull(Schema.Literal(...BILLING_INTERVALS)),
-  billingType: Schema.Literal("recurring", "one_time"),
-  autoEnable: Flag,
-  isAddon: Flag,
-  planGroup: NullableText,
-  trialDays: NullableDbInt,
-  provider: NullableText,
-  metadata: JsonObjectText,
-  features: JsonText(Schema.Array(PlanFeatureJson)),
-  createdAt: Millis,
-  updatedAt: Millis
-}))
+const PlanRow = recordSchema<Plan>()(
+  Schema.Struct({
+    id: Text,
+    slug: Text,
+    name: Text,
+    description: NullableText,
+    price: Text,
+    currency: emptyAsNull(Schema.String),
+    interval: emptyAsNull(Schema.Literal(...BILLING_INTERVALS)),
+    billingType: Schema.Literal("recurring", "one_time"),
+    autoEnable: Flag,
+    isAddon: Flag,
+    planGroup: NullableText,
+    trialDays: NullableDbInt,
+    provider: NullableText,
+    metadata: JsonObjectText,
+    features: JsonText(Schema.Array(PlanFeatureJson)),
+    createdAt: Millis,
+    updatedAt: Millis
+  })
+)
 
 const featureRow = (organizationId: string, f: Feature) => ({
   organizationId,
@@ -195,7 +207,7 @@ const planRow = (organizationId: string, p: Plan) => ({
 
 export const CatalogRepoSql = Layer.effect(
   CatalogRepo,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
     const all = <A extends { readonly slug: string }, I>(table: string, schema: Schema.Schema<A, I, never>) => {
@@ -212,20 +224,28 @@ export const CatalogRepoSql = Layer.effect(
     const creditPacks = all("credit_packs", CreditPackRow)
     const plans = all("plans", PlanRow)
 
-    const write = (table: string, row: Record<string, unknown> & { organizationId: string; id: unknown }, mode: WriteMode) =>
+    const write = (
+      table: string,
+      row: Record<string, unknown> & { organizationId: string; id: unknown },
+      mode: WriteMode
+    ) =>
       (mode === "insert"
         ? sql`INSERT INTO ${sql(table)} ${sql.insert(row)}`
         : sql`UPDATE ${sql(table)} SET ${sql.update(row, ["organizationId", "id", "slug", "createdAt"])}
-            WHERE organization_id = ${row.organizationId} AND id = ${row.id as string}`).pipe(Effect.asVoid, Effect.orDie)
+            WHERE organization_id = ${row.organizationId} AND id = ${row.id as string}`
+      ).pipe(Effect.asVoid, Effect.orDie)
 
     return {
       load: (organizationId) =>
-        Effect.all({
-          features: features(organizationId),
-          creditSystems: creditSystems(organizationId),
-          creditPacks: creditPacks(organizationId),
-          plans: plans(organizationId)
-        }, { concurrency: 1 }).pipe(Effect.orDie),
+        Effect.all(
+          {
+            features: features(organizationId),
+            creditSystems: creditSystems(organizationId),
+            creditPacks: creditPacks(organizationId),
+            plans: plans(organizationId)
+          },
+          { concurrency: 1 }
+        ).pipe(Effect.orDie),
       version: (organizationId) =>
         sql<{ catalogVersion: number }>`SELECT catalog_version FROM organizations WHERE id = ${organizationId}`.pipe(
           Effect.map((rows) => Number(rows[0]?.catalogVersion ?? 0)),
@@ -242,18 +262,20 @@ export const CatalogRepoSql = Layer.effect(
       writeCreditPack: (organizationId, pack, mode) => write("credit_packs", creditPackRow(organizationId, pack), mode),
       writePlan: (organizationId, plan, mode) => write("plans", planRow(organizationId, plan), mode),
       transaction: <A, E, R>(organizationId: string, effect: Effect.Effect<A, E, R>) =>
-        sql.withTransaction(
-          Effect.zipRight(
-            sql.onDialectOrElse({
-              pg: () => sql`SELECT id FROM organizations WHERE id = ${organizationId} FOR UPDATE`.pipe(Effect.asVoid),
-              orElse: () => Effect.void
-            }),
-            effect
+        sql
+          .withTransaction(
+            Effect.zipRight(
+              sql.onDialectOrElse({
+                pg: () => sql`SELECT id FROM organizations WHERE id = ${organizationId} FOR UPDATE`.pipe(Effect.asVoid),
+                orElse: () => Effect.void
+              }),
+              effect
+            )
           )
-        ).pipe(
-          // Infrastructure failures (begin, commit, the lock) are defects, as everywhere else.
-          Effect.catchAll((e) => e instanceof SqlError.SqlError ? Effect.die(e) : Effect.fail(e as E))
-        )
+          .pipe(
+            // Infrastructure failures (begin, commit, the lock) are defects, as everywhere else.
+            Effect.catchAll((e) => (e instanceof SqlError.SqlError ? Effect.die(e) : Effect.fail(e as E)))
+          )
     }
   })
 )

@@ -6,7 +6,8 @@ export const pricingOf = (terms: PlanFeature): Pricing => ({
   ratingModel: terms.overagePrice !== null && terms.usageModel === "included" ? "package" : terms.ratingModel,
   pricePerUnit: terms.overagePrice ?? terms.pricePerUnit ?? "0",
   billingUnits: terms.billingUnits,
-  tiers: terms.usageModel === "included" && terms.overagePrice !== null
-    ? undefined
-    : terms.tiers?.map((t) => ({ upTo: t.upTo, unitPrice: t.unitPrice, flatFee: t.flatFee }))
+  tiers:
+    terms.usageModel === "included" && terms.overagePrice !== null
+      ? undefined
+      : terms.tiers?.map((t) => ({ upTo: t.upTo, unitPrice: t.unitPrice, flatFee: t.flatFee }))
 })

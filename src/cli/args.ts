@@ -36,7 +36,6 @@ export const invalid = (message: string, details: ReadonlyArray<Issue>): Output 
   exitCode: 1
 })
 
-
 /** A required positional argument, or a usage error naming it. */
 export const need = (value: string | undefined, what: string) =>
   value === undefined ? Effect.fail(new UsageError(`missing ${what}`)) : Effect.succeed(value)

@@ -39,7 +39,9 @@ const command = (args: Parsed) => {
   if (group === "out-of-range") return outOfRangeCommand(args)
   if (group === "provider" || group === "credits") return paymentsCommand(args)
   if (group === "org" || group === "key") return organizationCommand(args)
-  return Effect.fail(new UsageError(group === undefined ? "no command given" : `unknown command '${args.positional.join(" ")}'`))
+  return Effect.fail(
+    new UsageError(group === undefined ? "no command given" : `unknown command '${args.positional.join(" ")}'`)
+  )
 }
 
 /** Where the CLI writes, and the environment it reads (the process's own unless given: tests run it in process). */
@@ -56,11 +58,17 @@ const processIo: CliIo = {
 
 /** Configuration from `env` when given, else from the process's environment. */
 const configFrom = (env: CliIo["env"]) =>
-  env === undefined ? AppConfigLive : AppConfigLive.pipe(
-    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(
-      new Map(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined))
-    )))
-  )
+  env === undefined
+    ? AppConfigLive
+    : AppConfigLive.pipe(
+        Layer.provide(
+          Layer.setConfigProvider(
+            ConfigProvider.fromMap(
+              new Map(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined))
+            )
+          )
+        )
+      )
 
 /** Runs one command; resolves to the exit code (0 done, 1 failed, 2 usage). */
 export const main = async (argv: ReadonlyArray<string>, io: CliIo = processIo): Promise<number> => {
@@ -77,13 +85,11 @@ export const main = async (argv: ReadonlyArray<string>, io: CliIo = processIo): 
   }
   // The migrations' logs stay off stdout, which holds the command's one answer (`--json`): what migration 0010 would
   // report there, `out-of-range` lists.
-  const config = Layer.effect(AppConfig, Effect.map(AppConfig, (c) => ({ ...c, logLevel: "none" }))).pipe(
-    Layer.provide(configFrom(io.env))
-  )
-  const layer = ServicesLive.pipe(
-    Layer.provide(config),
-    Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
-  )
+  const config = Layer.effect(
+    AppConfig,
+    Effect.map(AppConfig, (c) => ({ ...c, logLevel: "none" }))
+  ).pipe(Layer.provide(configFrom(io.env)))
+  const layer = ServicesLive.pipe(Layer.provide(config), Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
   const runtime = ManagedRuntime.make(layer)
   try {
     const output: Output = await runtime.runPromise(command(args) as Effect.Effect<Output, Error, never>)

@@ -15,7 +15,7 @@ const keyJson = (k: ApiKeyRecord) => ({
 
 /** `org …` and `key …`: organizations and their API keys. */
 export const organizationCommand = (args: Parsed): Effect.Effect<Output, Error, Organizations> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const orgs = yield* Organizations
     const [group, action, target] = args.positional
     switch (`${group} ${action}`) {
@@ -38,13 +38,18 @@ export const organizationCommand = (args: Parsed): Effect.Effect<Output, Error, 
       case "key create": {
         const ref = yield* need(target, "<org>")
         const { apiKey, key } = yield* orgs.createKey(ref)
-        return { json: { key: keyJson(key), apiKey }, text: `Created key ${key.id}.\nAPI key (shown only once): ${apiKey}` }
+        return {
+          json: { key: keyJson(key), apiKey },
+          text: `Created key ${key.id}.\nAPI key (shown only once): ${apiKey}`
+        }
       }
       case "key list": {
         const keys = yield* orgs.listKeys(yield* need(target, "<org>"))
         return {
           json: { keys: keys.map(keyJson) },
-          text: keys.map((k) => `${k.id}  ${k.displayPrefix}…  ${k.revokedAt === null ? "active" : "revoked"}`).join("\n")
+          text: keys
+            .map((k) => `${k.id}  ${k.displayPrefix}…  ${k.revokedAt === null ? "active" : "revoked"}`)
+            .join("\n")
         }
       }
       case "key revoke": {
@@ -52,7 +57,8 @@ export const organizationCommand = (args: Parsed): Effect.Effect<Output, Error, 
         return { json: { key: keyJson(key) }, text: `Revoked key ${key.id}.` }
       }
       default:
-        return yield* Effect.fail(new UsageError(group === undefined ? "no command given" : `unknown command '${args.positional.join(" ")}'`))
+        return yield* Effect.fail(
+          new UsageError(group === undefined ? "no command given" : `unknown command '${args.positional.join(" ")}'`)
+        )
     }
   })
-

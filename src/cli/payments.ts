@@ -7,7 +7,7 @@ import { flag, invalid, need, type Output, type Parsed, UsageError } from "./arg
 
 /** `provider …` (accounts per organization, secrets encrypted at rest) and `credits grant`. */
 export const paymentsCommand = (args: Parsed) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const orgs = yield* Organizations
     const accounts = yield* ProviderAccounts
     const [group, action, orgRef, ...rest] = args.positional
@@ -20,10 +20,13 @@ export const paymentsCommand = (args: Parsed) =>
           return yield* Effect.fail(new UsageError(`the provider must be paystack or stripe, not '${provider}'`))
         }
         const secretKey = flag(args, "secret-key") ?? process.env.PROVIDER_SECRET_KEY
-        if (secretKey === undefined || secretKey === "") return yield* Effect.fail(new UsageError("missing --secret-key"))
+        if (secretKey === undefined || secretKey === "")
+          return yield* Effect.fail(new UsageError("missing --secret-key"))
         const webhookSecret = flag(args, "webhook-secret") ?? process.env.PROVIDER_WEBHOOK_SECRET ?? null
         if (provider === "stripe" && webhookSecret === null) {
-          return invalid("Stripe needs its webhook signing secret", [{ path: "webhook-secret", message: "is missing (whsec_…)" }])
+          return invalid("Stripe needs its webhook signing secret", [
+            { path: "webhook-secret", message: "is missing (whsec_…)" }
+          ])
         }
         yield* accounts.set(org.id, provider, { secretKey, webhookSecret, baseUrl: flag(args, "base-url") ?? null })
         return {
@@ -42,16 +45,18 @@ export const paymentsCommand = (args: Parsed) =>
         const provider = yield* need(rest[0], "<provider>")
         if (!isProviderName(provider)) return yield* Effect.fail(new UsageError(`unknown provider '${provider}'`))
         const removed = yield* accounts.remove(org.id, provider)
-        return { json: { removed }, text: removed ? `Removed the ${provider} account.` : "There was none." } satisfies Output
+        return {
+          json: { removed },
+          text: removed ? `Removed the ${provider} account.` : "There was none."
+        } satisfies Output
       }
       case "credits grant": {
         const customer = yield* need(rest[0], "<customer>")
         const system = yield* need(rest[1], "<credit-system>")
         const amount = Number(yield* need(rest[2], "<amount>"))
         const granted = yield* Effect.flatMap(Credits, (credits) =>
-          credits.grant(org.id, customer, system, amount, args.flags.has("bonus") ? "bonus" : "addon")).pipe(
-            Effect.mapError((e) => new Error(e.message))
-          )
+          credits.grant(org.id, customer, system, amount, args.flags.has("bonus") ? "bonus" : "addon")
+        ).pipe(Effect.mapError((e) => new Error(e.message)))
         return {
           json: granted,
           text: `Credits of ${granted.creditSystem}: bonus ${granted.bonusBalance}, purchased ${granted.addonBalance}`

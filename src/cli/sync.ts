@@ -49,18 +49,21 @@ const syncText = (orgSlug: string, r: SyncResult) =>
   ].join("\n")
 
 export const syncCommand = (args: Parsed): Effect.Effect<Output, Error, Organizations | Catalog> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const orgs = yield* Organizations
     const file = args.positional[1]
     if (file === undefined) return yield* Effect.fail(new UsageError("missing <file>"))
-    if (args.positional.length > 2) return yield* Effect.fail(new UsageError(`unknown command '${args.positional.join(" ")}'`))
+    if (args.positional.length > 2)
+      return yield* Effect.fail(new UsageError(`unknown command '${args.positional.join(" ")}'`))
     const ref = args.flags.get("org")
-    const organization = typeof ref === "string"
-      ? yield* orgs.get(ref)
-      : yield* Effect.flatMap(orgs.list, (all) =>
-        all.length === 1
-          ? Effect.succeed(all[0]!)
-          : Effect.fail(new UsageError(`missing --org <org>: there are ${all.length} organizations`)))
+    const organization =
+      typeof ref === "string"
+        ? yield* orgs.get(ref)
+        : yield* Effect.flatMap(orgs.list, (all) =>
+            all.length === 1
+              ? Effect.succeed(all[0]!)
+              : Effect.fail(new UsageError(`missing --org <org>: there are ${all.length} organizations`))
+          )
     const data = yield* loadCatalogFile(file)
     const decoded = yield* Effect.either(Schema.decodeUnknown(SyncRequest, { errors: "all" })(data))
     if (decoded._tag === "Left") {
@@ -72,4 +75,3 @@ export const syncCommand = (args: Parsed): Effect.Effect<Output, Error, Organiza
       Effect.catchTag("InvalidInput", (e: InvalidInput) => Effect.succeed(invalid(e.message, e.issues)))
     )
   })
-

@@ -65,9 +65,13 @@ const KIND_NAME: Record<CreditKind, string> = { bonus: "bonus", addon: "purchase
 
 /** The 400 of a grant or purchase that would overfill a balance (decisions.md §1). */
 export const overfilled = (path: string, kind: CreditKind, systemSlug: string, current: bigint, addedMicro: bigint) => {
-  const problem = `would bring the ${KIND_NAME[kind]} credits of '${systemSlug}' to ` +
+  const problem =
+    `would bring the ${KIND_NAME[kind]} credits of '${systemSlug}' to ` +
     `${format(fromMicro(current + addedMicro))}, past ${AMOUNT_MAX_TEXT} (the most one balance holds); nothing was added`
-  return new InvalidInput({ message: `The request is invalid: ${path}: ${problem}`, issues: [{ path, message: problem }] })
+  return new InvalidInput({
+    message: `The request is invalid: ${path}: ${problem}`,
+    issues: [{ path, message: problem }]
+  })
 }
 
 export class Credits extends Context.Tag("Credits")<Credits, CreditsShape>() {}

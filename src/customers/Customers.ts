@@ -19,8 +19,10 @@ export interface CustomerInput {
  * inserts the customer: nobody sees the customer without what the hook writes.
  */
 export class CustomerCreatedHook extends Context.Reference<CustomerCreatedHook>()("CustomerCreatedHook", {
-  defaultValue: () => (_organizationId: string, _customer: CustomerRecord, _now: number): Effect.Effect<void> =>
-    Effect.void
+  defaultValue:
+    () =>
+    (_organizationId: string, _customer: CustomerRecord, _now: number): Effect.Effect<void> =>
+      Effect.void
 }) {}
 
 export interface CustomersShape {
@@ -64,7 +66,7 @@ export const pickMatch = (m: CustomerMatches): Option.Option<CustomerRecord> | "
 
 export const CustomersLive = Layer.effect(
   Customers,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* CustomersRepo
     const ids = yield* Ids
@@ -79,7 +81,7 @@ export const CustomersLive = Layer.effect(
 
     /** The existing customer an input names: by external id first, else by email. */
     const existing = (organizationId: string, input: CustomerInput) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         if (input.externalId !== undefined) {
           const byExternal = (yield* repo.matches(organizationId, input.externalId)).byExternalId
           if (Option.isSome(byExternal)) return byExternal
@@ -99,7 +101,7 @@ export const CustomersLive = Layer.effect(
       })
 
     const updateFrom = (current: CustomerRecord, input: CustomerInput, now: number) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const next: CustomerRecord = {
           ...current,
           externalId: current.externalId ?? input.externalId ?? null,
@@ -121,25 +123,29 @@ export const CustomersLive = Layer.effect(
      * finds the insert conflicting and reads the committed customer, whole.
      */
     const create = (customer: CustomerRecord, now: number) =>
-      sql.withTransaction(Effect.gen(function*() {
-        if (!(yield* repo.insert(customer))) return false
-        yield* outbox.emit(customer.organizationId, {
-          type: "customer.created",
-          data: customerEventData(customer),
-          customerId: customer.id,
-          subjectId: customer.id
-        })
-        const hook = yield* CustomerCreatedHook
-        yield* hook(customer.organizationId, customer, now)
-        return true
-      })).pipe(Effect.orDie)
+      sql
+        .withTransaction(
+          Effect.gen(function* () {
+            if (!(yield* repo.insert(customer))) return false
+            yield* outbox.emit(customer.organizationId, {
+              type: "customer.created",
+              data: customerEventData(customer),
+              customerId: customer.id,
+              subjectId: customer.id
+            })
+            const hook = yield* CustomerCreatedHook
+            yield* hook(customer.organizationId, customer, now)
+            return true
+          })
+        )
+        .pipe(Effect.orDie)
 
     const findOrCreate = (
       organizationId: string,
       input: CustomerInput,
       now: number
     ): Effect.Effect<CustomerRecord, Conflict> =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         // Two attempts: a concurrent request may create the same customer between our read and insert.
         for (let attempt = 0; attempt < 2; attempt++) {
           const found = yield* existing(organizationId, input)
@@ -164,18 +170,25 @@ export const CustomersLive = Layer.effect(
       })
 
     const setOverageLimit = (organizationId: string, input: SetOverageLimit) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const current = yield* resolve(organizationId, input.customer)
         const now = yield* Clock.currentTimeMillis
-        const next: CustomerRecord = input.maxOverageAmount === null
-          ? { ...current, overageMaxAmount: null, overageOnLimit: null, overageCreatedAt: null, overageUpdatedAt: null }
-          : {
-            ...current,
-            overageMaxAmount: String(input.maxOverageAmount),
-            overageOnLimit: input.onLimitReached ?? "block",
-            overageCreatedAt: current.overageCreatedAt ?? now,
-            overageUpdatedAt: now
-          }
+        const next: CustomerRecord =
+          input.maxOverageAmount === null
+            ? {
+                ...current,
+                overageMaxAmount: null,
+                overageOnLimit: null,
+                overageCreatedAt: null,
+                overageUpdatedAt: null
+              }
+            : {
+                ...current,
+                overageMaxAmount: String(input.maxOverageAmount),
+                overageOnLimit: input.onLimitReached ?? "block",
+                overageCreatedAt: current.overageCreatedAt ?? now,
+                overageUpdatedAt: now
+              }
         const stamped = { ...next, updatedAt: now }
         yield* repo.update(stamped)
         return stamped
@@ -201,18 +214,22 @@ export const toListItem = (c: CustomerRecord): CustomerListItem => ({
   updatedAt: c.updatedAt
 })
 
-export const toCustomer = (c: CustomerRecord, featureConfigs: Customer["billing"]["featureConfigs"] = []): Customer => ({
+export const toCustomer = (
+  c: CustomerRecord,
+  featureConfigs: Customer["billing"]["featureConfigs"] = []
+): Customer => ({
   success: true,
   ...toListItem(c),
   billing: {
-    overageLimit: c.overageMaxAmount === null
-      ? null
-      : {
-        maxOverageAmount: Number(c.overageMaxAmount),
-        onLimitReached: c.overageOnLimit ?? "block",
-        createdAt: c.overageCreatedAt ?? c.createdAt,
-        updatedAt: c.overageUpdatedAt ?? c.updatedAt
-      },
+    overageLimit:
+      c.overageMaxAmount === null
+        ? null
+        : {
+            maxOverageAmount: Number(c.overageMaxAmount),
+            onLimitReached: c.overageOnLimit ?? "block",
+            createdAt: c.overageCreatedAt ?? c.createdAt,
+            updatedAt: c.overageUpdatedAt ?? c.updatedAt
+          },
     featureConfigs
   }
 })

@@ -61,9 +61,10 @@ export const toCustomerRecord = (row: any): CustomerRecord => ({
   name: row.name,
   metadata: JSON.parse(row.metadata),
   // A cap stored before the bounds (String(1e100) is "1e+100") is read as the bound (docs/decisions.md "Numbers").
-  overageMaxAmount: row.overageMaxAmount === null || row.overageMaxAmount === undefined
-    ? null
-    : storedMoney(String(row.overageMaxAmount)),
+  overageMaxAmount:
+    row.overageMaxAmount === null || row.overageMaxAmount === undefined
+      ? null
+      : storedMoney(String(row.overageMaxAmount)),
   overageOnLimit: row.overageOnLimit,
   overageCreatedAt: row.overageCreatedAt === null ? null : Number(row.overageCreatedAt),
   overageUpdatedAt: row.overageUpdatedAt === null ? null : Number(row.overageUpdatedAt),
@@ -78,20 +79,22 @@ const StoredMoney = Schema.transform(Schema.String, Schema.String, {
   encode: (text) => text
 })
 
-const CustomerRow = recordSchema<CustomerRecord>()(Schema.Struct({
-  organizationId: Schema.String,
-  id: Schema.String,
-  externalId: Schema.NullOr(Schema.String),
-  email: Schema.NullOr(Schema.String),
-  name: Schema.NullOr(Schema.String),
-  metadata: JsonObjectText,
-  overageMaxAmount: Schema.NullOr(StoredMoney),
-  overageOnLimit: Schema.NullOr(Schema.Literal("block", "notify")),
-  overageCreatedAt: NullableMillis,
-  overageUpdatedAt: NullableMillis,
-  createdAt: Millis,
-  updatedAt: Millis
-}))
+const CustomerRow = recordSchema<CustomerRecord>()(
+  Schema.Struct({
+    organizationId: Schema.String,
+    id: Schema.String,
+    externalId: Schema.NullOr(Schema.String),
+    email: Schema.NullOr(Schema.String),
+    name: Schema.NullOr(Schema.String),
+    metadata: JsonObjectText,
+    overageMaxAmount: Schema.NullOr(StoredMoney),
+    overageOnLimit: Schema.NullOr(Schema.Literal("block", "notify")),
+    overageCreatedAt: NullableMillis,
+    overageUpdatedAt: NullableMillis,
+    createdAt: Millis,
+    updatedAt: Millis
+  })
+)
 
 const customers = decodeRows("customers", CustomerRow)
 
@@ -120,7 +123,7 @@ export const matchesOf = (records: ReadonlyArray<CustomerRecord>, ref: string): 
 
 export const CustomersRepoSql = Layer.effect(
   CustomersRepo,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
     // Substring match without LIKE, so '%' and '_' in the search text mean themselves.
@@ -177,14 +180,20 @@ export const CustomersRepoSql = Layer.effect(
           Effect.orDie
         ),
       list: (organizationId, filter) =>
-        Effect.all({
-          rows: sql`SELECT * FROM customers WHERE ${filterClause(organizationId, filter)}
+        Effect.all(
+          {
+            rows: sql`SELECT * FROM customers WHERE ${filterClause(organizationId, filter)}
               ORDER BY created_at DESC, id DESC LIMIT ${filter.limit} OFFSET ${filter.offset}`.pipe(
-            Effect.flatMap(customers)
-          ),
-          total: sql<{ n: number }>`SELECT COUNT(*) AS n FROM customers WHERE ${filterClause(organizationId, filter)}`
-            .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)))
-        }, { concurrency: 1 }).pipe(Effect.orDie)
+              Effect.flatMap(customers)
+            ),
+            total: sql<{
+              n: number
+            }>`SELECT COUNT(*) AS n FROM customers WHERE ${filterClause(organizationId, filter)}`.pipe(
+              Effect.map((rows) => Number(rows[0]?.n ?? 0))
+            )
+          },
+          { concurrency: 1 }
+        ).pipe(Effect.orDie)
     }
   })
 )

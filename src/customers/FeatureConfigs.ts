@@ -35,7 +35,10 @@ export interface FeatureConfigsRepoShape {
   ) => Effect.Effect<void>
 }
 
-export class FeatureConfigsRepo extends Context.Tag("FeatureConfigsRepo")<FeatureConfigsRepo, FeatureConfigsRepoShape>() {}
+export class FeatureConfigsRepo extends Context.Tag("FeatureConfigsRepo")<
+  FeatureConfigsRepo,
+  FeatureConfigsRepoShape
+>() {}
 
 /**
  * A BIGINT of micro-units read as at most its bound: a cap stored before the bounds, or a REAL that SQLite kept for
@@ -48,21 +51,23 @@ const StoredCap = Schema.transform(Schema.Union(Schema.Number, Schema.BigIntFrom
 })
 
 /** A config joined with its feature's slug and name. */
-const FeatureConfigRow = recordSchema<FeatureConfigRecord>()(Schema.Struct({
-  featureId: Schema.String,
-  featureSlug: Schema.String,
-  featureName: Schema.String,
-  overage: Schema.Literal("block", "charge"),
-  maxOverageUnits: Schema.NullOr(StoredCap),
-  createdAt: Millis,
-  updatedAt: Millis
-}))
+const FeatureConfigRow = recordSchema<FeatureConfigRecord>()(
+  Schema.Struct({
+    featureId: Schema.String,
+    featureSlug: Schema.String,
+    featureName: Schema.String,
+    overage: Schema.Literal("block", "charge"),
+    maxOverageUnits: Schema.NullOr(StoredCap),
+    createdAt: Millis,
+    updatedAt: Millis
+  })
+)
 
 const configs = decodeRows("customer_feature_configs", FeatureConfigRow)
 
 export const FeatureConfigsRepoSql = Layer.effect(
   FeatureConfigsRepo,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     return {
       list: (org, customerId) =>
@@ -71,10 +76,7 @@ export const FeatureConfigsRepoSql = Layer.effect(
             FROM customer_feature_configs c
             JOIN features f ON f.organization_id = c.organization_id AND f.id = c.feature_id
             WHERE c.organization_id = ${org} AND c.customer_id = ${customerId}
-            ORDER BY c.created_at, f.slug`.pipe(
-          Effect.flatMap(configs),
-          Effect.orDie
-        ),
+            ORDER BY c.created_at, f.slug`.pipe(Effect.flatMap(configs), Effect.orDie),
       upsert: (org, customerId, featureId, config, now) => {
         const max = config.maxOverageUnits === null ? null : microParam(config.maxOverageUnits)
         return sql`INSERT INTO customer_feature_configs
@@ -100,7 +102,10 @@ export interface FeatureConfigsShape {
   /** What `billing.featureConfigs` of the full customer object lists. */
   readonly list: (org: string, customerId: string) => Effect.Effect<ReadonlyArray<FeatureConfig>>
   /** `POST /v1/customers/feature-config`: upserts the override; answers the customer it belongs to. */
-  readonly set: (org: string, input: SetFeatureConfig) => Effect.Effect<CustomerRecord, NotFound | Conflict | InvalidInput>
+  readonly set: (
+    org: string,
+    input: SetFeatureConfig
+  ) => Effect.Effect<CustomerRecord, NotFound | Conflict | InvalidInput>
 }
 
 export class FeatureConfigs extends Context.Tag("FeatureConfigs")<FeatureConfigs, FeatureConfigsShape>() {}
@@ -109,13 +114,13 @@ const MAX_MESSAGE = `must be an integer from 0 to ${COUNT_MAX}`
 
 export const FeatureConfigsLive = Layer.effect(
   FeatureConfigs,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const repo = yield* FeatureConfigsRepo
     const customers = yield* Customers
     const catalog = yield* Catalog
 
     const set = (org: string, input: SetFeatureConfig) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const max = input.maxOverageUnits ?? null
         // The schema refuses these already (src/api/numbers.ts); kept for callers that do not decode one.
         if (max !== null && !(Number.isInteger(max) && max >= 0 && max <= COUNT_MAX)) {
@@ -137,8 +142,8 @@ export const FeatureConfigsLive = Layer.effect(
         const next = { overage: input.overage, maxOverageUnits: max === null ? null : toMicro(max) }
         const current = (yield* repo.list(org, customer.id)).find((c) => c.featureId === feature.id)
         // A request that changes nothing leaves updatedAt alone (as customers do).
-        const unchanged = current !== undefined && current.overage === next.overage &&
-          current.maxOverageUnits === next.maxOverageUnits
+        const unchanged =
+          current !== undefined && current.overage === next.overage && current.maxOverageUnits === next.maxOverageUnits
         if (!unchanged) yield* repo.upsert(org, customer.id, feature.id, next, yield* Clock.currentTimeMillis)
         return customer
       })
@@ -149,4 +154,3 @@ export const FeatureConfigsLive = Layer.effect(
     }
   })
 )
-

@@ -8,23 +8,29 @@ import type { CustomerRecord } from "./CustomersRepo.ts"
 import { FeatureConfigs } from "./FeatureConfigs.ts"
 
 export const CustomersHttp = HttpApiBuilder.group(BillingApi, "customers", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const customers = yield* Customers
     const featureConfigs = yield* FeatureConfigs
     /** The full customer object: every response of it carries the per-feature configs. */
-    const full = (c: CustomerRecord) => Effect.map(featureConfigs.list(c.organizationId, c.id), (configs) => toCustomer(c, configs))
+    const full = (c: CustomerRecord) =>
+      Effect.map(featureConfigs.list(c.organizationId, c.id), (configs) => toCustomer(c, configs))
     return handlers
       .handle("createCustomer", ({ payload }) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const org = yield* CurrentOrganization
           const now = yield* Clock.currentTimeMillis
-          return yield* customers.findOrCreate(org.id, {
-            externalId: payload.id,
-            email: payload.email,
-            name: payload.name,
-            metadata: payload.metadata
-          }, now)
-        }).pipe(Effect.flatMap(full), mapDomainErrors))
+          return yield* customers.findOrCreate(
+            org.id,
+            {
+              externalId: payload.id,
+              email: payload.email,
+              name: payload.name,
+              metadata: payload.metadata
+            },
+            now
+          )
+        }).pipe(Effect.flatMap(full), mapDomainErrors)
+      )
       .handle("listCustomers", ({ urlParams }) => {
         const filter = { ...urlParams, limit: urlParams.limit ?? 50, offset: urlParams.offset ?? 0 }
         return Effect.flatMap(CurrentOrganization, (org) => customers.list(org.id, filter)).pipe(
@@ -41,15 +47,19 @@ export const CustomersHttp = HttpApiBuilder.group(BillingApi, "customers", (hand
         Effect.flatMap(CurrentOrganization, (org) => customers.resolve(org.id, path.id)).pipe(
           Effect.flatMap(full),
           mapDomainErrors
-        ))
+        )
+      )
       .handle("setOverageLimit", ({ payload }) =>
         Effect.flatMap(CurrentOrganization, (org) => customers.setOverageLimit(org.id, payload)).pipe(
           Effect.flatMap(full),
           mapDomainErrors
-        ))
+        )
+      )
       .handle("setFeatureConfig", ({ payload }) =>
         Effect.flatMap(CurrentOrganization, (org) => featureConfigs.set(org.id, payload)).pipe(
           Effect.flatMap(full),
           mapDomainErrors
-        ))
-  }))
+        )
+      )
+  })
+)

@@ -90,7 +90,8 @@ const available = (n: Quantity): Decimal => max(ZERO, toDecimal(n))
  */
 export const draw = (req: DrawRequest): Draw => {
   const requested = toDecimal(req.requested)
-  if (BigDecimal.isNegative(requested)) throw new RangeError(`requested must not be negative, got ${String(req.requested)}`)
+  if (BigDecimal.isNegative(requested))
+    throw new RangeError(`requested must not be negative, got ${String(req.requested)}`)
 
   if (req.planRemaining === null) {
     return {

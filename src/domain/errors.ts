@@ -5,13 +5,27 @@ import { Schema } from "effect"
  * can render it without knowing the feature; nothing here knows about HTTP.
  */
 export const NotFoundCode = Schema.Literal(
-  "customer_not_found", "feature_not_found", "plan_not_found", "pack_not_found", "invoice_not_found",
-  "subscription_not_found", "payment_method_not_found", "entity_not_found", "organization_not_found",
-  "provider_not_supported", "not_found"
+  "customer_not_found",
+  "feature_not_found",
+  "plan_not_found",
+  "pack_not_found",
+  "invoice_not_found",
+  "subscription_not_found",
+  "payment_method_not_found",
+  "entity_not_found",
+  "organization_not_found",
+  "provider_not_supported",
+  "not_found"
 )
 export const ConflictCode = Schema.Literal(
-  "customer_ambiguous", "customer_conflict", "entity_exists", "limit_exceeded", "invoice_not_open",
-  "subscription_not_pending", "nothing_to_invoice", "idempotency_conflict"
+  "customer_ambiguous",
+  "customer_conflict",
+  "entity_exists",
+  "limit_exceeded",
+  "invoice_not_open",
+  "subscription_not_pending",
+  "nothing_to_invoice",
+  "idempotency_conflict"
 )
 
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
@@ -47,13 +61,7 @@ export class InvalidSignature extends Schema.TaggedError<InvalidSignature>()("In
 }) {}
 
 export type DomainError =
-  | NotFound
-  | Conflict
-  | InvalidInput
-  | PaymentFailed
-  | ProviderNotConfigured
-  | ProviderFailure
-  | InvalidSignature
+  NotFound | Conflict | InvalidInput | PaymentFailed | ProviderNotConfigured | ProviderFailure | InvalidSignature
 
 export const customerNotFound = (ref: string) =>
   new NotFound({ code: "customer_not_found", message: `No customer matches '${ref}'` })

@@ -1,6 +1,17 @@
 import { describe, expect, test } from "bun:test"
 import { BigDecimal, Option } from "effect"
-import { ceilDiv, format, max, min, parseDecimal, roundHalfUp, sumAll, toDecimal, toNumber, unsafeDecimal } from "./money.ts"
+import {
+  ceilDiv,
+  format,
+  max,
+  min,
+  parseDecimal,
+  roundHalfUp,
+  sumAll,
+  toDecimal,
+  toNumber,
+  unsafeDecimal
+} from "./money.ts"
 
 const d = unsafeDecimal
 const parsed = (input: string | number) => Option.map(parseDecimal(input), format)
@@ -27,7 +38,22 @@ describe("parseDecimal", () => {
 
   test("rejects what is not a finite decimal", () => {
     for (const bad of [NaN, Infinity, -Infinity]) expect(Option.isNone(parseDecimal(bad))).toBe(true)
-    for (const bad of ["", " 1", "1 ", "1.", ".5", "1,5", "0x10", "abc", "1e", "e5", "1e5.5", "Infinity", "NaN", "--1"]) {
+    for (const bad of [
+      "",
+      " 1",
+      "1 ",
+      "1.",
+      ".5",
+      "1,5",
+      "0x10",
+      "abc",
+      "1e",
+      "e5",
+      "1e5.5",
+      "Infinity",
+      "NaN",
+      "--1"
+    ]) {
       expect(Option.isNone(parseDecimal(bad))).toBe(true)
     }
   })

@@ -129,18 +129,27 @@ describe("currentWindow", () => {
 
   test("leap and non-leap Februaries", () => {
     const anchor = utc(2027, 1, 31)
-    expect(currentWindow(anchor, "monthly", utc(2027, 3, 1))).toEqual({ start: utc(2027, 2, 28), end: utc(2027, 3, 31) })
+    expect(currentWindow(anchor, "monthly", utc(2027, 3, 1))).toEqual({
+      start: utc(2027, 2, 28),
+      end: utc(2027, 3, 31)
+    })
     expect(currentWindow(anchor, "monthly", utc(2028, 2, 28, 23, 59))).toEqual({
       start: utc(2028, 1, 31),
       end: utc(2028, 2, 29)
     })
-    expect(currentWindow(anchor, "monthly", utc(2028, 2, 29))).toEqual({ start: utc(2028, 2, 29), end: utc(2028, 3, 31) })
+    expect(currentWindow(anchor, "monthly", utc(2028, 2, 29))).toEqual({
+      start: utc(2028, 2, 29),
+      end: utc(2028, 3, 31)
+    })
   })
 
   test("yearly anchored on Feb 29", () => {
     const anchor = utc(2028, 2, 29)
     expect(currentWindow(anchor, "yearly", utc(2029, 2, 27))).toEqual({ start: anchor, end: utc(2029, 2, 28) })
-    expect(currentWindow(anchor, "yearly", utc(2029, 2, 28))).toEqual({ start: utc(2029, 2, 28), end: utc(2030, 2, 28) })
+    expect(currentWindow(anchor, "yearly", utc(2029, 2, 28))).toEqual({
+      start: utc(2029, 2, 28),
+      end: utc(2030, 2, 28)
+    })
     expect(currentWindow(anchor, "yearly", utc(2032, 3, 1))).toEqual({ start: utc(2032, 2, 29), end: utc(2033, 2, 28) })
   })
 

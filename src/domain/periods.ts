@@ -30,7 +30,17 @@ export interface Window {
 export const DEFAULT_RESET: ResetInterval = "monthly"
 
 export const RESET_INTERVALS: ReadonlyArray<ResetInterval> = [
-  "none", "5min", "15min", "30min", "hourly", "daily", "weekly", "monthly", "quarterly", "semi_annual", "yearly"
+  "none",
+  "5min",
+  "15min",
+  "30min",
+  "hourly",
+  "daily",
+  "weekly",
+  "monthly",
+  "quarterly",
+  "semi_annual",
+  "yearly"
 ]
 
 export const BILLING_INTERVALS: ReadonlyArray<BillingInterval> = ["daily", "weekly", "monthly", "quarterly", "yearly"]

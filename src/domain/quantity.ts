@@ -12,7 +12,8 @@ const FACTOR = 1_000_000n
 
 /** Whether a number can be held exactly as micro-units. */
 export const fitsMicro = (value: number): boolean =>
-  Number.isFinite(value) && Math.abs(value) <= VALUE_MAX &&
+  Number.isFinite(value) &&
+  Math.abs(value) <= VALUE_MAX &&
   (Number.isInteger(value) || BigDecimal.normalize(toDecimal(value)).scale <= MICRO_SCALE)
 
 /** An exact decimal to micro-units, rounding any finer fraction up (never under-count consumption). */
@@ -26,14 +27,15 @@ export const toMicro = (value: Decimal | number | string): bigint => {
 }
 
 /** Micro-units as the database returns them (number, or bigint past 2^53) to an exact decimal. */
-export const fromMicro = (micro: number | bigint | string): Decimal =>
-  BigDecimal.make(BigInt(micro), MICRO_SCALE)
+export const fromMicro = (micro: number | bigint | string): Decimal => BigDecimal.make(BigInt(micro), MICRO_SCALE)
 
 /** Micro-units to a wire number (exact for any value that fits a JSON number's integer range). */
 export const microToNumber = (micro: number | bigint | string): number => toNumber(fromMicro(micro))
 
 /** A database parameter: a number while exact, else the decimal string of the bigint. */
 export const microParam = (micro: bigint): number | string =>
-  micro <= BigInt(Number.MAX_SAFE_INTEGER) && micro >= -BigInt(Number.MAX_SAFE_INTEGER) ? Number(micro) : micro.toString()
+  micro <= BigInt(Number.MAX_SAFE_INTEGER) && micro >= -BigInt(Number.MAX_SAFE_INTEGER)
+    ? Number(micro)
+    : micro.toString()
 
 export const FACTOR_BIGINT = FACTOR

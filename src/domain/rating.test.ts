@@ -8,7 +8,12 @@ const plain = (units: number | string, pricing: Pricing) => {
   const r = rate(typeof units === "string" ? unsafeDecimal(units) : units, pricing)
   return {
     amount: format(r.amount),
-    lines: r.tierBreakdown.map((l) => ({ ...l, unitPrice: format(l.unitPrice), flatFee: format(l.flatFee), amount: format(l.amount) })),
+    lines: r.tierBreakdown.map((l) => ({
+      ...l,
+      unitPrice: format(l.unitPrice),
+      flatFee: format(l.flatFee),
+      amount: format(l.amount)
+    })),
     current:
       r.currentTier === null
         ? null
@@ -80,7 +85,10 @@ describe("graduated", () => {
 
   test("one unit past the edge brings tier 1's flat fee", () => {
     const r = plain(101, graduated)
-    expect(r.lines.map((l) => [l.tier, l.units, l.amount])).toEqual([[0, 100, "1000"], [1, 1, "205"]])
+    expect(r.lines.map((l) => [l.tier, l.units, l.amount])).toEqual([
+      [0, 100, "1000"],
+      [1, 1, "205"]
+    ])
     expect(r.amount).toBe("1205")
   })
 
@@ -106,7 +114,13 @@ describe("graduated", () => {
 
   test("rounds per tier line and sums the rounded lines", () => {
     // 0.5 + 0.5 would round to 1 as a whole; the invoice shows two lines of 1, so the total is 2.
-    const r = plain(2, { ratingModel: "graduated", tiers: [{ upTo: 1, unitPrice: "0.5" }, { upTo: null, unitPrice: "0.5" }] })
+    const r = plain(2, {
+      ratingModel: "graduated",
+      tiers: [
+        { upTo: 1, unitPrice: "0.5" },
+        { upTo: null, unitPrice: "0.5" }
+      ]
+    })
     expect(r.lines.map((l) => l.amount)).toEqual(["1", "1"])
     expect(r.amount).toBe("2")
   })
@@ -115,16 +129,31 @@ describe("graduated", () => {
     const pricing: Pricing = {
       ratingModel: "graduated",
       billingUnits: 100,
-      tiers: [{ upTo: 1000, unitPrice: "50" }, { upTo: null, unitPrice: "30" }]
+      tiers: [
+        { upTo: 1000, unitPrice: "50" },
+        { upTo: null, unitPrice: "30" }
+      ]
     }
     const r = plain(1050, pricing)
-    expect(r.lines.map((l) => [l.units, l.packages, l.amount])).toEqual([[1000, 10, "500"], [50, 1, "30"]])
+    expect(r.lines.map((l) => [l.units, l.packages, l.amount])).toEqual([
+      [1000, 10, "500"],
+      [50, 1, "30"]
+    ])
     expect(r.amount).toBe("530")
   })
 
   test("fractional units split exactly across a tier edge", () => {
-    const r = plain("100.3", { ratingModel: "graduated", tiers: [{ upTo: 100.1, unitPrice: "1" }, { upTo: null, unitPrice: "1" }] })
-    expect(r.lines.map((l) => [l.units, l.packages])).toEqual([[100.1, 101], [0.2, 1]])
+    const r = plain("100.3", {
+      ratingModel: "graduated",
+      tiers: [
+        { upTo: 100.1, unitPrice: "1" },
+        { upTo: null, unitPrice: "1" }
+      ]
+    })
+    expect(r.lines.map((l) => [l.units, l.packages])).toEqual([
+      [100.1, 101],
+      [0.2, 1]
+    ])
     expect(r.amount).toBe("102")
   })
 
@@ -137,8 +166,17 @@ describe("graduated", () => {
   })
 
   test("a stored bounded last tier is billed as unbounded rather than dropping units", () => {
-    const r = plain(25, { ratingModel: "graduated", tiers: [{ upTo: 10, unitPrice: "1" }, { upTo: 20, unitPrice: "2" }] })
-    expect(r.lines.map((l) => [l.units, l.amount])).toEqual([[10, "10"], [15, "30"]])
+    const r = plain(25, {
+      ratingModel: "graduated",
+      tiers: [
+        { upTo: 10, unitPrice: "1" },
+        { upTo: 20, unitPrice: "2" }
+      ]
+    })
+    expect(r.lines.map((l) => [l.units, l.amount])).toEqual([
+      [10, "10"],
+      [15, "30"]
+    ])
     expect(r.amount).toBe("40")
   })
 })
@@ -171,7 +209,14 @@ describe("volume", () => {
   })
 
   test("billingUnits apply to the whole quantity", () => {
-    const pricing: Pricing = { ratingModel: "volume", billingUnits: 1000, tiers: [{ upTo: 5000, unitPrice: "40" }, { upTo: null, unitPrice: "25" }] }
+    const pricing: Pricing = {
+      ratingModel: "volume",
+      billingUnits: 1000,
+      tiers: [
+        { upTo: 5000, unitPrice: "40" },
+        { upTo: null, unitPrice: "25" }
+      ]
+    }
     expect(plain(5000, pricing).amount).toBe("200") // 5 packages × 40
     expect(plain(5001, pricing).amount).toBe("150") // 6 packages × 25
   })
@@ -215,7 +260,12 @@ describe("validateTiers", () => {
   })
 
   test("last tier must be unbounded, and only the last", () => {
-    expect(validateTiers([{ upTo: null, unitPrice: "1" }, { upTo: 100, unitPrice: "1" }])).toEqual([
+    expect(
+      validateTiers([
+        { upTo: null, unitPrice: "1" },
+        { upTo: 100, unitPrice: "1" }
+      ])
+    ).toEqual([
       "tiers[0].upTo: only the last tier may be unbounded (null)",
       "tiers[1].upTo: the last tier must be unbounded (null)"
     ])

@@ -4,7 +4,18 @@
  * an invoice showing those lines must add up to.
  */
 import { BigDecimal, Option } from "effect"
-import { ceilDiv, type Decimal, max, min, parseDecimal, roundHalfUp, sumAll, toDecimal, toNumber, ZERO } from "./money.ts"
+import {
+  ceilDiv,
+  type Decimal,
+  max,
+  min,
+  parseDecimal,
+  roundHalfUp,
+  sumAll,
+  toDecimal,
+  toNumber,
+  ZERO
+} from "./money.ts"
 
 export type RatingModel = "package" | "graduated" | "volume"
 
@@ -134,7 +145,8 @@ const rateGraduated = (tiers: ReadonlyArray<ResolvedTier>, units: Decimal, bu: D
 const rateVolume = (tiers: ReadonlyArray<ResolvedTier>, units: Decimal, bu: Decimal): ReadonlyArray<TierLine> => {
   if (BigDecimal.isZero(units)) return []
   // Unlike currentTier, exactly upTo units still belong to the tier: upTo is inclusive.
-  const t = tiers.find((t) => t.upTo === null || BigDecimal.lessThanOrEqualTo(units, t.upTo)) ?? tiers[tiers.length - 1]!
+  const t =
+    tiers.find((t) => t.upTo === null || BigDecimal.lessThanOrEqualTo(units, t.upTo)) ?? tiers[tiers.length - 1]!
   return [priceLine(t, units, bu)]
 }
 

@@ -30,7 +30,10 @@ export interface EntityRemoveResult {
 /** Seats and licensed members of `non_consumable` features (decisions.md §6). */
 export interface EntitiesShape {
   readonly add: (org: string, input: AddEntity) => Effect.Effect<EntityAddResult, NotFound | Conflict | InvalidInput>
-  readonly remove: (org: string, input: RemoveEntity) => Effect.Effect<EntityRemoveResult, NotFound | Conflict | InvalidInput>
+  readonly remove: (
+    org: string,
+    input: RemoveEntity
+  ) => Effect.Effect<EntityRemoveResult, NotFound | Conflict | InvalidInput>
 }
 
 export class Entities extends Context.Tag("Entities")<Entities, EntitiesShape>() {}
@@ -59,7 +62,7 @@ const remainingOf = (limitMicro: bigint | null, count: number) => {
 
 export const EntitiesLive = Layer.effect(
   Entities,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* EntitiesRepo
     const entitlements = yield* EntitlementsRepo
@@ -70,7 +73,7 @@ export const EntitiesLive = Layer.effect(
 
     /** Customer, feature and the customer's grant of it at `now` (a denial is `undefined`, with its reason). */
     const context = (org: string, input: { readonly customer: string; readonly feature: string }, now: number) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const customer = yield* customers.resolve(org, input.customer)
         const snapshot = yield* catalog.snapshot(org)
         const feature = yield* entityFeature(snapshot, input.feature)
@@ -84,7 +87,7 @@ export const EntitiesLive = Layer.effect(
      * per-feature config wins over the plan's terms) and the per-feature overage cap leaves room.
      */
     const fits = (org: string, customerId: string, feature: Feature, grant: Grant, count: number) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         // Exact, in micro-units (a limit may have six decimals and be up to 1e12; summed over plans, more).
         const wanted = BigInt(count + 1) * FACTOR_BIGINT
         if (grant.limitMicro === null || wanted <= grant.limitMicro) return true
@@ -102,7 +105,7 @@ export const EntitiesLive = Layer.effect(
       })
 
     const add = (org: string, input: AddEntity) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const { customer, feature, resolution } = yield* context(org, input, now)
         const grant = resolution._tag === "Granted" ? resolution.grant : undefined
@@ -116,73 +119,79 @@ export const EntitiesLive = Layer.effect(
         })
 
         // Count and write under the customer's lock: two adds at count = limit − 1 cannot both pass.
-        return yield* sql.withTransaction(Effect.gen(function*() {
-          yield* repo.lockCustomer(org, customer.id)
-          const existing = yield* repo.find(org, customer.id, feature.id, input.entity)
-          const live = Option.filter(existing, (e) => isLive(e, now))
-          if (Option.isSome(live) && live.value.status === "active") {
-            return yield* new Conflict({
-              code: "entity_exists",
-              message: `The customer already has an active entity '${input.entity}' of '${feature.slug}'`
+        return yield* sql
+          .withTransaction(
+            Effect.gen(function* () {
+              yield* repo.lockCustomer(org, customer.id)
+              const existing = yield* repo.find(org, customer.id, feature.id, input.entity)
+              const live = Option.filter(existing, (e) => isLive(e, now))
+              if (Option.isSome(live) && live.value.status === "active") {
+                return yield* new Conflict({
+                  code: "entity_exists",
+                  message: `The customer already has an active entity '${input.entity}' of '${feature.slug}'`
+                })
+              }
+              if (grant === undefined) {
+                const why =
+                  resolution._tag === "Denied" && resolution.code === "no_active_subscription"
+                    ? "The customer has no active subscription"
+                    : `No plan of the customer includes '${feature.slug}'`
+                return yield* new Conflict({ code: "limit_exceeded", message: `${why}: no entity can be added` })
+              }
+              const details = {
+                name: input.name ?? null,
+                email: input.email ?? null,
+                metadata: input.metadata ?? {}
+              }
+              if (Option.isSome(live)) {
+                // Pending removal, not yet due: restored, with no limit check (it never stopped counting).
+                const current = live.value
+                yield* repo.update({
+                  ...current,
+                  name: input.name ?? current.name,
+                  email: input.email ?? current.email,
+                  metadata:
+                    input.metadata === undefined ? current.metadata : { ...current.metadata, ...input.metadata },
+                  status: "active",
+                  removeAt: null,
+                  updatedAt: now
+                })
+                return result(yield* repo.count(org, customer.id, feature.id, now), true)
+              }
+              const count = yield* repo.count(org, customer.id, feature.id, now)
+              if (!(yield* fits(org, customer.id, feature, grant, count))) {
+                const unit = feature.unit ?? "entities"
+                return yield* new Conflict({
+                  code: "limit_exceeded",
+                  message: `The limit of ${grant.limit} ${unit} of '${feature.slug}' is reached (${count} in use)`
+                })
+              }
+              if (Option.isSome(existing)) {
+                // Removed earlier and already past its removal: a new entity that reuses the row.
+                yield* repo.update({ ...existing.value, ...details, status: "active", removeAt: null, updatedAt: now })
+              } else {
+                const record: EntityRecord = {
+                  organizationId: org,
+                  id: yield* ids.next("ent"),
+                  customerId: customer.id,
+                  featureId: feature.id,
+                  entity: input.entity,
+                  ...details,
+                  status: "active",
+                  removeAt: null,
+                  createdAt: now,
+                  updatedAt: now
+                }
+                yield* repo.insert(record)
+              }
+              return result(count + 1, false)
             })
-          }
-          if (grant === undefined) {
-            const why = resolution._tag === "Denied" && resolution.code === "no_active_subscription"
-              ? "The customer has no active subscription"
-              : `No plan of the customer includes '${feature.slug}'`
-            return yield* new Conflict({ code: "limit_exceeded", message: `${why}: no entity can be added` })
-          }
-          const details = {
-            name: input.name ?? null,
-            email: input.email ?? null,
-            metadata: input.metadata ?? {}
-          }
-          if (Option.isSome(live)) {
-            // Pending removal, not yet due: restored, with no limit check (it never stopped counting).
-            const current = live.value
-            yield* repo.update({
-              ...current,
-              name: input.name ?? current.name,
-              email: input.email ?? current.email,
-              metadata: input.metadata === undefined ? current.metadata : { ...current.metadata, ...input.metadata },
-              status: "active",
-              removeAt: null,
-              updatedAt: now
-            })
-            return result(yield* repo.count(org, customer.id, feature.id, now), true)
-          }
-          const count = yield* repo.count(org, customer.id, feature.id, now)
-          if (!(yield* fits(org, customer.id, feature, grant, count))) {
-            const unit = feature.unit ?? "entities"
-            return yield* new Conflict({
-              code: "limit_exceeded",
-              message: `The limit of ${grant.limit} ${unit} of '${feature.slug}' is reached (${count} in use)`
-            })
-          }
-          if (Option.isSome(existing)) {
-            // Removed earlier and already past its removal: a new entity that reuses the row.
-            yield* repo.update({ ...existing.value, ...details, status: "active", removeAt: null, updatedAt: now })
-          } else {
-            const record: EntityRecord = {
-              organizationId: org,
-              id: yield* ids.next("ent"),
-              customerId: customer.id,
-              featureId: feature.id,
-              entity: input.entity,
-              ...details,
-              status: "active",
-              removeAt: null,
-              createdAt: now,
-              updatedAt: now
-            }
-            yield* repo.insert(record)
-          }
-          return result(count + 1, false)
-        })).pipe(Effect.catchTag("SqlError", Effect.die))
+          )
+          .pipe(Effect.catchTag("SqlError", Effect.die))
       })
 
     const remove = (org: string, input: RemoveEntity) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const { customer, feature, resolution } = yield* context(org, input, now)
         // The end of the current billing period of the oldest subscription granting the feature; a plan that
@@ -190,25 +199,29 @@ export const EntitiesLive = Layer.effect(
         const source = resolution._tag === "Granted" ? resolution.grant.sources[0] : undefined
         const snapshot = yield* catalog.snapshot(org)
         const plan = source === undefined ? undefined : snapshot.plansById.get(source.subscription.planId)
-        const subscription = source === undefined
-          ? undefined
-          : rollFreePeriod(source.subscription, plan !== undefined && isFree(plan) ? plan.interval : null, now)
+        const subscription =
+          source === undefined
+            ? undefined
+            : rollFreePeriod(source.subscription, plan !== undefined && isFree(plan) ? plan.interval : null, now)
         const periodEnd = subscription?.currentPeriodEnd ?? null
         const removeAt = periodEnd !== null && periodEnd > now ? periodEnd : now
 
-        return yield* sql.withTransaction(Effect.gen(function*() {
-          yield* repo.lockCustomer(org, customer.id)
-          const existing = Option.filter(
-            yield* repo.find(org, customer.id, feature.id, input.entity),
-            (e) => isLive(e, now)
+        return yield* sql
+          .withTransaction(
+            Effect.gen(function* () {
+              yield* repo.lockCustomer(org, customer.id)
+              const existing = Option.filter(yield* repo.find(org, customer.id, feature.id, input.entity), (e) =>
+                isLive(e, now)
+              )
+              if (Option.isNone(existing)) return yield* entityNotFound(input.entity, feature)
+              // Already pending: idempotent, its removal date stays.
+              if (existing.value.status === "active") {
+                yield* repo.update({ ...existing.value, status: "pending_removal", removeAt, updatedAt: now })
+              }
+              return { entityId: input.entity, count: yield* repo.count(org, customer.id, feature.id, now) }
+            })
           )
-          if (Option.isNone(existing)) return yield* entityNotFound(input.entity, feature)
-          // Already pending: idempotent, its removal date stays.
-          if (existing.value.status === "active") {
-            yield* repo.update({ ...existing.value, status: "pending_removal", removeAt, updatedAt: now })
-          }
-          return { entityId: input.entity, count: yield* repo.count(org, customer.id, feature.id, now) }
-        })).pipe(Effect.catchTag("SqlError", Effect.die))
+          .pipe(Effect.catchTag("SqlError", Effect.die))
       })
 
     return { add, remove }

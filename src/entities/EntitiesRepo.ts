@@ -32,7 +32,12 @@ export interface EntitiesRepoShape {
    */
   readonly lockCustomer: (org: string, customerId: string) => Effect.Effect<void>
   /** The row of that name, whatever its status (an expired pending removal is still a row, reused on re-add). */
-  readonly find: (org: string, customerId: string, featureId: string, entity: string) => Effect.Effect<Option.Option<EntityRecord>>
+  readonly find: (
+    org: string,
+    customerId: string,
+    featureId: string,
+    entity: string
+  ) => Effect.Effect<Option.Option<EntityRecord>>
   /** Active plus pending removal not yet due: the same rule as the engine's `countEntities`. */
   readonly count: (org: string, customerId: string, featureId: string, now: number) => Effect.Effect<number>
   readonly insert: (entity: EntityRecord) => Effect.Effect<void>
@@ -42,26 +47,28 @@ export interface EntitiesRepoShape {
 
 export class EntitiesRepo extends Context.Tag("EntitiesRepo")<EntitiesRepo, EntitiesRepoShape>() {}
 
-const EntityRow = recordSchema<EntityRecord>()(Schema.Struct({
-  organizationId: Schema.String,
-  id: Schema.String,
-  customerId: Schema.String,
-  featureId: Schema.String,
-  entity: Schema.String,
-  name: Schema.NullOr(Schema.String),
-  email: Schema.NullOr(Schema.String),
-  metadata: JsonObjectText,
-  status: Schema.Literal("active", "pending_removal"),
-  removeAt: NullableMillis,
-  createdAt: Millis,
-  updatedAt: Millis
-}))
+const EntityRow = recordSchema<EntityRecord>()(
+  Schema.Struct({
+    organizationId: Schema.String,
+    id: Schema.String,
+    customerId: Schema.String,
+    featureId: Schema.String,
+    entity: Schema.String,
+    name: Schema.NullOr(Schema.String),
+    email: Schema.NullOr(Schema.String),
+    metadata: JsonObjectText,
+    status: Schema.Literal("active", "pending_removal"),
+    removeAt: NullableMillis,
+    createdAt: Millis,
+    updatedAt: Millis
+  })
+)
 
 const firstEntity = decodeFirstRow("entities", EntityRow)
 
 export const EntitiesRepoSql = Layer.effect(
   EntitiesRepo,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
 
@@ -69,16 +76,13 @@ export const EntitiesRepoSql = Layer.effect(
       lockCustomer: (org, customerId) =>
         isPg
           ? sql`SELECT id FROM customers WHERE organization_id = ${org} AND id = ${customerId} FOR UPDATE`.pipe(
-            Effect.asVoid,
-            Effect.orDie
-          )
+              Effect.asVoid,
+              Effect.orDie
+            )
           : Effect.void,
       find: (org, customerId, featureId, entity) =>
         sql`SELECT * FROM entities WHERE organization_id = ${org} AND customer_id = ${customerId}
-            AND feature_id = ${featureId} AND entity = ${entity}`.pipe(
-          Effect.flatMap(firstEntity),
-          Effect.orDie
-        ),
+            AND feature_id = ${featureId} AND entity = ${entity}`.pipe(Effect.flatMap(firstEntity), Effect.orDie),
       count: (org, customerId, featureId, now) =>
         sql<{ n: number | bigint | string }>`SELECT COUNT(*) AS n FROM entities WHERE organization_id = ${org}
             AND customer_id = ${customerId} AND feature_id = ${featureId}
@@ -87,22 +91,20 @@ export const EntitiesRepoSql = Layer.effect(
           Effect.orDie
         ),
       insert: (e) =>
-        sql`INSERT INTO entities ${
-          sql.insert({
-            organizationId: e.organizationId,
-            id: e.id,
-            customerId: e.customerId,
-            featureId: e.featureId,
-            entity: e.entity,
-            name: e.name,
-            email: e.email,
-            metadata: JSON.stringify(e.metadata),
-            status: e.status,
-            removeAt: e.removeAt,
-            createdAt: e.createdAt,
-            updatedAt: e.updatedAt
-          })
-        }`.pipe(Effect.asVoid, Effect.orDie),
+        sql`INSERT INTO entities ${sql.insert({
+          organizationId: e.organizationId,
+          id: e.id,
+          customerId: e.customerId,
+          featureId: e.featureId,
+          entity: e.entity,
+          name: e.name,
+          email: e.email,
+          metadata: JSON.stringify(e.metadata),
+          status: e.status,
+          removeAt: e.removeAt,
+          createdAt: e.createdAt,
+          updatedAt: e.updatedAt
+        })}`.pipe(Effect.asVoid, Effect.orDie),
       update: (e) =>
         sql`UPDATE entities SET name = ${e.name}, email = ${e.email}, metadata = ${JSON.stringify(e.metadata)},
               status = ${e.status}, remove_at = ${e.removeAt}, updated_at = ${e.updatedAt}

@@ -39,24 +39,42 @@ const key: BalanceKey = { organizationId: "org", customerId: "cus", subjectId: "
 const empty: BalanceRow = { windowStart: 0, windowEnd: null, used: 0n, overage: 0n, bonus: 0n, addon: 0n }
 
 const event = (value: bigint): UsageEventRow => ({
-  organizationId: "org", id: `evt_${value}`, customerId: "cus", featureId: "feat", subjectId: "feat", entityId: null,
-  value, cost: value, fromPlan: value, fromBonus: 0n, fromAddon: 0n, overage: 0n, billable: 0n, planId: null,
-  metadata: {}, createdAt: 1
+  organizationId: "org",
+  id: `evt_${value}`,
+  customerId: "cus",
+  featureId: "feat",
+  subjectId: "feat",
+  entityId: null,
+  value,
+  cost: value,
+  fromPlan: value,
+  fromBonus: 0n,
+  fromAddon: 0n,
+  overage: 0n,
+  billable: 0n,
+  planId: null,
+  metadata: {},
+  createdAt: 1
 })
 
 /** Draws `value` if it fits under `limit`; answers the usage after the draw, or "denied". */
-const upTo = (limit: bigint, value: bigint) => (stored: StoredBalance | null): Decision<string> => {
-  const used = stored?.used ?? 0n
-  if (used + value > limit) return { answer: "denied", write: null }
-  return { answer: `used ${used + value}`, write: { next: { ...empty, used: used + value }, event: event(value) } }
-}
+const upTo =
+  (limit: bigint, value: bigint) =>
+  (stored: StoredBalance | null): Decision<string> => {
+    const used = stored?.used ?? 0n
+    if (used + value > limit) return { answer: "denied", write: null }
+    return { answer: `used ${used + value}`, write: { next: { ...empty, used: used + value }, event: event(value) } }
+  }
 
 describe("balance writer", () => {
   test("with gather, draws that arrive together are decided in arrival order and written in one step", async () => {
     const store = fakeStore()
     const writer = makeBalanceWriter(store.repo, { lanes: 1, gather: true })
     const answers = await Effect.runPromise(
-      Effect.all(Array.from({ length: 5 }, () => writer.draw(key, null, upTo(3n, 1n))), { concurrency: "unbounded" })
+      Effect.all(
+        Array.from({ length: 5 }, () => writer.draw(key, null, upTo(3n, 1n))),
+        { concurrency: "unbounded" }
+      )
     )
     expect(answers).toEqual(["used 1", "used 2", "used 3", "denied", "denied"])
     expect(store.steps.length).toBe(1)
@@ -68,7 +86,10 @@ describe("balance writer", () => {
     const store = fakeStore()
     const writer = makeBalanceWriter(store.repo, { lanes: 1 })
     const answers = await Effect.runPromise(
-      Effect.all(Array.from({ length: 5 }, () => writer.draw(key, null, upTo(10n, 2n))), { concurrency: "unbounded" })
+      Effect.all(
+        Array.from({ length: 5 }, () => writer.draw(key, null, upTo(10n, 2n))),
+        { concurrency: "unbounded" }
+      )
     )
     expect(answers).toEqual(["used 2", "used 4", "used 6", "used 8", "used 10"])
     expect(store.steps[0]!.length).toBe(1)
@@ -83,11 +104,17 @@ describe("balance writer", () => {
     // Another process draws 3 more; this writer still remembers version 1 with 1 used.
     store.bump(key, 4n)
     const answers = await Effect.runPromise(
-      Effect.all([writer.draw(key, null, upTo(5n, 1n)), writer.draw(key, null, upTo(5n, 1n))], { concurrency: "unbounded" })
+      Effect.all([writer.draw(key, null, upTo(5n, 1n)), writer.draw(key, null, upTo(5n, 1n))], {
+        concurrency: "unbounded"
+      })
     )
     expect(answers).toEqual(["used 5", "denied"])
     expect(store.rows.get("org/cus/feat")).toMatchObject({ used: 5n, version: 3 })
     // The step over the stale version wrote nothing; the next, over the balance read again, wrote one event.
-    expect(store.steps.map((s) => s.map((c) => [c.expectedVersion, c.events.length]))).toEqual([[[null, 1]], [[1, 2]], [[2, 1]]])
+    expect(store.steps.map((s) => s.map((c) => [c.expectedVersion, c.events.length]))).toEqual([
+      [[null, 1]],
+      [[1, 2]],
+      [[2, 1]]
+    ])
   })
 })

@@ -122,7 +122,7 @@ export const makeBalanceWriter = (
 
   /** Decides and writes a batch; balances whose version moved are read again and retried in the next step. */
   const commit = (batch: ReadonlyArray<Pending>) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const byId = new Map<string, Group>()
       for (const pending of batch) {
         const group = byId.get(pending.id)
@@ -141,7 +141,7 @@ export const makeBalanceWriter = (
       }
       let todo = [...byId.values()]
       for (const group of todo) group.base = freshest([known.get(group.id), ...group.pending.map((p) => p.seen)])
-      for (let attempt = 1;; attempt++) {
+      for (let attempt = 1; ; attempt++) {
         const writing: Array<Group> = []
         for (const group of todo) {
           decideGroup(group)
@@ -150,15 +150,17 @@ export const makeBalanceWriter = (
           else writing.push(group)
         }
         if (writing.length === 0) return
-        const written = yield* repo.commitBalances(writing.map((group) => ({
-          organizationId: group.key.organizationId,
-          customerId: group.key.customerId,
-          subjectId: group.key.subjectId,
-          expectedVersion: group.base === null ? null : group.base.version,
-          next: group.next!,
-          events: group.events,
-          now: group.events[group.events.length - 1]!.createdAt
-        })))
+        const written = yield* repo.commitBalances(
+          writing.map((group) => ({
+            organizationId: group.key.organizationId,
+            customerId: group.key.customerId,
+            subjectId: group.key.subjectId,
+            expectedVersion: group.base === null ? null : group.base.version,
+            next: group.next!,
+            events: group.events,
+            now: group.events[group.events.length - 1]!.createdAt
+          }))
+        )
         const moved: Array<Group> = []
         for (let i = 0; i < writing.length; i++) {
           const group = writing[i]!
@@ -186,14 +188,15 @@ export const makeBalanceWriter = (
     Effect.flatMap(Effect.exit(commit(batch)), (exit) =>
       exit._tag === "Failure"
         ? Effect.forEach(batch, (pending) => Deferred.failCause(pending.done, exit.cause as Cause.Cause<never>), {
-          discard: true
-        })
-        : Effect.void)
+            discard: true
+          })
+        : Effect.void
+    )
 
   /** Runs the lane's batches until nobody waits; then the lane closes (synchronously after its last check). */
   const drain = (lane: number, queue: Array<Pending>): Effect.Effect<void> => {
     let batch: Array<Pending> = []
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       while (queue.length > 0) {
         batch = queue.splice(0, MAX_BATCH)
         yield* step(batch)
@@ -216,7 +219,7 @@ export const makeBalanceWriter = (
     draw: <A>(key: BalanceKey, seen: StoredBalance | null, decide: (stored: StoredBalance | null) => Decision<A>) =>
       // Uninterruptible but for the wait: a lane, once opened, is always written and closed.
       Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const done = yield* Deferred.make<unknown>()
           const id = `${key.organizationId}\u0000${key.customerId}\u0000${key.subjectId}`
           const lane = options.lanes <= 1 ? 0 : hash(id) % options.lanes

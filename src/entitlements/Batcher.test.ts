@@ -14,7 +14,9 @@ const doubling = (options: { lanes: number; gather?: boolean }, fail?: number) =
         Effect.sleep("1 millis"),
         Effect.suspend(() => {
           batches.push(items)
-          return fail !== undefined && items.includes(fail) ? Effect.dieMessage("bad item") : Effect.succeed(items.map((n) => n * 2))
+          return fail !== undefined && items.includes(fail)
+            ? Effect.dieMessage("bad item")
+            : Effect.succeed(items.map((n) => n * 2))
         })
       )
   })
@@ -22,14 +24,22 @@ const doubling = (options: { lanes: number; gather?: boolean }, fail?: number) =
 }
 
 const submitAll = (batcher: { submit: (n: number) => Effect.Effect<number> }, items: ReadonlyArray<number>) =>
-  Effect.runPromise(Effect.all(items.map((n) => Effect.exit(batcher.submit(n))), { concurrency: "unbounded" }))
+  Effect.runPromise(
+    Effect.all(
+      items.map((n) => Effect.exit(batcher.submit(n))),
+      { concurrency: "unbounded" }
+    )
+  )
 
 describe("batcher", () => {
   test("with gather, requests of the same turn share steps of at most maxBatch, answered in order", async () => {
     const { batcher, batches } = doubling({ lanes: 1, gather: true })
     const answers = await submitAll(batcher, [1, 2, 3, 4, 5])
-    expect(answers.map((a) => a._tag === "Success" ? a.value : null)).toEqual([2, 4, 6, 8, 10])
-    expect(batches).toEqual([[1, 2, 3], [4, 5]])
+    expect(answers.map((a) => (a._tag === "Success" ? a.value : null))).toEqual([2, 4, 6, 8, 10])
+    expect(batches).toEqual([
+      [1, 2, 3],
+      [4, 5]
+    ])
   })
 
   test("without gather, the request that finds the lane idle runs alone; the rest wait for the next step", async () => {
@@ -41,14 +51,14 @@ describe("batcher", () => {
   test("with gather and several lanes, a lane whose requests another lane took runs no empty step", async () => {
     const { batcher, batches } = doubling({ lanes: 2, gather: true })
     const answers = await submitAll(batcher, [1, 2])
-    expect(answers.map((a) => a._tag === "Success" ? a.value : null)).toEqual([2, 4])
+    expect(answers.map((a) => (a._tag === "Success" ? a.value : null))).toEqual([2, 4])
     expect(batches).toEqual([[1, 2]])
   })
 
   test("a failed batch is retried item by item: only the bad item fails", async () => {
     const { batcher, batches } = doubling({ lanes: 1, gather: true }, 2)
     const answers = await submitAll(batcher, [1, 2, 3])
-    expect(answers.map((a) => a._tag === "Success" ? a.value : "failed")).toEqual([2, "failed", 6])
+    expect(answers.map((a) => (a._tag === "Success" ? a.value : "failed"))).toEqual([2, "failed", 6])
     expect(batches).toEqual([[1, 2, 3], [1], [2], [3]])
   })
 })

@@ -6,7 +6,10 @@ import { type Cause, Context, Deferred, Effect } from "effect"
  * connection of its own, whoever happened to start it.
  */
 export const outsideTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.mapInputContext(effect, (context: Context.Context<R>) => Context.omit(SqlClient.TransactionConnection)(context) as Context.Context<R>)
+  Effect.mapInputContext(
+    effect,
+    (context: Context.Context<R>) => Context.omit(SqlClient.TransactionConnection)(context) as Context.Context<R>
+  )
 
 /**
  * Runs many small requests as few database steps (docs/decisions.md, "Performance"): up to `lanes` steps at a time;
@@ -51,16 +54,21 @@ export const makeBatcher = <I, O>(options: {
         return Effect.forEach(batch, (b, i) => Deferred.succeed(b.done, exit.value[i]!), { discard: true })
       }
       if (batch.length === 1) return Deferred.failCause(batch[0]!.done, exit.cause as Cause.Cause<never>)
-      return Effect.forEach(batch, (b) =>
-        Effect.flatMap(Effect.exit(options.run([b.item])), (alone) =>
-          alone._tag === "Success"
-            ? Deferred.succeed(b.done, alone.value[0]!)
-            : Deferred.failCause(b.done, alone.cause as Cause.Cause<never>)), { discard: true })
+      return Effect.forEach(
+        batch,
+        (b) =>
+          Effect.flatMap(Effect.exit(options.run([b.item])), (alone) =>
+            alone._tag === "Success"
+              ? Deferred.succeed(b.done, alone.value[0]!)
+              : Deferred.failCause(b.done, alone.cause as Cause.Cause<never>)
+          ),
+        { discard: true }
+      )
     })
 
   const drain: Effect.Effect<void> = Effect.suspend(() => {
     let batch: Array<Entry<I, O>> = []
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       while (queue.length > 0) {
         batch = queue.splice(0, options.maxBatch)
         yield* step(batch)
@@ -81,7 +89,7 @@ export const makeBatcher = <I, O>(options: {
     submit: (item) =>
       // Uninterruptible but for the wait: a lane, once taken, is always given back.
       Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const entry: Entry<I, O> = { item, done: yield* Deferred.make<O>() }
           if (running < options.lanes) {
             // A free lane: this request runs its own step, in its own fiber (a fiber per request was measured to

@@ -10,43 +10,62 @@ import { Credits, type CreditsShape, overfilled } from "../credits/Credits.ts"
 import { Outbox } from "../events/Outbox.ts"
 import { EntitlementsRepo } from "./EntitlementsRepo.ts"
 
-
 export const CreditsLive = Layer.effect(
   Credits,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* EntitlementsRepo
     const catalog = yield* Catalog
     const customers = yield* Customers
     const outbox = yield* Outbox
 
-    const grantById: CreditsShape["grantById"] = (org, customerId, systemId, amountMicro, kind, upTo = AMOUNT_MAX_MICRO) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const row = yield* repo.lockBalance(org, customerId, systemId, { windowStart: now, windowEnd: null }, now)
-        const current = kind === "bonus" ? row.bonus : row.addon
-        // Exact (bigints): the balance after the grant must fit its bound, checked under the balance's row lock.
-        if (current + amountMicro > upTo) {
-          const snapshot = yield* catalog.snapshot(org)
-          return yield* overfilled("amount", kind, snapshot.creditSystemsById.get(systemId)?.slug ?? systemId, current, amountMicro)
-        }
-        const next = kind === "bonus"
-          ? { ...row, bonus: row.bonus + amountMicro }
-          : { ...row, addon: row.addon + amountMicro }
-        yield* repo.writeBalance(org, customerId, systemId, next, now)
-        return { bonus: next.bonus, addon: next.addon }
-      })).pipe(Effect.catchTag("SqlError", Effect.die))
+    const grantById: CreditsShape["grantById"] = (
+      org,
+      customerId,
+      systemId,
+      amountMicro,
+      kind,
+      upTo = AMOUNT_MAX_MICRO
+    ) =>
+      sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const now = yield* Clock.currentTimeMillis
+            const row = yield* repo.lockBalance(org, customerId, systemId, { windowStart: now, windowEnd: null }, now)
+            const current = kind === "bonus" ? row.bonus : row.addon
+            // Exact (bigints): the balance after the grant must fit its bound, checked under the balance's row lock.
+            if (current + amountMicro > upTo) {
+              const snapshot = yield* catalog.snapshot(org)
+              return yield* overfilled(
+                "amount",
+                kind,
+                snapshot.creditSystemsById.get(systemId)?.slug ?? systemId,
+                current,
+                amountMicro
+              )
+            }
+            const next =
+              kind === "bonus" ? { ...row, bonus: row.bonus + amountMicro } : { ...row, addon: row.addon + amountMicro }
+            yield* repo.writeBalance(org, customerId, systemId, next, now)
+            return { bonus: next.bonus, addon: next.addon }
+          })
+        )
+        .pipe(Effect.catchTag("SqlError", Effect.die))
 
     const takeBackById: CreditsShape["takeBackById"] = (org, customerId, systemId, amountMicro, kind) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const row = yield* repo.lockBalance(org, customerId, systemId, { windowStart: now, windowEnd: null }, now)
-        const held = kind === "bonus" ? row.bonus : row.addon
-        const taken = amountMicro <= 0n ? 0n : held < amountMicro ? (held > 0n ? held : 0n) : amountMicro
-        const next = kind === "bonus" ? { ...row, bonus: row.bonus - taken } : { ...row, addon: row.addon - taken }
-        if (taken > 0n) yield* repo.writeBalance(org, customerId, systemId, next, now)
-        return { taken, bonus: next.bonus, addon: next.addon }
-      })).pipe(Effect.orDie)
+      sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const now = yield* Clock.currentTimeMillis
+            const row = yield* repo.lockBalance(org, customerId, systemId, { windowStart: now, windowEnd: null }, now)
+            const held = kind === "bonus" ? row.bonus : row.addon
+            const taken = amountMicro <= 0n ? 0n : held < amountMicro ? (held > 0n ? held : 0n) : amountMicro
+            const next = kind === "bonus" ? { ...row, bonus: row.bonus - taken } : { ...row, addon: row.addon - taken }
+            if (taken > 0n) yield* repo.writeBalance(org, customerId, systemId, next, now)
+            return { taken, bonus: next.bonus, addon: next.addon }
+          })
+        )
+        .pipe(Effect.orDie)
 
     return {
       grantById,
@@ -56,9 +75,10 @@ export const CreditsLive = Layer.effect(
           Option.match(row, {
             onNone: () => ({ bonus: 0n, addon: 0n }),
             onSome: (r) => ({ bonus: r.bonus, addon: r.addon })
-          })),
+          })
+        ),
       grant: (org, customerRef, systemRef, amount, kind) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           if (!(amount > 0 && amount <= AMOUNT_MAX && decimalPlaces(amount) <= MAX_DECIMALS)) {
             const problem = `must be more than 0 and at most ${AMOUNT_MAX_TEXT}, with at most ${MAX_DECIMALS} decimal places`
             return yield* new InvalidInput({
@@ -73,21 +93,25 @@ export const CreditsLive = Layer.effect(
             return yield* new NotFound({ code: "not_found", message: `No credit system '${systemRef}'` })
           }
           // The grant and its event commit together.
-          const after = yield* sql.withTransaction(Effect.gen(function*() {
-            const after = yield* grantById(org, customer.id, system.id, toMicro(amount), kind)
-            yield* outbox.emit(org, {
-              type: "credits.granted",
-              data: {
-                customer: customer.id,
-                creditSystem: system.slug,
-                amount,
-                kind: kind === "bonus" ? "bonus" : "purchased",
-                balance: microToNumber(kind === "bonus" ? after.bonus : after.addon)
-              },
-              customerId: customer.id
-            })
-            return after
-          })).pipe(Effect.catchTag("SqlError", Effect.die))
+          const after = yield* sql
+            .withTransaction(
+              Effect.gen(function* () {
+                const after = yield* grantById(org, customer.id, system.id, toMicro(amount), kind)
+                yield* outbox.emit(org, {
+                  type: "credits.granted",
+                  data: {
+                    customer: customer.id,
+                    creditSystem: system.slug,
+                    amount,
+                    kind: kind === "bonus" ? "bonus" : "purchased",
+                    balance: microToNumber(kind === "bonus" ? after.bonus : after.addon)
+                  },
+                  customerId: customer.id
+                })
+                return after
+              })
+            )
+            .pipe(Effect.catchTag("SqlError", Effect.die))
           return {
             customerId: customer.id,
             creditSystem: system.slug,

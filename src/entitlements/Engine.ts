@@ -15,7 +15,13 @@ import { sha256Hex } from "../platform/crypto.ts"
 import { Ids } from "../platform/ids.ts"
 import { grantingOf } from "../subscriptions/Subscriptions.ts"
 import { makeBalanceWriter } from "./BalanceWriter.ts"
-import { type BalanceRow, EntitlementsRepo, type FeatureConfigRow, type StoredBalance, type UsageEventRow } from "./EntitlementsRepo.ts"
+import {
+  type BalanceRow,
+  EntitlementsRepo,
+  type FeatureConfigRow,
+  type StoredBalance,
+  type UsageEventRow
+} from "./EntitlementsRepo.ts"
 import { creditsOnlyGrant, type Grant, resolveGrant } from "./grants.ts"
 import { pricingOf } from "../catalog/pricing.ts"
 import { countedState, denial, meteredState, storedState } from "./state.ts"
@@ -27,11 +33,13 @@ export interface EntitlementInput {
   readonly customer: string
   readonly feature: string
   readonly value: number
-  readonly customerData?: {
-    readonly email?: string | undefined
-    readonly name?: string | undefined
-    readonly metadata?: Record<string, unknown> | undefined
-  } | undefined
+  readonly customerData?:
+    | {
+        readonly email?: string | undefined
+        readonly name?: string | undefined
+        readonly metadata?: Record<string, unknown> | undefined
+      }
+    | undefined
   readonly entity?: string | undefined
   readonly metadata?: Record<string, unknown> | undefined
 }
@@ -60,8 +68,12 @@ const canonical = (value: unknown): unknown =>
   Array.isArray(value)
     ? value.map(canonical)
     : value !== null && typeof value === "object"
-    ? Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]))
-    : value
+      ? Object.fromEntries(
+          Object.keys(value)
+            .sort()
+            .map((k) => [k, canonical((value as Record<string, unknown>)[k])])
+        )
+      : value
 
 const monthStart = (now: number) => {
   const d = new Date(now)
@@ -100,24 +112,26 @@ const pastBound = (p: PastBound, unit: string) =>
   )
 
 const messageFor = (d: Draw, grant: Grant, pastDue: boolean): string => {
-  const unit = grant.subject.kind === "credit_system" ? "credits" : grant.subject.feature.unit ?? "units"
+  const unit = grant.subject.kind === "credit_system" ? "credits" : (grant.subject.feature.unit ?? "units")
   const base = !d.allowed
     ? d.reason === "overage_cap"
-      ? d.cap === "spend_cap" ? "The customer's overage spend cap is reached" : "The overage limit for this feature is reached"
+      ? d.cap === "spend_cap"
+        ? "The customer's overage spend cap is reached"
+        : "The overage limit for this feature is reached"
       : grant.subject.kind === "credit_system"
-      ? "Not enough credits"
-      : `The limit of ${grant.limit} ${unit} is reached`
+        ? "Not enough credits"
+        : `The limit of ${grant.limit} ${unit} is reached`
     : d.overageUnits > 0
-    ? `Beyond the included ${unit}: billed as overage${d.notify ? " (the spend cap is passed; the vendor is notified)" : ""}`
-    : d.fromBonus > 0 || d.fromAddon > 0
-    ? "Drawn from bonus or purchased credits"
-    : "Within the plan's allowance"
+      ? `Beyond the included ${unit}: billed as overage${d.notify ? " (the spend cap is passed; the vendor is notified)" : ""}`
+      : d.fromBonus > 0 || d.fromAddon > 0
+        ? "Drawn from bonus or purchased credits"
+        : "Within the plan's allowance"
   return pastDue ? `${base}. Payment is past due; access continues during the grace period` : base
 }
 
 export const EntitlementsLive = Layer.effect(
   Entitlements,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* EntitlementsRepo
     const catalog = yield* Catalog
@@ -142,8 +156,18 @@ export const EntitlementsLive = Layer.effect(
     }
 
     /** Boolean and non-consumable features: nothing to draw, a count to compare. */
-    const counted = (org: string, mode: Mode, customer: CustomerRecord, feature: Feature, grant: Grant, config: Option.Option<FeatureConfigRow>, entityId: string | null, input: EntitlementInput, now: number) =>
-      Effect.gen(function*() {
+    const counted = (
+      org: string,
+      mode: Mode,
+      customer: CustomerRecord,
+      feature: Feature,
+      grant: Grant,
+      config: Option.Option<FeatureConfigRow>,
+      entityId: string | null,
+      input: EntitlementInput,
+      now: number
+    ) =>
+      Effect.gen(function* () {
         const isBoolean = feature.type === "boolean"
         const count = isBoolean ? 0 : yield* repo.countEntities(org, customer.id, feature.id, now)
         const { maxOverageUnits, overageAllowed } = overageTerms(config, grant)
@@ -151,43 +175,52 @@ export const EntitlementsLive = Layer.effect(
         const wanted = BigInt(count) * FACTOR_BIGINT + toMicro(input.value)
         const within = isBoolean || grant.limitMicro === null || wanted <= grant.limitMicro
         const overBy = grant.limitMicro === null ? 0n : wanted - grant.limitMicro
-        const allowed = within ||
+        const allowed =
+          within ||
           (overageAllowed &&
             (maxOverageUnits === null || BigDecimal.lessThanOrEqualTo(fromMicro(overBy), toDecimal(maxOverageUnits))))
         const code: EntitlementCode = !allowed
           ? "limit_exceeded"
           : within
-          ? mode === "track" ? "tracked" : "access_granted"
-          : mode === "track"
-          ? "tracked_overage"
-          : "overage_allowed"
+            ? mode === "track"
+              ? "tracked"
+              : "access_granted"
+            : mode === "track"
+              ? "tracked_overage"
+              : "overage_allowed"
         if (allowed && mode !== "check") {
           const value = toMicro(input.value)
           // The event and its rollup bucket commit together.
-          yield* sql.withTransaction(repo.insertEvent({
-            organizationId: org,
-            id: yield* ids.next("evt"),
-            customerId: customer.id,
-            featureId: feature.id,
-            subjectId: feature.id,
-            entityId,
-            value,
-            cost: 0n,
-            fromPlan: 0n,
-            fromBonus: 0n,
-            fromAddon: 0n,
-            overage: 0n,
-            billable: 0n,
-            planId: null,
-            metadata: input.metadata ?? {},
-            createdAt: now
-          })).pipe(Effect.orDie)
+          yield* sql
+            .withTransaction(
+              repo.insertEvent({
+                organizationId: org,
+                id: yield* ids.next("evt"),
+                customerId: customer.id,
+                featureId: feature.id,
+                subjectId: feature.id,
+                entityId,
+                value,
+                cost: 0n,
+                fromPlan: 0n,
+                fromBonus: 0n,
+                fromAddon: 0n,
+                overage: 0n,
+                billable: 0n,
+                planId: null,
+                metadata: input.metadata ?? {},
+                createdAt: now
+              })
+            )
+            .pipe(Effect.orDie)
         }
         const message = isBoolean
-          ? allowed ? "The plan includes this feature" : "Not included"
+          ? allowed
+            ? "The plan includes this feature"
+            : "Not included"
           : allowed
-          ? `${count} in use${grant.limit === null ? "" : ` of ${grant.limit}`}`
-          : `${count} of ${grant.limit} in use: ${input.value} more do not fit`
+            ? `${count} in use${grant.limit === null ? "" : ` of ${grant.limit}`}`
+            : `${count} of ${grant.limit} in use: ${input.value} more do not fit`
         return countedState({ allowed, code, message, grant, count })
       })
 
@@ -196,8 +229,20 @@ export const EntitlementsLive = Layer.effect(
      * writer (a guarded write, no lock held across round trips); with a spend cap (a second row to keep exact) or
      * inside an idempotent request's transaction, it takes the balance's row lock for the rest of the transaction.
      */
-    const metered = (org: string, mode: Mode, customer: CustomerRecord, feature: Feature, grant: Grant, config: Option.Option<FeatureConfigRow>, stored: Option.Option<StoredBalance>, entityId: string | null, input: EntitlementInput, now: number, inTransaction: boolean) =>
-      Effect.gen(function*() {
+    const metered = (
+      org: string,
+      mode: Mode,
+      customer: CustomerRecord,
+      feature: Feature,
+      grant: Grant,
+      config: Option.Option<FeatureConfigRow>,
+      stored: Option.Option<StoredBalance>,
+      entityId: string | null,
+      input: EntitlementInput,
+      now: number,
+      inTransaction: boolean
+    ) =>
+      Effect.gen(function* () {
         const subject = grant.subject
         const terms = grant.terms
         const usageModel = terms?.usageModel ?? "included"
@@ -218,12 +263,20 @@ export const EntitlementsLive = Layer.effect(
         const limit = grant.limitMicro
         // Usage-based pricing bills every unit: the plan "allowance" is then only a cap when one is set.
         const pricing = terms === null ? null : pricingOf(terms)
-        const unitPrice = pricing === null
-          ? toDecimal(0)
-          : BigDecimal.unsafeDivide(toDecimal(pricing.pricePerUnit ?? pricing.tiers?.[0]?.unitPrice ?? 0), toDecimal(pricing.billingUnits ?? 1))
-        const spendCap = overageAllowed && customer.overageMaxAmount !== null
-          ? { max: toDecimal(customer.overageMaxAmount), onLimitReached: customer.overageOnLimit ?? "block" as const }
-          : null
+        const unitPrice =
+          pricing === null
+            ? toDecimal(0)
+            : BigDecimal.unsafeDivide(
+                toDecimal(pricing.pricePerUnit ?? pricing.tiers?.[0]?.unitPrice ?? 0),
+                toDecimal(pricing.billingUnits ?? 1)
+              )
+        const spendCap =
+          overageAllowed && customer.overageMaxAmount !== null
+            ? {
+                max: toDecimal(customer.overageMaxAmount),
+                onLimitReached: customer.overageOnLimit ?? ("block" as const)
+              }
+            : null
         const pastDue = grant.sources.some((s) => s.subscription.status === "past_due")
 
         const decide = (row: BalanceRow, spendSoFar: string) =>
@@ -265,13 +318,16 @@ export const EntitlementsLive = Layer.effect(
           after.used > WINDOW_MAX_MICRO
             ? { _tag: "PastBound", counter: "usage" }
             : after.overage > WINDOW_MAX_MICRO
-            ? { _tag: "PastBound", counter: "overage" }
-            : undefined
+              ? { _tag: "PastBound", counter: "overage" }
+              : undefined
 
         const empty: BalanceRow = { ...init, used: 0n, overage: 0n, bonus: 0n, addon: 0n }
-        const unit = subject.kind === "credit_system" ? "credits" : subject.feature.unit ?? "units"
+        const unit = subject.kind === "credit_system" ? "credits" : (subject.feature.unit ?? "units")
         if (mode === "check") {
-          const row = rolled(Option.getOrElse(stored as Option.Option<BalanceRow>, () => empty), window)
+          const row = rolled(
+            Option.getOrElse(stored as Option.Option<BalanceRow>, () => empty),
+            window
+          )
           // A read without the lock: the spend a concurrent request adds may not be visible; only writes must be exact.
           const d = decide(row, "0")
           // A check answers what the same track would: a draw the window could not count is refused alike.
@@ -317,29 +373,44 @@ export const EntitlementsLive = Layer.effect(
           return isPastBound(result) ? yield* pastBound(result, unit) : result
         }
 
-        return yield* sql.withTransaction(Effect.gen(function*() {
-          const row = rolled(yield* repo.lockBalance(org, customer.id, subject.id, init, now), window)
-          const period = monthStart(now)
-          const spent = spendCap === null ? "0" : yield* repo.lockSpend(org, customer.id, period, now)
-          const d = decide(row, spent)
-          if (!d.allowed) return answer(d, row)
-          const after = drawn(row, d)
-          const refused = beyond(after)
-          if (refused !== undefined) return yield* pastBound(refused, unit)
-          yield* repo.writeBalance(org, customer.id, subject.id, after, now)
-          yield* repo.insertEvent(event(yield* ids.next("evt"), d))
-          if (spendCap !== null && !BigDecimal.isZero(d.overageCost)) {
-            yield* repo.writeSpend(org, customer.id, period, format(BigDecimal.sum(toDecimal(spent), d.overageCost)), now)
-          }
-          if (d.notify) {
-            yield* repo.insertNotification(org, yield* ids.next("ntf"), customer.id, "overage_spend_cap_passed", {
-              feature: feature.slug,
-              maxOverageAmount: customer.overageMaxAmount,
-              spent: format(BigDecimal.sum(toDecimal(spent), d.overageCost))
-            }, now)
-          }
-          return answer(d, after)
-        }))
+        return yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const row = rolled(yield* repo.lockBalance(org, customer.id, subject.id, init, now), window)
+            const period = monthStart(now)
+            const spent = spendCap === null ? "0" : yield* repo.lockSpend(org, customer.id, period, now)
+            const d = decide(row, spent)
+            if (!d.allowed) return answer(d, row)
+            const after = drawn(row, d)
+            const refused = beyond(after)
+            if (refused !== undefined) return yield* pastBound(refused, unit)
+            yield* repo.writeBalance(org, customer.id, subject.id, after, now)
+            yield* repo.insertEvent(event(yield* ids.next("evt"), d))
+            if (spendCap !== null && !BigDecimal.isZero(d.overageCost)) {
+              yield* repo.writeSpend(
+                org,
+                customer.id,
+                period,
+                format(BigDecimal.sum(toDecimal(spent), d.overageCost)),
+                now
+              )
+            }
+            if (d.notify) {
+              yield* repo.insertNotification(
+                org,
+                yield* ids.next("ntf"),
+                customer.id,
+                "overage_spend_cap_passed",
+                {
+                  feature: feature.slug,
+                  maxOverageAmount: customer.overageMaxAmount,
+                  spent: format(BigDecimal.sum(toDecimal(spent), d.overageCost))
+                },
+                now
+              )
+            }
+            return answer(d, after)
+          })
+        )
         // Database failures are defects; the refusals above are the request's 400.
       }).pipe(Effect.catchTag("SqlError", Effect.die))
 
@@ -349,14 +420,15 @@ export const EntitlementsLive = Layer.effect(
      * their config of the feature and their balances of it and of its credit systems.
      */
     const run = (org: string, mode: Mode, input: EntitlementInput, inTransaction: boolean, requestedAt: number) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         let { snapshot, version } = yield* catalog.cached(org)
         let created = false
         while (true) {
           const feature = snapshot.features.get(input.feature) ?? snapshot.featuresById.get(input.feature)
-          const subjects = feature === undefined
-            ? []
-            : [feature.id, ...(snapshot.creditSystemsByFeature.get(feature.slug) ?? []).map((s) => s.id)]
+          const subjects =
+            feature === undefined
+              ? []
+              : [feature.id, ...(snapshot.creditSystemsByFeature.get(feature.slug) ?? []).map((s) => s.id)]
           const context = yield* repo.context(org, input.customer, feature?.id ?? null, subjects, inTransaction)
           if (context.catalogVersion !== version) {
             // Another sync (in any process) changed the catalog: decide over the current one.
@@ -374,7 +446,10 @@ export const EntitlementsLive = Layer.effect(
               customers.findOrCreate(org, { ...input.customerData, externalId: input.customer }, requestedAt)
             )
             if (made._tag === "Left") {
-              return denial("customer_not_found", `Customer '${input.customer}' could not be created: ${made.left.message}`)
+              return denial(
+                "customer_not_found",
+                `Customer '${input.customer}' could not be created: ${made.left.message}`
+              )
             }
             // Created (with its autoEnable plans): read its subscriptions and balances like any customer's.
             created = true
@@ -397,7 +472,11 @@ export const EntitlementsLive = Layer.effect(
               context.balances.find((b) => b.customerId === customer.id && b.subjectId === subjectId)?.balance
             )
           const config = Option.fromNullable(context.configs.find((c) => c.customerId === customer.id)?.config)
-          const granting = grantingOf(context.subscriptions.filter((s) => s.customerId === customer.id), snapshot, now)
+          const granting = grantingOf(
+            context.subscriptions.filter((s) => s.customerId === customer.id),
+            snapshot,
+            now
+          )
           const resolution = resolveGrant(snapshot, feature, granting, now)
           let grant: Grant | undefined = resolution._tag === "Granted" ? resolution.grant : undefined
           if (grant === undefined && feature.type === "metered" && feature.meterType === "consumable") {
@@ -414,18 +493,32 @@ export const EntitlementsLive = Layer.effect(
             const code = resolution._tag === "Denied" ? resolution.code : "feature_not_in_plan"
             return denial(
               code,
-              code === "no_active_subscription" ? "The customer has no active subscription" : `No plan of the customer includes '${feature.slug}'`
+              code === "no_active_subscription"
+                ? "The customer has no active subscription"
+                : `No plan of the customer includes '${feature.slug}'`
             )
           }
           if (feature.type === "boolean" || feature.meterType === "non_consumable") {
             return yield* counted(org, mode, customer, feature, grant, config, entityId, input, now)
           }
-          return yield* metered(org, mode, customer, feature, grant, config, balanceOf(grant.subject.id), entityId, input, now, inTransaction)
+          return yield* metered(
+            org,
+            mode,
+            customer,
+            feature,
+            grant,
+            config,
+            balanceOf(grant.subject.id),
+            entityId,
+            input,
+            now,
+            inTransaction
+          )
         }
       })
 
     const evaluate = (org: string, mode: Mode, input: EntitlementInput, idempotencyKey?: string) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         // The schema refuses these already (src/api/numbers.ts); kept for callers that do not decode one.
         if (!(input.value >= 0) || !fitsMicro(input.value)) {
           return yield* invalid("value", `must be 0 to ${VALUE_MAX} with at most 6 decimal places`)
@@ -436,21 +529,25 @@ export const EntitlementsLive = Layer.effect(
         if (idempotencyKey === undefined || mode === "check") return yield* run(org, mode, input, false, now)
         const requestHash = sha256Hex(JSON.stringify(canonical({ mode, input })))
         // The claim, the effects and the stored answer commit together: a retry sees all of them or none.
-        return yield* sql.withTransaction(Effect.gen(function*() {
-          const claim = yield* repo.claimIdempotencyKey(org, idempotencyKey, requestHash, now, now - DAY_MS)
-          if (claim._tag === "Existing") {
-            if (claim.requestHash !== requestHash) {
-              return yield* new Conflict({
-                code: "idempotency_conflict",
-                message: "This Idempotency-Key was used with a different request"
-              })
-            }
-            if (claim.response !== null) return storedState(JSON.parse(claim.response) as EntitlementState)
-          }
-          const state = yield* run(org, mode, input, true, now)
-          yield* repo.saveIdempotentResponse(org, idempotencyKey, JSON.stringify(state))
-          return state
-        })).pipe(Effect.catchTag("SqlError", Effect.die))
+        return yield* sql
+          .withTransaction(
+            Effect.gen(function* () {
+              const claim = yield* repo.claimIdempotencyKey(org, idempotencyKey, requestHash, now, now - DAY_MS)
+              if (claim._tag === "Existing") {
+                if (claim.requestHash !== requestHash) {
+                  return yield* new Conflict({
+                    code: "idempotency_conflict",
+                    message: "This Idempotency-Key was used with a different request"
+                  })
+                }
+                if (claim.response !== null) return storedState(JSON.parse(claim.response) as EntitlementState)
+              }
+              const state = yield* run(org, mode, input, true, now)
+              yield* repo.saveIdempotentResponse(org, idempotencyKey, JSON.stringify(state))
+              return state
+            })
+          )
+          .pipe(Effect.catchTag("SqlError", Effect.die))
       })
 
     return { evaluate }

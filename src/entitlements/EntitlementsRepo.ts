@@ -33,7 +33,11 @@ export interface EntitlementContext {
   readonly customers: ReadonlyArray<CustomerRecord>
   readonly subscriptions: ReadonlyArray<SubscriptionRecord>
   readonly configs: ReadonlyArray<{ readonly customerId: string; readonly config: FeatureConfigRow }>
-  readonly balances: ReadonlyArray<{ readonly customerId: string; readonly subjectId: string; readonly balance: StoredBalance }>
+  readonly balances: ReadonlyArray<{
+    readonly customerId: string
+    readonly subjectId: string
+    readonly balance: StoredBalance
+  }>
 }
 
 /** What one guarded write of a balance records: its new state and the events (and rollups) of the draws. */
@@ -82,7 +86,11 @@ export type IdempotencyClaim =
  * are separate statements here and are composed inside one transaction by the engine.
  */
 export interface EntitlementsRepoShape {
-  readonly readBalance: (org: string, customerId: string, subjectId: string) => Effect.Effect<Option.Option<StoredBalance>>
+  readonly readBalance: (
+    org: string,
+    customerId: string,
+    subjectId: string
+  ) => Effect.Effect<Option.Option<StoredBalance>>
   /**
    * Concurrent reads are answered together (one statement for several on PostgreSQL); `inTransaction` reads on the
    * caller's own transaction instead.
@@ -99,7 +107,9 @@ export interface EntitlementsRepoShape {
    * only if it is still at its `expectedVersion`, and with it its events and their rollups. For each, in order, its
    * new version, or none when its guard failed (nothing of it was written).
    */
-  readonly commitBalances: (commits: ReadonlyArray<BalanceCommit>) => Effect.Effect<ReadonlyArray<Option.Option<number>>>
+  readonly commitBalances: (
+    commits: ReadonlyArray<BalanceCommit>
+  ) => Effect.Effect<ReadonlyArray<Option.Option<number>>>
   /** Creates the row if missing, then locks it for the rest of the transaction (PostgreSQL `FOR UPDATE`). */
   readonly lockBalance: (
     org: string,
@@ -108,16 +118,37 @@ export interface EntitlementsRepoShape {
     init: { readonly windowStart: number; readonly windowEnd: number | null },
     now: number
   ) => Effect.Effect<BalanceRow>
-  readonly writeBalance: (org: string, customerId: string, subjectId: string, row: BalanceRow, now: number) => Effect.Effect<void>
+  readonly writeBalance: (
+    org: string,
+    customerId: string,
+    subjectId: string,
+    row: BalanceRow,
+    now: number
+  ) => Effect.Effect<void>
   /** Records the event and adds it to its usage rollup bucket (same transaction as the caller's). */
   readonly insertEvent: (event: UsageEventRow) => Effect.Effect<void>
-  readonly featureConfig: (org: string, customerId: string, featureId: string) => Effect.Effect<Option.Option<FeatureConfigRow>>
+  readonly featureConfig: (
+    org: string,
+    customerId: string,
+    featureId: string
+  ) => Effect.Effect<Option.Option<FeatureConfigRow>>
   /** The customer's live entity of that name (any feature): active, or pending removal not yet due. */
-  readonly findEntity: (org: string, customerId: string, entity: string, now: number) => Effect.Effect<Option.Option<string>>
+  readonly findEntity: (
+    org: string,
+    customerId: string,
+    entity: string,
+    now: number
+  ) => Effect.Effect<Option.Option<string>>
   readonly countEntities: (org: string, customerId: string, featureId: string, now: number) => Effect.Effect<number>
   /** Locks the customer's overage spend of the period starting `periodStart` (a new period starts at zero). */
   readonly lockSpend: (org: string, customerId: string, periodStart: number, now: number) => Effect.Effect<string>
-  readonly writeSpend: (org: string, customerId: string, periodStart: number, spent: string, now: number) => Effect.Effect<void>
+  readonly writeSpend: (
+    org: string,
+    customerId: string,
+    periodStart: number,
+    spent: string,
+    now: number
+  ) => Effect.Effect<void>
   readonly insertNotification: (
     org: string,
     id: string,
@@ -216,22 +247,24 @@ const subscriptionColumns = [
   ["createdAt", "created_at"],
   ["updatedAt", "updated_at"]
 ] as const
-const balanceColumns = (text: (e: string) => string) => [
-  ["customerId", "customer_id"],
-  ["subjectId", "subject_id"],
-  ["windowStart", "window_start"],
-  ["windowEnd", "window_end"],
-  ["used", text("used")],
-  ["overage", text("overage")],
-  ["bonus", text("bonus")],
-  ["addon", text("addon")],
-  ["version", "version"]
-] as const
-const configColumns = (text: (e: string) => string) => [
-  ["customerId", "customer_id"],
-  ["overage", "overage"],
-  ["maxOverageUnits", text("max_overage_units")]
-] as const
+const balanceColumns = (text: (e: string) => string) =>
+  [
+    ["customerId", "customer_id"],
+    ["subjectId", "subject_id"],
+    ["windowStart", "window_start"],
+    ["windowEnd", "window_end"],
+    ["used", text("used")],
+    ["overage", text("overage")],
+    ["bonus", text("bonus")],
+    ["addon", text("addon")],
+    ["version", "version"]
+  ] as const
+const configColumns = (text: (e: string) => string) =>
+  [
+    ["customerId", "customer_id"],
+    ["overage", "overage"],
+    ["maxOverageUnits", text("max_overage_units")]
+  ] as const
 
 /** Adds each (feature, 15-minute bucket) of the events up once: one upsert per rollup row. */
 const rollupsOf = (events: ReadonlyArray<UsageEventRow>) => {
@@ -267,7 +300,7 @@ const eventRow = (e: UsageEventRow) => ({
 
 export const EntitlementsRepoSql = Layer.effect(
   EntitlementsRepo,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
 
@@ -297,17 +330,21 @@ export const EntitlementsRepoSql = Layer.effect(
     const sqliteBalance = json("json_object", balanceColumns(sqliteText))
 
     const list = (value: unknown): Array<any> =>
-      value === null || value === undefined ? [] : typeof value === "string" ? JSON.parse(value) : value as Array<any>
+      value === null || value === undefined ? [] : typeof value === "string" ? JSON.parse(value) : (value as Array<any>)
     const decode = (row: any): EntitlementContext => ({
       catalogVersion: Number(row.catalogVersion ?? 0),
       customers: list(row.customers).map(toCustomerRecord),
       // Oldest first, as `listLive` orders them (sorted here: an ORDER BY in SQLite's subquery costs more than the
       // whole rest of the read).
-      subscriptions: list(row.subscriptions).map(toSubscriptionRecord).sort((a, b) =>
-        a.startedAt - b.startedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
-      ),
+      subscriptions: list(row.subscriptions)
+        .map(toSubscriptionRecord)
+        .sort((a, b) => a.startedAt - b.startedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
       configs: list(row.configs).map((c) => ({ customerId: c.customerId, config: toFeatureConfig(c) })),
-      balances: list(row.balances).map((b) => ({ customerId: b.customerId, subjectId: b.subjectId, balance: toBalance(b) }))
+      balances: list(row.balances).map((b) => ({
+        customerId: b.customerId,
+        subjectId: b.subjectId,
+        balance: toBalance(b)
+      }))
     })
 
     interface ContextRead {
@@ -344,24 +381,31 @@ export const EntitlementsRepoSql = Layer.effect(
         reads.length === 1
           ? Effect.map(Effect.orDie(pgContext(reads[0]!, false)), (one) => [one])
           : Effect.map(
-            pgCall<{ contexts: ReadonlyArray<unknown> }>(`SELECT entitlement_contexts($1) AS contexts`, [
-              JSON.stringify(reads)
-            ]),
-            (rows) => rows[0]!.contexts.map(decode)
-          ).pipe(Effect.orDie)
+              pgCall<{ contexts: ReadonlyArray<unknown> }>(`SELECT entitlement_contexts($1) AS contexts`, [
+                JSON.stringify(reads)
+              ]),
+              (rows) => rows[0]!.contexts.map(decode)
+            ).pipe(Effect.orDie)
     })
 
     const context: EntitlementsRepoShape["context"] = (org, ref, featureId, subjectIds, inTransaction = false) => {
-      return sql.onDialectOrElse({
-        pg: () => {
-          const read = { org, ref, refLower: ref.toLowerCase(), feature: featureId ?? "", subjects: subjectIds.join(",") }
-          return inTransaction ? pgContext(read, true) : pgContexts.submit(read)
-        },
-        // The same read inline (bun:sqlite keeps the prepared statement); every part is an index lookup.
-        orElse: () => {
-          const subjects = subjectIds.length === 0 ? sql`0` : sql`subject_id IN ${sql.in(subjectIds)}`
-          return Effect.map(
-            sql`WITH c AS (${matching(sql, org, ref)})
+      return sql
+        .onDialectOrElse({
+          pg: () => {
+            const read = {
+              org,
+              ref,
+              refLower: ref.toLowerCase(),
+              feature: featureId ?? "",
+              subjects: subjectIds.join(",")
+            }
+            return inTransaction ? pgContext(read, true) : pgContexts.submit(read)
+          },
+          // The same read inline (bun:sqlite keeps the prepared statement); every part is an index lookup.
+          orElse: () => {
+            const subjects = subjectIds.length === 0 ? sql`0` : sql`subject_id IN ${sql.in(subjectIds)}`
+            return Effect.map(
+              sql`WITH c AS (${matching(sql, org, ref)})
               SELECT (SELECT catalog_version FROM organizations WHERE id = ${org}) AS catalog_version,
                 (SELECT json_group_array(json(${sql.literal(sqliteCustomer)})) FROM c) AS customers,
                 (SELECT json_group_array(json(${sql.literal(sqliteSubscription)}))
@@ -373,10 +417,11 @@ export const EntitlementsRepoSql = Layer.effect(
                 (SELECT json_group_array(json(${sql.literal(sqliteBalance)}))
                   FROM balances WHERE organization_id = ${org} AND customer_id IN (SELECT id FROM c)
                   AND ${subjects}) AS balances`,
-            (rows) => decode(rows[0])
-          )
-        }
-      }).pipe(Effect.orDie)
+              (rows) => decode(rows[0])
+            )
+          }
+        })
+        .pipe(Effect.orDie)
     }
 
     const commitItem = (c: BalanceCommit) => ({
@@ -410,31 +455,35 @@ export const EntitlementsRepoSql = Layer.effect(
     }
 
     const commitBalances: EntitlementsRepoShape["commitBalances"] = (commits) =>
-      sql.onDialectOrElse({
-        // One call (migration 0006's commit_balances): each balance's guarded write, then its events and rollups only
-        // if it matched; the statement commits on its own, so no row lock outlives it.
-        pg: () =>
-          Effect.map(
-            pgCall<{ versions: ReadonlyArray<number | null> }>(`SELECT commit_balances($1) AS versions`, [
-              JSON.stringify(commits.map(commitItem))
-            ]),
-            (rows) => rows[0]!.versions.map((v) => Option.fromNullable(v).pipe(Option.map(Number)))
-          ),
-        // The same in one transaction (SQLite's one connection serialises writers anyway), in a few statements for the
-        // whole step: one guarded UPDATE of every existing balance (RETURNING says whose guard held), an INSERT for
-        // each new one, then the events and the rollups of those written.
-        orElse: () =>
-          sql.withTransaction(Effect.gen(function*() {
-            const keyOf = (org: string, customer: string, subject: string) => `${org}\u0000${customer}\u0000${subject}`
-            const written = new Map<string, number>()
-            const existing = commits.filter((c) => c.expectedVersion !== null)
-            for (let i = 0; i < existing.length; i += 200) {
-              const rows = existing.slice(i, i + 200).map((c) =>
-                sql`(${c.organizationId}, ${c.customerId}, ${c.subjectId}, ${c.expectedVersion}, ${c.next.windowStart},
+      sql
+        .onDialectOrElse({
+          // One call (migration 0006's commit_balances): each balance's guarded write, then its events and rollups only
+          // if it matched; the statement commits on its own, so no row lock outlives it.
+          pg: () =>
+            Effect.map(
+              pgCall<{ versions: ReadonlyArray<number | null> }>(`SELECT commit_balances($1) AS versions`, [
+                JSON.stringify(commits.map(commitItem))
+              ]),
+              (rows) => rows[0]!.versions.map((v) => Option.fromNullable(v).pipe(Option.map(Number)))
+            ),
+          // The same in one transaction (SQLite's one connection serialises writers anyway), in a few statements for the
+          // whole step: one guarded UPDATE of every existing balance (RETURNING says whose guard held), an INSERT for
+          // each new one, then the events and the rollups of those written.
+          orElse: () =>
+            sql.withTransaction(
+              Effect.gen(function* () {
+                const keyOf = (org: string, customer: string, subject: string) =>
+                  `${org}\u0000${customer}\u0000${subject}`
+                const written = new Map<string, number>()
+                const existing = commits.filter((c) => c.expectedVersion !== null)
+                for (let i = 0; i < existing.length; i += 200) {
+                  const rows = existing.slice(i, i + 200).map(
+                    (c) =>
+                      sql`(${c.organizationId}, ${c.customerId}, ${c.subjectId}, ${c.expectedVersion}, ${c.next.windowStart},
                   ${c.next.windowEnd}, ${microParam(c.next.used)}, ${microParam(c.next.overage)},
                   ${microParam(c.next.bonus)}, ${microParam(c.next.addon)}, ${c.now})`
-              )
-              const updated = yield* sql<{ o: string; c: string; s: string; v: number }>`UPDATE balances SET
+                  )
+                  const updated = yield* sql<{ o: string; c: string; s: string; v: number }>`UPDATE balances SET
                   window_start = v.column5, window_end = v.column6, used = v.column7, overage = v.column8,
                   bonus = v.column9, addon = v.column10, updated_at = v.column11, version = balances.version + 1
                 FROM (VALUES ${sql.csv(rows)}) AS v
@@ -442,42 +491,49 @@ export const EntitlementsRepoSql = Layer.effect(
                   AND balances.subject_id = v.column3 AND balances.version = v.column4
                 RETURNING balances.organization_id AS o, balances.customer_id AS c, balances.subject_id AS s,
                   balances.version AS v`
-              for (const u of updated) written.set(keyOf(u.o, u.c, u.s), Number(u.v))
-            }
-            for (const c of commits) {
-              if (c.expectedVersion !== null) continue
-              const inserted = yield* sqliteInsert(c)
-              if (Option.isSome(inserted)) written.set(keyOf(c.organizationId, c.customerId, c.subjectId), inserted.value)
-            }
-            const versions = commits.map((c) =>
-              Option.fromNullable(written.get(keyOf(c.organizationId, c.customerId, c.subjectId)))
-            )
-            const events = commits.flatMap((c, i) => (Option.isSome(versions[i]!) ? c.events : []))
-            for (let i = 0; i < events.length; i += 500) {
-              yield* sql`INSERT INTO usage_events ${sql.insert(events.slice(i, i + 500).map(eventRow))}`
-            }
-            const rollups = new Map<string, { e: UsageEventRow; bucketStart: number; value: bigint; records: number }>()
-            for (const e of events) {
-              const bucketStart = e.createdAt - (e.createdAt % ROLLUP_MS)
-              const key = `${e.organizationId}\u0000${e.customerId}\u0000${e.featureId}\u0000${bucketStart}`
-              const current = rollups.get(key)
-              if (current === undefined) rollups.set(key, { e, bucketStart, value: e.value, records: 1 })
-              else rollups.set(key, { ...current, value: current.value + e.value, records: current.records + 1 })
-            }
-            const sums = [...rollups.values()]
-            for (let i = 0; i < sums.length; i += 500) {
-              const rows = sums.slice(i, i + 500).map((r) =>
-                sql`(${r.e.organizationId}, ${r.e.customerId}, ${r.e.featureId}, ${r.bucketStart}, ${microParam(r.value)},
+                  for (const u of updated) written.set(keyOf(u.o, u.c, u.s), Number(u.v))
+                }
+                for (const c of commits) {
+                  if (c.expectedVersion !== null) continue
+                  const inserted = yield* sqliteInsert(c)
+                  if (Option.isSome(inserted))
+                    written.set(keyOf(c.organizationId, c.customerId, c.subjectId), inserted.value)
+                }
+                const versions = commits.map((c) =>
+                  Option.fromNullable(written.get(keyOf(c.organizationId, c.customerId, c.subjectId)))
+                )
+                const events = commits.flatMap((c, i) => (Option.isSome(versions[i]!) ? c.events : []))
+                for (let i = 0; i < events.length; i += 500) {
+                  yield* sql`INSERT INTO usage_events ${sql.insert(events.slice(i, i + 500).map(eventRow))}`
+                }
+                const rollups = new Map<
+                  string,
+                  { e: UsageEventRow; bucketStart: number; value: bigint; records: number }
+                >()
+                for (const e of events) {
+                  const bucketStart = e.createdAt - (e.createdAt % ROLLUP_MS)
+                  const key = `${e.organizationId}\u0000${e.customerId}\u0000${e.featureId}\u0000${bucketStart}`
+                  const current = rollups.get(key)
+                  if (current === undefined) rollups.set(key, { e, bucketStart, value: e.value, records: 1 })
+                  else rollups.set(key, { ...current, value: current.value + e.value, records: current.records + 1 })
+                }
+                const sums = [...rollups.values()]
+                for (let i = 0; i < sums.length; i += 500) {
+                  const rows = sums.slice(i, i + 500).map(
+                    (r) =>
+                      sql`(${r.e.organizationId}, ${r.e.customerId}, ${r.e.featureId}, ${r.bucketStart}, ${microParam(r.value)},
                   ${r.records})`
-              )
-              yield* sql`INSERT INTO usage_rollups (organization_id, customer_id, feature_id, bucket_start, value, records)
+                  )
+                  yield* sql`INSERT INTO usage_rollups (organization_id, customer_id, feature_id, bucket_start, value, records)
                 VALUES ${sql.csv(rows)}
                 ON CONFLICT (organization_id, customer_id, feature_id, bucket_start)
                 DO UPDATE SET value = ${sqliteRollupSum}, records = usage_rollups.records + excluded.records`
-            }
-            return versions
-          }))
-      }).pipe(Effect.orDie)
+                }
+                return versions
+              })
+            )
+        })
+        .pipe(Effect.orDie)
 
     return {
       context,
@@ -488,7 +544,7 @@ export const EntitlementsRepoSql = Layer.effect(
           Effect.orDie
         ),
       lockBalance: (org, customerId, subjectId, init, now) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           yield* sql`INSERT INTO balances (organization_id, customer_id, subject_id, window_start, window_end, used,
                        overage, bonus, addon, updated_at)
                      VALUES (${org}, ${customerId}, ${subjectId}, ${init.windowStart}, ${init.windowEnd}, 0, 0, 0, 0, ${now})
@@ -517,10 +573,12 @@ export const EntitlementsRepoSql = Layer.effect(
         sql`SELECT overage, max_overage_units FROM customer_feature_configs
             WHERE organization_id = ${org} AND customer_id = ${customerId} AND feature_id = ${featureId}`.pipe(
           Effect.map((rows) =>
-            Option.fromNullable(rows[0]).pipe(Option.map((r: any): FeatureConfigRow => ({
-              overage: r.overage,
-              maxOverageUnits: r.maxOverageUnits === null ? null : storedCapMicro(r.maxOverageUnits, COUNT_MAX_MICRO)
-            })))
+            Option.fromNullable(rows[0]).pipe(
+              Option.map((r: any): FeatureConfigRow => ({
+                overage: r.overage,
+                maxOverageUnits: r.maxOverageUnits === null ? null : storedCapMicro(r.maxOverageUnits, COUNT_MAX_MICRO)
+              }))
+            )
           ),
           Effect.orDie
         ),
@@ -539,7 +597,7 @@ export const EntitlementsRepoSql = Layer.effect(
           Effect.orDie
         ),
       lockSpend: (org, customerId, periodStart, now) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           yield* sql`INSERT INTO customer_spend (organization_id, customer_id, period_start, spent, updated_at)
                      VALUES (${org}, ${customerId}, ${periodStart}, '0', ${now}) ON CONFLICT DO NOTHING`
           const rows = yield* sql<{ periodStart: number; spent: string }>`SELECT period_start, spent FROM customer_spend
@@ -551,14 +609,20 @@ export const EntitlementsRepoSql = Layer.effect(
         sql`UPDATE customer_spend SET period_start = ${periodStart}, spent = ${spent}, updated_at = ${now}
             WHERE organization_id = ${org} AND customer_id = ${customerId}`.pipe(Effect.asVoid, Effect.orDie),
       insertNotification: (org, id, customerId, kind, payload, now) =>
-        sql`INSERT INTO notifications ${
-          sql.insert({ organizationId: org, id, customerId, kind, payload: JSON.stringify(payload), createdAt: now })
-        }`.pipe(Effect.asVoid, Effect.orDie),
+        sql`INSERT INTO notifications ${sql.insert({
+          organizationId: org,
+          id,
+          customerId,
+          kind,
+          payload: JSON.stringify(payload),
+          createdAt: now
+        })}`.pipe(Effect.asVoid, Effect.orDie),
       claimIdempotencyKey: (org, key, requestHash, now, expiredBefore) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           yield* sql`DELETE FROM idempotency_keys WHERE organization_id = ${org} AND key = ${key}
                      AND created_at < ${expiredBefore}`
-          const claimed = yield* sql`INSERT INTO idempotency_keys (organization_id, key, request_hash, response, created_at)
+          const claimed =
+            yield* sql`INSERT INTO idempotency_keys (organization_id, key, request_hash, response, created_at)
               VALUES (${org}, ${key}, ${requestHash}, NULL, ${now}) ON CONFLICT DO NOTHING RETURNING key`
           if (claimed.length === 1) return { _tag: "Claimed" } as const
           const rows = yield* sql<{ requestHash: string; response: string | null }>`SELECT request_hash, response

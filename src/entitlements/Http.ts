@@ -6,7 +6,7 @@ import { mapDomainErrors } from "../boundary/toApiError.ts"
 import { Entitlements } from "./Engine.ts"
 
 export const EntitlementsHttp = HttpApiBuilder.group(BillingApi, "entitlements", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const engine = yield* Entitlements
     return handlers
       .handle("check", ({ headers, payload }) =>
@@ -16,10 +16,13 @@ export const EntitlementsHttp = HttpApiBuilder.group(BillingApi, "entitlements",
             payload.sendEvent === true ? "check_send" : "check",
             { ...payload, value: payload.value ?? 1 },
             headers["idempotency-key"]
-          )).pipe(mapDomainErrors))
+          )
+        ).pipe(mapDomainErrors)
+      )
       .handle("track", ({ headers, payload }) =>
         Effect.flatMap(CurrentOrganization, (org) =>
-          engine.evaluate(org.id, "track", { ...payload, value: payload.value ?? 1 }, headers["idempotency-key"])).pipe(
-            mapDomainErrors
-          ))
-  }))
+          engine.evaluate(org.id, "track", { ...payload, value: payload.value ?? 1 }, headers["idempotency-key"])
+        ).pipe(mapDomainErrors)
+      )
+  })
+)

@@ -4,32 +4,93 @@ import type { SubscriptionRecord } from "../subscriptions/model.ts"
 import { creditsOnlyGrant, resolveGrant } from "./grants.ts"
 
 const feature = (slug: string, extra: Partial<Feature> = {}): Feature => ({
-  id: `feat_${slug}`, slug, name: slug, type: "metered", meterType: "consumable", unit: null, createdAt: 0, updatedAt: 0, ...extra
+  id: `feat_${slug}`,
+  slug,
+  name: slug,
+  type: "metered",
+  meterType: "consumable",
+  unit: null,
+  createdAt: 0,
+  updatedAt: 0,
+  ...extra
 })
 const planFeature = (slug: string, extra: Partial<PlanFeature> = {}): PlanFeature => ({
-  slug, enabled: true, limit: 10, trialLimit: null, reset: "monthly", usageModel: "included", ratingModel: "package",
-  pricePerUnit: null, billingUnits: 1, tiers: null, overage: "block", overagePrice: null, maxOverageUnits: null,
-  creditCost: null, ...extra
+  slug,
+  enabled: true,
+  limit: 10,
+  trialLimit: null,
+  reset: "monthly",
+  usageModel: "included",
+  ratingModel: "package",
+  pricePerUnit: null,
+  billingUnits: 1,
+  tiers: null,
+  overage: "block",
+  overagePrice: null,
+  maxOverageUnits: null,
+  creditCost: null,
+  ...extra
 })
 const plan = (slug: string, features: ReadonlyArray<PlanFeature>): Plan => ({
-  id: `plan_${slug}`, slug, name: slug, description: null, price: "0", currency: null, interval: null,
-  billingType: "recurring", autoEnable: false, isAddon: false, planGroup: null, trialDays: null, provider: null,
-  metadata: {}, features, createdAt: 0, updatedAt: 0
+  id: `plan_${slug}`,
+  slug,
+  name: slug,
+  description: null,
+  price: "0",
+  currency: null,
+  interval: null,
+  billingType: "recurring",
+  autoEnable: false,
+  isAddon: false,
+  planGroup: null,
+  trialDays: null,
+  provider: null,
+  metadata: {},
+  features,
+  createdAt: 0,
+  updatedAt: 0
 })
-const sub = (planId: string, startedAt: number, status: SubscriptionRecord["status"] = "active"): SubscriptionRecord => ({
-  organizationId: "org", id: `sub_${planId}_${startedAt}`, customerId: "cus", planId, status, startedAt,
-  currentPeriodStart: startedAt, currentPeriodEnd: null, trialEndsAt: null, cancelAtPeriodEnd: false, canceledAt: null,
-  graceEndsAt: null, createdAt: startedAt, updatedAt: startedAt
+const sub = (
+  planId: string,
+  startedAt: number,
+  status: SubscriptionRecord["status"] = "active"
+): SubscriptionRecord => ({
+  organizationId: "org",
+  id: `sub_${planId}_${startedAt}`,
+  customerId: "cus",
+  planId,
+  status,
+  startedAt,
+  currentPeriodStart: startedAt,
+  currentPeriodEnd: null,
+  trialEndsAt: null,
+  cancelAtPeriodEnd: false,
+  canceledAt: null,
+  graceEndsAt: null,
+  createdAt: startedAt,
+  updatedAt: startedAt
 })
 
 const tokens = feature("tokens")
 const images = feature("images")
 const credits: CreditSystem = {
-  id: "crs_ai", slug: "ai", name: "AI", description: null, features: [{ feature: "images", creditCost: 2.5 }], createdAt: 0, updatedAt: 0
+  id: "crs_ai",
+  slug: "ai",
+  name: "AI",
+  description: null,
+  features: [{ feature: "images", creditCost: 2.5 }],
+  createdAt: 0,
+  updatedAt: 0
 }
 const snapshot: CatalogSnapshot = {
-  features: new Map([["tokens", tokens], ["images", images]]),
-  featuresById: new Map([[tokens.id, tokens], [images.id, images]]),
+  features: new Map([
+    ["tokens", tokens],
+    ["images", images]
+  ]),
+  featuresById: new Map([
+    [tokens.id, tokens],
+    [images.id, images]
+  ]),
   creditSystems: new Map([["ai", credits]]),
   creditSystemsById: new Map([[credits.id, credits]]),
   creditPacks: new Map(),
@@ -42,14 +103,33 @@ describe("resolveGrant", () => {
   test("grants add up across subscriptions; the oldest sets the anchor, reset and terms", () => {
     const a = plan("a", [planFeature("tokens", { limit: 10, reset: "daily", overage: "charge" })])
     const b = plan("b", [planFeature("tokens", { limit: 5, reset: "monthly" })])
-    const r = resolveGrant(snapshot, tokens, [{ subscription: sub(a.id, 100), plan: a }, { subscription: sub(b.id, 200), plan: b }], 1000)
-    expect(r).toMatchObject({ _tag: "Granted", grant: { limit: 15, reset: "daily", anchor: 100, terms: { overage: "charge" } } })
+    const r = resolveGrant(
+      snapshot,
+      tokens,
+      [
+        { subscription: sub(a.id, 100), plan: a },
+        { subscription: sub(b.id, 200), plan: b }
+      ],
+      1000
+    )
+    expect(r).toMatchObject({
+      _tag: "Granted",
+      grant: { limit: 15, reset: "daily", anchor: 100, terms: { overage: "charge" } }
+    })
   })
 
   test("any unlimited grant makes the whole unlimited", () => {
     const a = plan("a", [planFeature("tokens", { limit: 10 })])
     const b = plan("b", [planFeature("tokens", { limit: null })])
-    const r = resolveGrant(snapshot, tokens, [{ subscription: sub(a.id, 1), plan: a }, { subscription: sub(b.id, 2), plan: b }], 3)
+    const r = resolveGrant(
+      snapshot,
+      tokens,
+      [
+        { subscription: sub(a.id, 1), plan: a },
+        { subscription: sub(b.id, 2), plan: b }
+      ],
+      3
+    )
     expect(r._tag === "Granted" && r.grant.limit).toBeNull()
   })
 
@@ -80,7 +160,12 @@ describe("resolveGrant", () => {
   test("non-consumable features never reset; credits-only grants have no allowance", () => {
     const seats = feature("seats", { meterType: "non_consumable" })
     const a = plan("a", [planFeature("seats", { limit: 3, reset: "monthly" })])
-    const r = resolveGrant({ ...snapshot, features: new Map([["seats", seats]]) }, seats, [{ subscription: sub(a.id, 1), plan: a }], 2)
+    const r = resolveGrant(
+      { ...snapshot, features: new Map([["seats", seats]]) },
+      seats,
+      [{ subscription: sub(a.id, 1), plan: a }],
+      2
+    )
     expect(r._tag === "Granted" && r.grant.reset).toBe("none")
     expect(creditsOnlyGrant(images, credits, 5)).toMatchObject({ limit: 0, sources: [], terms: null, reset: "none" })
   })

@@ -10,13 +10,13 @@ import type { SubscriptionRecord } from "../subscriptions/model.ts"
 export type Subject =
   | { readonly kind: "feature"; readonly id: string; readonly feature: Feature }
   | {
-    readonly kind: "credit_system"
-    readonly id: string
-    readonly feature: Feature
-    readonly system: CreditSystem
-    /** Credits one unit of the feature costs. */
-    readonly costPerUnit: number
-  }
+      readonly kind: "credit_system"
+      readonly id: string
+      readonly feature: Feature
+      readonly system: CreditSystem
+      /** Credits one unit of the feature costs. */
+      readonly costPerUnit: number
+    }
 
 export interface GrantSource {
   readonly subscription: SubscriptionRecord
@@ -95,12 +95,19 @@ const grantOf = (subject: Subject, sources: ReadonlyArray<GrantSource>, now: num
  * A feature is granted directly by a plan feature of the same slug, or through a credit system it belongs to
  * that a plan grants. Direct grants win; among credit systems, the first one granted.
  */
-export const resolveGrant = (snapshot: CatalogSnapshot, feature: Feature, granting: Granting, now: number): Resolution => {
+export const resolveGrant = (
+  snapshot: CatalogSnapshot,
+  feature: Feature,
+  granting: Granting,
+  now: number
+): Resolution => {
   const direct = sourcesFor(granting, feature.slug)
-  if (direct.length > 0) return { _tag: "Granted", grant: grantOf({ kind: "feature", id: feature.id, feature }, direct, now) }
+  if (direct.length > 0)
+    return { _tag: "Granted", grant: grantOf({ kind: "feature", id: feature.id, feature }, direct, now) }
   for (const system of snapshot.creditSystemsByFeature.get(feature.slug) ?? []) {
     const viaCredits = sourcesFor(granting, system.slug)
-    if (viaCredits.length > 0) return { _tag: "Granted", grant: grantOf(creditSubject(feature, system), viaCredits, now) }
+    if (viaCredits.length > 0)
+      return { _tag: "Granted", grant: grantOf(creditSubject(feature, system), viaCredits, now) }
   }
   return { _tag: "Denied", code: granting.length === 0 ? "no_active_subscription" : "feature_not_in_plan" }
 }

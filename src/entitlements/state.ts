@@ -42,7 +42,6 @@ export const storedState = (stored: EntitlementState): EntitlementState => {
   return { ...stored, details: { ...details, pricing: shown } }
 }
 
-
 /** Billable units of the window: all usage for usage-based pricing, the overage otherwise. */
 export const billableInWindow = (terms: PlanFeature | null, row: BalanceRow): Decimal =>
   terms?.usageModel === "usage_based" ? fromMicro(row.used) : fromMicro(row.overage)
@@ -58,15 +57,17 @@ const pricingDetails = (terms: PlanFeature | null, billable: Decimal) => {
       ratingModel: pricing.ratingModel ?? "package",
       pricePerUnit: toNumber(toDecimal(pricing.pricePerUnit ?? 0)),
       billingUnits: terms.billingUnits,
-      ...(rating.currentTier === null ? {} : {
-        currentTier: {
-          index: rating.currentTier.index,
-          startsAt: rating.currentTier.startsAt,
-          endsAt: rating.currentTier.endsAt,
-          unitPrice: toNumber(rating.currentTier.unitPrice),
-          flatFee: toNumber(rating.currentTier.flatFee)
-        }
-      })
+      ...(rating.currentTier === null
+        ? {}
+        : {
+            currentTier: {
+              index: rating.currentTier.index,
+              startsAt: rating.currentTier.startsAt,
+              endsAt: rating.currentTier.endsAt,
+              unitPrice: toNumber(rating.currentTier.unitPrice),
+              flatFee: toNumber(rating.currentTier.flatFee)
+            }
+          })
     },
     tierBreakdown: rating.tierBreakdown.map((line) => ({
       tier: line.tier,
@@ -95,27 +96,28 @@ export const meteredState = (a: MeteredAnswer): EntitlementState => {
   const planBalance = a.grant.limitMicro === null ? null : BigDecimal.subtract(fromMicro(a.grant.limitMicro), usage)
   const resetsAt = iso(a.window?.end)
   const subject = a.grant.subject
-  const credits = subject.kind === "credit_system"
-    ? {
-      source: "credit_system",
-      systemSlug: subject.system.slug,
-      costPerUnit: subject.costPerUnit,
-      bonusBalance: toNumber(fromMicro(a.row.bonus)),
-      addonBalance: toNumber(fromMicro(a.row.addon)),
-      totalBalance: toNumber(
-        BigDecimal.sum(
-          BigDecimal.sum(planBalance === null ? ZERO : max(ZERO, planBalance), fromMicro(a.row.bonus)),
-          fromMicro(a.row.addon)
-        )
-      ),
-      plan: {
-        used: toNumber(usage),
-        limit,
-        balance: planBalance === null ? null : toNumber(planBalance),
-        resetsAt
-      }
-    }
-    : null
+  const credits =
+    subject.kind === "credit_system"
+      ? {
+          source: "credit_system",
+          systemSlug: subject.system.slug,
+          costPerUnit: subject.costPerUnit,
+          bonusBalance: toNumber(fromMicro(a.row.bonus)),
+          addonBalance: toNumber(fromMicro(a.row.addon)),
+          totalBalance: toNumber(
+            BigDecimal.sum(
+              BigDecimal.sum(planBalance === null ? ZERO : max(ZERO, planBalance), fromMicro(a.row.bonus)),
+              fromMicro(a.row.addon)
+            )
+          ),
+          plan: {
+            used: toNumber(usage),
+            limit,
+            balance: planBalance === null ? null : toNumber(planBalance),
+            resetsAt
+          }
+        }
+      : null
   return {
     allowed: a.allowed,
     code: a.code,

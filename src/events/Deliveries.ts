@@ -55,7 +55,7 @@ const USER_AGENT = "billing-service-webhooks/1"
 
 export const DeliveriesLive = Layer.effect(
   Deliveries,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const ids = yield* Ids
     const encryption = yield* Encryption
@@ -65,48 +65,57 @@ export const DeliveriesLive = Layer.effect(
     const publicOnly = config.appEnv === "live"
     // Who holds a claim: guards the record of an attempt against a claim that passed to another process meanwhile.
     const owner = `${hostname()}:${process.pid}:${(yield* ids.next("dlv")).slice(-8)}`
-    const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
+    const skipLocked = sql.onDialectOrElse({
+      pg: () => sql.literal("FOR UPDATE SKIP LOCKED"),
+      orElse: () => sql.literal("")
+    })
     // Aborts attempts in flight when a background worker is stopped.
     let shutdown = new AbortController()
     let inFlight = 0
 
     /** New events → one delivery per enabled endpoint subscribed to the type; answers how many events. */
-    const fanOutBatch = sql.withTransaction(Effect.gen(function*() {
-      const events = yield* sql<{ organizationId: string; id: string; type: string }>`SELECT organization_id, id, type
+    const fanOutBatch = sql
+      .withTransaction(
+        Effect.gen(function* () {
+          const events = yield* sql<{
+            organizationId: string
+            id: string
+            type: string
+          }>`SELECT organization_id, id, type
           FROM outbound_events WHERE fanned_out = 0 ORDER BY created_at LIMIT ${FAN_OUT_BATCH} ${skipLocked}`
-      if (events.length === 0) return 0
-      const now = yield* Clock.currentTimeMillis
-      const byOrg = new Map<string, Array<{ id: string; type: string }>>()
-      for (const e of events) byOrg.set(e.organizationId, [...(byOrg.get(e.organizationId) ?? []), e])
-      for (const [org, list] of byOrg) {
-        const endpoints = yield* sql<{ id: string; events: string | null }>`SELECT id, events FROM webhook_endpoints
+          if (events.length === 0) return 0
+          const now = yield* Clock.currentTimeMillis
+          const byOrg = new Map<string, Array<{ id: string; type: string }>>()
+          for (const e of events) byOrg.set(e.organizationId, [...(byOrg.get(e.organizationId) ?? []), e])
+          for (const [org, list] of byOrg) {
+            const endpoints = yield* sql<{ id: string; events: string | null }>`SELECT id, events FROM webhook_endpoints
             WHERE organization_id = ${org} AND enabled = 1`
-        for (const event of list) {
-          for (const endpoint of endpoints) {
-            if (!receives(endpoint.events, event.type)) continue
-            yield* sql`INSERT INTO webhook_deliveries ${
-              sql.insert({
-                organizationId: org,
-                id: yield* ids.next("dlv"),
-                eventId: event.id,
-                endpointId: endpoint.id,
-                status: "pending",
-                attempts: 0,
-                nextAttemptAt: now,
-                leaseOwner: null,
-                createdAt: now,
-                updatedAt: now
-              })
-            }`
-          }
-        }
-        yield* sql`UPDATE outbound_events SET fanned_out = 1
+            for (const event of list) {
+              for (const endpoint of endpoints) {
+                if (!receives(endpoint.events, event.type)) continue
+                yield* sql`INSERT INTO webhook_deliveries ${sql.insert({
+                  organizationId: org,
+                  id: yield* ids.next("dlv"),
+                  eventId: event.id,
+                  endpointId: endpoint.id,
+                  status: "pending",
+                  attempts: 0,
+                  nextAttemptAt: now,
+                  leaseOwner: null,
+                  createdAt: now,
+                  updatedAt: now
+                })}`
+              }
+            }
+            yield* sql`UPDATE outbound_events SET fanned_out = 1
             WHERE organization_id = ${org} AND id IN ${sql.in(list.map((e) => e.id))}`
-      }
-      return events.length
-    })).pipe(Effect.orDie)
+          }
+          return events.length
+        })
+      )
+      .pipe(Effect.orDie)
 
-    const fanOut = Effect.gen(function*() {
+    const fanOut = Effect.gen(function* () {
       let total = 0
       for (let round = 0; round < MAX_ROUNDS; round++) {
         const n = yield* fanOutBatch
@@ -118,65 +127,74 @@ export const DeliveriesLive = Layer.effect(
 
     /** Due deliveries, claimed for this process until now + lease (across organizations: the one such query). */
     const claim = (limit: number) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const due = yield* sql<Claimed>`SELECT organization_id, id, event_id, endpoint_id, attempts FROM webhook_deliveries
+      sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const now = yield* Clock.currentTimeMillis
+            const due =
+              yield* sql<Claimed>`SELECT organization_id, id, event_id, endpoint_id, attempts FROM webhook_deliveries
             WHERE status = 'pending' AND next_attempt_at <= ${now} ORDER BY next_attempt_at LIMIT ${limit} ${skipLocked}`
-        const claimed: Array<Claimed> = []
-        for (const d of due) {
-          const taken = yield* sql`UPDATE webhook_deliveries SET next_attempt_at = ${now + settings.leaseMs},
+            const claimed: Array<Claimed> = []
+            for (const d of due) {
+              const taken = yield* sql`UPDATE webhook_deliveries SET next_attempt_at = ${now + settings.leaseMs},
               lease_owner = ${owner}, updated_at = ${now}
               WHERE organization_id = ${d.organizationId} AND id = ${d.id} AND status = 'pending'
                 AND next_attempt_at <= ${now} RETURNING id`
-          if (taken.length > 0) claimed.push({ ...d, attempts: Number(d.attempts) })
-        }
-        return claimed
-      })).pipe(Effect.orDie)
+              if (taken.length > 0) claimed.push({ ...d, attempts: Number(d.attempts) })
+            }
+            return claimed
+          })
+        )
+        .pipe(Effect.orDie)
 
     /** A claim handed back unattempted: due at once. */
     const release = (d: Claimed) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        sql`UPDATE webhook_deliveries SET next_attempt_at = ${now}, lease_owner = NULL, updated_at = ${now}
-            WHERE organization_id = ${d.organizationId} AND id = ${d.id} AND lease_owner = ${owner} AND status = 'pending'`)
-        .pipe(Effect.asVoid, Effect.orDie)
+      Effect.flatMap(
+        Clock.currentTimeMillis,
+        (now) =>
+          sql`UPDATE webhook_deliveries SET next_attempt_at = ${now}, lease_owner = NULL, updated_at = ${now}
+            WHERE organization_id = ${d.organizationId} AND id = ${d.id} AND lease_owner = ${owner} AND status = 'pending'`
+      ).pipe(Effect.asVoid, Effect.orDie)
 
     const record = (d: Claimed, eventType: string, outcome: AttemptOutcome) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const attempt = d.attempts + 1
-        const ok = outcome.status !== null && outcome.status >= 200 && outcome.status < 300
-        const wait = ok ? undefined : schedule[attempt - 1]
-        const nextAttemptAt = wait === undefined ? null : now + wait
-        const status = ok ? "succeeded" : nextAttemptAt === null ? "failed" : "pending"
-        yield* sql`INSERT INTO webhook_attempts ${
-          sql.insert({
-            organizationId: d.organizationId,
-            id: yield* ids.next("att"),
-            deliveryId: d.id,
-            endpointId: d.endpointId,
-            eventId: d.eventId,
-            eventType,
-            attempt,
-            status: ok ? "succeeded" : "failed",
-            responseStatus: outcome.status,
-            responseBody: outcome.body,
-            durationMs: outcome.durationMs,
-            error: outcome.error ?? null,
-            nextAttemptAt,
-            createdAt: now
-          })
-        }`
-        yield* sql`UPDATE webhook_deliveries SET status = ${status}, attempts = ${attempt},
+      sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const now = yield* Clock.currentTimeMillis
+            const attempt = d.attempts + 1
+            const ok = outcome.status !== null && outcome.status >= 200 && outcome.status < 300
+            const wait = ok ? undefined : schedule[attempt - 1]
+            const nextAttemptAt = wait === undefined ? null : now + wait
+            const status = ok ? "succeeded" : nextAttemptAt === null ? "failed" : "pending"
+            yield* sql`INSERT INTO webhook_attempts ${sql.insert({
+              organizationId: d.organizationId,
+              id: yield* ids.next("att"),
+              deliveryId: d.id,
+              endpointId: d.endpointId,
+              eventId: d.eventId,
+              eventType,
+              attempt,
+              status: ok ? "succeeded" : "failed",
+              responseStatus: outcome.status,
+              responseBody: outcome.body,
+              durationMs: outcome.durationMs,
+              error: outcome.error ?? null,
+              nextAttemptAt,
+              createdAt: now
+            })}`
+            yield* sql`UPDATE webhook_deliveries SET status = ${status}, attempts = ${attempt},
             next_attempt_at = ${nextAttemptAt ?? now}, lease_owner = NULL, updated_at = ${now}
             WHERE organization_id = ${d.organizationId} AND id = ${d.id} AND lease_owner = ${owner}`
-        return ok
-      })).pipe(Effect.orDie)
+            return ok
+          })
+        )
+        .pipe(Effect.orDie)
 
     type Result = "succeeded" | "failed" | "released" | "dropped"
 
     /** One attempt of one claimed delivery. Uninterruptible: it ends by its timeout, or by the shutdown's abort. */
     const attempt = (d: Claimed): Effect.Effect<Result> =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const [event] = yield* sql<{ type: string; data: string; createdAt: number }>`SELECT type, data, created_at
             FROM outbound_events WHERE organization_id = ${d.organizationId} AND id = ${d.eventId}`.pipe(Effect.orDie)
         const [endpoint] = yield* sql<{
@@ -188,11 +206,18 @@ export const DeliveriesLive = Layer.effect(
             WHERE organization_id = ${d.organizationId} AND id = ${d.endpointId}`.pipe(Effect.orDie)
         if (event === undefined || endpoint === undefined) {
           // The endpoint was deleted meanwhile (with its deliveries): nothing to send.
-          yield* sql`DELETE FROM webhook_deliveries WHERE organization_id = ${d.organizationId} AND id = ${d.id}`.pipe(Effect.orDie)
+          yield* sql`DELETE FROM webhook_deliveries WHERE organization_id = ${d.organizationId} AND id = ${d.id}`.pipe(
+            Effect.orDie
+          )
           return "dropped" as const
         }
         const now = yield* Clock.currentTimeMillis
-        const body = JSON.stringify({ id: d.eventId, type: event.type, createdAt: Number(event.createdAt), data: JSON.parse(event.data) })
+        const body = JSON.stringify({
+          id: d.eventId,
+          type: event.type,
+          createdAt: Number(event.createdAt),
+          data: JSON.parse(event.data)
+        })
         const secrets = [encryption.decrypt(endpoint.secret)]
         if (endpoint.previousSecret !== null && Number(endpoint.previousSecretExpiresAt) > now) {
           secrets.push(encryption.decrypt(endpoint.previousSecret))
@@ -216,15 +241,19 @@ export const DeliveriesLive = Layer.effect(
           yield* release(d)
           return "released" as const
         }
-        return (yield* record(d, event.type, outcome)) ? "succeeded" as const : "failed" as const
+        return (yield* record(d, event.type, outcome)) ? ("succeeded" as const) : ("failed" as const)
       }).pipe(
-        (body) => Effect.zipRight(Effect.sync(() => inFlight++), body),
+        (body) =>
+          Effect.zipRight(
+            Effect.sync(() => inFlight++),
+            body
+          ),
         Effect.ensuring(Effect.sync(() => inFlight--)),
         Effect.uninterruptible
       )
 
     const pass = (stopping: () => boolean) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const fannedOut = yield* fanOut
         const report = { fannedOut, attempted: 0, succeeded: 0, failed: 0, released: 0 }
         for (let round = 0; round < MAX_ROUNDS && !stopping(); round++) {
@@ -247,7 +276,7 @@ export const DeliveriesLive = Layer.effect(
     let stopping = false
     const runOnce = pass(() => false)
 
-    const start = Effect.gen(function*() {
+    const start = Effect.gen(function* () {
       stopping = false
       shutdown = new AbortController()
       const loop = pass(() => stopping).pipe(
@@ -259,7 +288,7 @@ export const DeliveriesLive = Layer.effect(
       // Runs before the loop is interrupted (finalizers run in reverse): stop claiming, give attempts in flight a
       // moment, then abort the rest, which hand their deliveries back.
       yield* Effect.addFinalizer(() =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           stopping = true
           const deadline = Date.now() + Math.min(SHUTDOWN_GRACE_MS, settings.timeoutMs / 2)
           while (inFlight > 0 && Date.now() < deadline) yield* Effect.sleep(Duration.millis(20))

@@ -34,8 +34,10 @@ export interface PageOf<A> {
  * features (src/wiring), so events do not depend on customers. Without it, the reference is taken as an id.
  */
 export class EventCustomers extends Context.Reference<EventCustomers>()("EventCustomers", {
-  defaultValue: () => (_organizationId: string, ref: string): Effect.Effect<string, NotFound | Conflict> =>
-    Effect.succeed(ref)
+  defaultValue:
+    () =>
+    (_organizationId: string, ref: string): Effect.Effect<string, NotFound | Conflict> =>
+      Effect.succeed(ref)
 }) {}
 
 /** Webhook endpoints, the events API and resends (decisions.md §11). Every call is scoped by organization. */
@@ -50,7 +52,11 @@ export interface EventsShape {
   ) => Effect.Effect<WebhookEndpoint, NotFound | InvalidInput>
   readonly deleteEndpoint: (org: string, id: string) => Effect.Effect<void, NotFound>
   readonly rotateSecret: (org: string, id: string) => Effect.Effect<WebhookEndpoint, NotFound>
-  readonly listAttempts: (org: string, endpointId: string, page: Page) => Effect.Effect<PageOf<DeliveryAttempt>, NotFound>
+  readonly listAttempts: (
+    org: string,
+    endpointId: string,
+    page: Page
+  ) => Effect.Effect<PageOf<DeliveryAttempt>, NotFound>
   readonly listEvents: (
     org: string,
     query: Page & { readonly type?: EventType | undefined; readonly customer?: string | undefined }
@@ -74,7 +80,7 @@ interface EndpointRow {
 
 /** The types an endpoint receives: `null` stored = every type, also types added later. */
 export const subscribedTypes = (stored: string | null): ReadonlyArray<EventType> | "all" =>
-  stored === null ? "all" : JSON.parse(stored) as ReadonlyArray<EventType>
+  stored === null ? "all" : (JSON.parse(stored) as ReadonlyArray<EventType>)
 
 export const receives = (stored: string | null, type: string) => {
   const types = subscribedTypes(stored)
@@ -125,7 +131,7 @@ const distinct = (types: ReadonlyArray<EventType>) => [...new Set(types)]
 
 export const EventsLive = Layer.effect(
   Events,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const ids = yield* Ids
     const encryption = yield* Encryption
@@ -137,23 +143,29 @@ export const EventsLive = Layer.effect(
       if (!live) return Effect.void
       const parsed = new URL(url)
       const host = parsed.hostname.replace(/^\[|\]$/g, "")
-      const problem = parsed.protocol !== "https:"
-        ? "must be an https URL on a live deployment"
-        : /^[\d.]+$|:/.test(host) && !isPublicAddress(host)
-        ? "must not be a private, loopback or reserved address"
-        : host === "localhost" || host.endsWith(".localhost")
-        ? "must be a public host"
-        : undefined
+      const problem =
+        parsed.protocol !== "https:"
+          ? "must be an https URL on a live deployment"
+          : /^[\d.]+$|:/.test(host) && !isPublicAddress(host)
+            ? "must not be a private, loopback or reserved address"
+            : host === "localhost" || host.endsWith(".localhost")
+              ? "must be a public host"
+              : undefined
       return problem === undefined
         ? Effect.void
-        : Effect.fail(new InvalidInput({ message: `The request is invalid: url: ${problem}`, issues: [{ path: "url", message: problem }] }))
+        : Effect.fail(
+            new InvalidInput({
+              message: `The request is invalid: url: ${problem}`,
+              issues: [{ path: "url", message: problem }]
+            })
+          )
     }
 
     const findEndpoint = (org: string, id: string) =>
       sql<EndpointRow>`SELECT id, url, description, events, enabled, created_at, updated_at FROM webhook_endpoints
           WHERE organization_id = ${org} AND id = ${id}`.pipe(
         Effect.orDie,
-        Effect.flatMap((rows) => rows[0] === undefined ? Effect.fail(endpointNotFound(id)) : Effect.succeed(rows[0]))
+        Effect.flatMap((rows) => (rows[0] === undefined ? Effect.fail(endpointNotFound(id)) : Effect.succeed(rows[0])))
       )
 
     const limitOf = (page: Page) => page.limit ?? 20
@@ -161,10 +173,10 @@ export const EventsLive = Layer.effect(
       data: rows.slice(0, limitOf(page)),
       hasMore: rows.length > limitOf(page)
     })
-    const after = (page: Page) => page.startingAfter === undefined ? sql`` : sql`AND id < ${page.startingAfter}`
+    const after = (page: Page) => (page.startingAfter === undefined ? sql`` : sql`AND id < ${page.startingAfter}`)
 
     const createEndpoint: EventsShape["createEndpoint"] = (org, input) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* checkUrl(input.url)
         const now = yield* Clock.currentTimeMillis
         const secret = newSecret()
@@ -186,71 +198,101 @@ export const EventsLive = Layer.effect(
       })
 
     const updateEndpoint: EventsShape["updateEndpoint"] = (org, id, input) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const current = yield* findEndpoint(org, id)
-        if (input.url !== undefined) yield* checkUrl(input.url)
-        const now = yield* Clock.currentTimeMillis
-        const next: EndpointRow = {
-          ...current,
-          url: input.url ?? current.url,
-          description: input.description === undefined ? current.description : input.description,
-          events: input.events === undefined ? current.events : input.events === null ? null : JSON.stringify(distinct(input.events)),
-          enabled: input.enabled === undefined ? Number(current.enabled) : input.enabled ? 1 : 0,
-          updatedAt: now
-        }
-        yield* sql`UPDATE webhook_endpoints SET url = ${next.url}, description = ${next.description}, events = ${next.events},
+      sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const current = yield* findEndpoint(org, id)
+            if (input.url !== undefined) yield* checkUrl(input.url)
+            const now = yield* Clock.currentTimeMillis
+            const next: EndpointRow = {
+              ...current,
+              url: input.url ?? current.url,
+              description: input.description === undefined ? current.description : input.description,
+              events:
+                input.events === undefined
+                  ? current.events
+                  : input.events === null
+                    ? null
+                    : JSON.stringify(distinct(input.events)),
+              enabled: input.enabled === undefined ? Number(current.enabled) : input.enabled ? 1 : 0,
+              updatedAt: now
+            }
+            yield* sql`UPDATE webhook_endpoints SET url = ${next.url}, description = ${next.description}, events = ${next.events},
             enabled = ${next.enabled}, updated_at = ${now} WHERE organization_id = ${org} AND id = ${id}`
-        // Disabled: what waits for a retry is not sent (a resend naming the endpoint still is).
-        if (next.enabled === 0) {
-          yield* sql`UPDATE webhook_deliveries SET status = 'canceled', lease_owner = NULL, updated_at = ${now}
+            // Disabled: what waits for a retry is not sent (a resend naming the endpoint still is).
+            if (next.enabled === 0) {
+              yield* sql`UPDATE webhook_deliveries SET status = 'canceled', lease_owner = NULL, updated_at = ${now}
               WHERE organization_id = ${org} AND endpoint_id = ${id} AND status = 'pending'`
-        }
-        return toWireEndpoint(next)
-      })).pipe(Effect.catchTag("SqlError", Effect.die))
+            }
+            return toWireEndpoint(next)
+          })
+        )
+        .pipe(Effect.catchTag("SqlError", Effect.die))
 
     const deleteEndpoint: EventsShape["deleteEndpoint"] = (org, id) =>
-      sql.withTransaction(Effect.gen(function*() {
-        yield* findEndpoint(org, id)
-        yield* sql`DELETE FROM webhook_attempts WHERE organization_id = ${org} AND endpoint_id = ${id}`
-        yield* sql`DELETE FROM webhook_deliveries WHERE organization_id = ${org} AND endpoint_id = ${id}`
-        yield* sql`DELETE FROM webhook_endpoints WHERE organization_id = ${org} AND id = ${id}`
-      })).pipe(Effect.catchTag("SqlError", Effect.die))
+      sql
+        .withTransaction(
+          Effect.gen(function* () {
+            yield* findEndpoint(org, id)
+            yield* sql`DELETE FROM webhook_attempts WHERE organization_id = ${org} AND endpoint_id = ${id}`
+            yield* sql`DELETE FROM webhook_deliveries WHERE organization_id = ${org} AND endpoint_id = ${id}`
+            yield* sql`DELETE FROM webhook_endpoints WHERE organization_id = ${org} AND id = ${id}`
+          })
+        )
+        .pipe(Effect.catchTag("SqlError", Effect.die))
 
     const rotateSecret: EventsShape["rotateSecret"] = (org, id) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const current = yield* findEndpoint(org, id)
-        const [stored] = yield* sql<{ secret: string }>`SELECT secret FROM webhook_endpoints
+      sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const current = yield* findEndpoint(org, id)
+            const [stored] = yield* sql<{ secret: string }>`SELECT secret FROM webhook_endpoints
             WHERE organization_id = ${org} AND id = ${id}`
-        const now = yield* Clock.currentTimeMillis
-        const secret = newSecret()
-        // One old secret is kept: a second rotation within the overlap retires the first one's old secret at once.
-        yield* sql`UPDATE webhook_endpoints SET previous_secret = ${stored!.secret},
+            const now = yield* Clock.currentTimeMillis
+            const secret = newSecret()
+            // One old secret is kept: a second rotation within the overlap retires the first one's old secret at once.
+            yield* sql`UPDATE webhook_endpoints SET previous_secret = ${stored!.secret},
             previous_secret_expires_at = ${now + ROTATION_OVERLAP_MS}, secret = ${encryption.encrypt(secret)},
             updated_at = ${now} WHERE organization_id = ${org} AND id = ${id}`
-        return toWireEndpoint({ ...current, updatedAt: now }, secret)
-      })).pipe(Effect.catchTag("SqlError", Effect.die))
+            return toWireEndpoint({ ...current, updatedAt: now }, secret)
+          })
+        )
+        .pipe(Effect.catchTag("SqlError", Effect.die))
 
     const listEndpoints: EventsShape["listEndpoints"] = (org, page) =>
       sql<EndpointRow>`SELECT id, url, description, events, enabled, created_at, updated_at FROM webhook_endpoints
           WHERE organization_id = ${org} ${after(page)} ORDER BY id DESC LIMIT ${limitOf(page) + 1}`.pipe(
-        Effect.map((rows) => paged(rows.map((r) => toWireEndpoint(r)), page)),
+        Effect.map((rows) =>
+          paged(
+            rows.map((r) => toWireEndpoint(r)),
+            page
+          )
+        ),
         Effect.orDie
       )
 
     const listAttempts: EventsShape["listAttempts"] = (org, endpointId, page) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* findEndpoint(org, endpointId)
         const rows = yield* sql`SELECT * FROM webhook_attempts WHERE organization_id = ${org}
-            AND endpoint_id = ${endpointId} ${after(page)} ORDER BY id DESC LIMIT ${limitOf(page) + 1}`.pipe(Effect.orDie)
+            AND endpoint_id = ${endpointId} ${after(page)} ORDER BY id DESC LIMIT ${limitOf(page) + 1}`.pipe(
+          Effect.orDie
+        )
         return paged(rows.map(toWireAttempt), page)
       })
 
     const listEvents: EventsShape["listEvents"] = (org, query) =>
-      Effect.gen(function*() {
-        const customerId = query.customer === undefined
-          ? undefined
-          : yield* Effect.flatMap(EventCustomers, (resolve) => resolve(org, query.customer!))
-        const rows = yield* sql<{ id: string; type: string; createdAt: number; data: string }>`SELECT id, type, created_at, data
+      Effect.gen(function* () {
+        const customerId =
+          query.customer === undefined
+            ? undefined
+            : yield* Effect.flatMap(EventCustomers, (resolve) => resolve(org, query.customer!))
+        const rows = yield* sql<{
+          id: string
+          type: string
+          createdAt: number
+          data: string
+        }>`SELECT id, type, created_at, data
             FROM outbound_events WHERE organization_id = ${org}
             ${query.type === undefined ? sql`` : sql`AND type = ${query.type}`}
             ${customerId === undefined ? sql`` : sql`AND customer_id = ${customerId}`}
@@ -262,41 +304,44 @@ export const EventsLive = Layer.effect(
       sql<{ id: string; type: string; createdAt: number; data: string }>`SELECT id, type, created_at, data
           FROM outbound_events WHERE organization_id = ${org} AND id = ${id}`.pipe(
         Effect.orDie,
-        Effect.flatMap((rows) => rows[0] === undefined ? Effect.fail(eventNotFound(id)) : Effect.succeed(rows[0]))
+        Effect.flatMap((rows) => (rows[0] === undefined ? Effect.fail(eventNotFound(id)) : Effect.succeed(rows[0])))
       )
 
     const resend: EventsShape["resend"] = (org, id, endpointId) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const event = yield* findEvent(org, id)
-        const targets = endpointId !== undefined
-          ? [(yield* findEndpoint(org, endpointId)).id]
-          : (yield* sql<{ id: string; events: string | null }>`SELECT id, events FROM webhook_endpoints
+      sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const event = yield* findEvent(org, id)
+            const targets =
+              endpointId !== undefined
+                ? [(yield* findEndpoint(org, endpointId)).id]
+                : (yield* sql<{ id: string; events: string | null }>`SELECT id, events FROM webhook_endpoints
               WHERE organization_id = ${org} AND enabled = 1 ORDER BY id`)
-            .filter((e) => receives(e.events, event.type))
-            .map((e) => e.id)
-        const now = yield* Clock.currentTimeMillis
-        for (const target of targets) {
-          yield* sql`INSERT INTO webhook_deliveries ${
-            sql.insert({
-              organizationId: org,
-              id: yield* ids.next("dlv"),
-              eventId: id,
-              endpointId: target,
-              status: "pending",
-              attempts: 0,
-              nextAttemptAt: now,
-              leaseOwner: null,
-              createdAt: now,
-              updatedAt: now
-            })
-          }`
-        }
-        // Sent to every subscribed endpoint now: the worker's fan-out must not send it to them a second time.
-        if (endpointId === undefined) {
-          yield* sql`UPDATE outbound_events SET fanned_out = 1 WHERE organization_id = ${org} AND id = ${id}`
-        }
-        return targets
-      })).pipe(Effect.catchTag("SqlError", Effect.die))
+                    .filter((e) => receives(e.events, event.type))
+                    .map((e) => e.id)
+            const now = yield* Clock.currentTimeMillis
+            for (const target of targets) {
+              yield* sql`INSERT INTO webhook_deliveries ${sql.insert({
+                organizationId: org,
+                id: yield* ids.next("dlv"),
+                eventId: id,
+                endpointId: target,
+                status: "pending",
+                attempts: 0,
+                nextAttemptAt: now,
+                leaseOwner: null,
+                createdAt: now,
+                updatedAt: now
+              })}`
+            }
+            // Sent to every subscribed endpoint now: the worker's fan-out must not send it to them a second time.
+            if (endpointId === undefined) {
+              yield* sql`UPDATE outbound_events SET fanned_out = 1 WHERE organization_id = ${org} AND id = ${id}`
+            }
+            return targets
+          })
+        )
+        .pipe(Effect.catchTag("SqlError", Effect.die))
 
     return {
       createEndpoint,

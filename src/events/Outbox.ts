@@ -31,14 +31,14 @@ export class Outbox extends Context.Tag("Outbox")<Outbox, OutboxShape>() {}
 
 export const OutboxLive = Layer.effect(
   Outbox,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     // Time-sortable like every id, and in the order written within this process (two events of one transaction list
     // in that order, newest first).
     const nextId = makeMonotonicIds("msg")
     return {
       emit: (organizationId, event) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
           const id = nextId(now)
           const row = {

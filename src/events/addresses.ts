@@ -39,7 +39,7 @@ const parseV4 = (text: string): number | undefined => {
 const v4Public = (n: number) =>
   V4_BLOCKED.every(([base, bits]) => {
     const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0
-    return ((n & mask) >>> 0) !== base
+    return (n & mask) >>> 0 !== base
   })
 
 /** The eight 16-bit groups of an IPv6 address (an embedded dotted IPv4 tail included). */
@@ -54,7 +54,8 @@ const parseV6 = (text: string): Array<number> | undefined => {
   }
   const halves = body.split("::")
   if (halves.length > 2) return undefined
-  const groups = (s: string) => (s === "" ? [] : s.split(":").map((g) => (/^[0-9a-f]{1,4}$/.test(g) ? parseInt(g, 16) : NaN)))
+  const groups = (s: string) =>
+    s === "" ? [] : s.split(":").map((g) => (/^[0-9a-f]{1,4}$/.test(g) ? parseInt(g, 16) : NaN))
   const head = groups(halves[0]!)
   const rest = halves.length === 2 ? groups(halves[1]!) : []
   const fill = halves.length === 2 ? 8 - head.length - rest.length : 0

@@ -70,7 +70,8 @@ export const post = (request: OutgoingRequest): Promise<AttemptOutcome> =>
       if (onAbort !== undefined) request.signal.removeEventListener("abort", onAbort)
       resolve({ ...outcome, durationMs: Math.round(performance.now() - started) })
     }
-    const fail = (error: string, extra: Partial<AttemptOutcome> = {}) => finish({ status: null, body: "", error, ...extra })
+    const fail = (error: string, extra: Partial<AttemptOutcome> = {}) =>
+      finish({ status: null, body: "", error, ...extra })
 
     let url: URL
     try {
@@ -79,39 +80,45 @@ export const post = (request: OutgoingRequest): Promise<AttemptOutcome> =>
       return fail("the endpoint URL is not valid")
     }
     if (url.protocol !== "https:" && (request.publicOnly || url.protocol !== "http:")) {
-      return fail(`refused: ${url.protocol} URLs are not delivered to${request.publicOnly ? " on live (https only)" : ""}`)
+      return fail(
+        `refused: ${url.protocol} URLs are not delivered to${request.publicOnly ? " on live (https only)" : ""}`
+      )
     }
     const host = url.hostname.replace(/^\[|\]$/g, "")
-    if (request.publicOnly && isIP(host) !== 0 && !isPublicAddress(host)) return fail(`refused: ${host} is not a public address`)
+    if (request.publicOnly && isIP(host) !== 0 && !isPublicAddress(host))
+      return fail(`refused: ${host} is not a public address`)
 
     const module = url.protocol === "https:" ? https : http
-    const req = module.request({
-      protocol: url.protocol,
-      hostname: host,
-      port: url.port === "" ? undefined : Number(url.port),
-      path: url.pathname + url.search,
-      method: "POST",
-      agent: false,
-      headers: { ...request.headers, "content-length": String(Buffer.byteLength(request.body)) },
-      ...(request.publicOnly ? { lookup: publicLookup as never } : {})
-    }, (res) => {
-      const chunks: Array<Buffer> = []
-      let read = 0
-      const done = () => {
-        const text = Buffer.concat(chunks).toString("utf8").slice(0, RESPONSE_BODY_LIMIT)
-        finish({ status: res.statusCode ?? null, body: text })
-      }
-      res.on("data", (chunk: Buffer) => {
-        if (read < READ_LIMIT) chunks.push(chunk)
-        read += chunk.length
-        if (read >= READ_LIMIT) {
-          done()
-          req.destroy()
+    const req = module.request(
+      {
+        protocol: url.protocol,
+        hostname: host,
+        port: url.port === "" ? undefined : Number(url.port),
+        path: url.pathname + url.search,
+        method: "POST",
+        agent: false,
+        headers: { ...request.headers, "content-length": String(Buffer.byteLength(request.body)) },
+        ...(request.publicOnly ? { lookup: publicLookup as never } : {})
+      },
+      (res) => {
+        const chunks: Array<Buffer> = []
+        let read = 0
+        const done = () => {
+          const text = Buffer.concat(chunks).toString("utf8").slice(0, RESPONSE_BODY_LIMIT)
+          finish({ status: res.statusCode ?? null, body: text })
         }
-      })
-      res.on("end", done)
-      res.on("error", () => done())
-    })
+        res.on("data", (chunk: Buffer) => {
+          if (read < READ_LIMIT) chunks.push(chunk)
+          read += chunk.length
+          if (read >= READ_LIMIT) {
+            done()
+            req.destroy()
+          }
+        })
+        res.on("end", done)
+        res.on("error", () => done())
+      }
+    )
     deadline = setTimeout(() => {
       fail(`no complete answer within ${request.timeoutMs} ms`)
       req.destroy()
@@ -134,7 +141,11 @@ export const post = (request: OutgoingRequest): Promise<AttemptOutcome> =>
       })
     })
     req.on("error", (error: Error) => {
-      fail(error instanceof Refused || /not a public address/.test(error.message) ? `refused: ${error.message}` : error.message)
+      fail(
+        error instanceof Refused || /not a public address/.test(error.message)
+          ? `refused: ${error.message}`
+          : error.message
+      )
     })
     req.end(request.body)
   })

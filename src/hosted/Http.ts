@@ -7,10 +7,15 @@ import { AppConfig } from "../platform/config.ts"
 import { Webhooks } from "../webhooks/Webhooks.ts"
 import { type CheckoutRecord, Payments } from "../payments/Payments.ts"
 import { ProviderAccounts } from "../payments/ProviderAccounts.ts"
-import { SIGNATURE_HEADER, sign, type SimulatedEvent, simulatedMethodToken } from "../payments/simulated/SimulatedAdapter.ts"
+import {
+  SIGNATURE_HEADER,
+  sign,
+  type SimulatedEvent,
+  simulatedMethodToken
+} from "../payments/simulated/SimulatedAdapter.ts"
 
 const escape = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" })[c]!)
+  s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!)
 
 const page = (title: string, body: string) =>
   `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">` +
@@ -37,9 +42,9 @@ const refusal = (
   return wantsJson
     ? HttpServerResponse.unsafeJson(errorBody(status === 404 ? "NotFound" : "BadRequest", code, message), { status })
     : HttpServerResponse.text(page(title, `<h1>${escape(title)}</h1><p>${escape(message)}</p>`), {
-      status,
-      contentType: "text/html; charset=utf-8"
-    })
+        status,
+        contentType: "text/html; charset=utf-8"
+      })
 }
 
 const completed = (kind: string, status: string) =>
@@ -54,7 +59,11 @@ const decodeOutcome = Schema.decodeUnknownEither(HostedOutcome)
  * page's urlencoded form, or JSON. The query wins, so the Decline button (`formaction="?outcome=decline"`) declines
  * though its form also carries `outcome=pay`. A value the page does not know is refused, never guessed.
  */
-const outcomeOf = (url: string, body: string, contentType: string | undefined): Either.Either<HostedOutcome, string> => {
+const outcomeOf = (
+  url: string,
+  body: string,
+  contentType: string | undefined
+): Either.Either<HostedOutcome, string> => {
   const query = Object.fromEntries(new URL(url, "http://localhost").searchParams)
   let fields: unknown = {}
   const text = body.trim()
@@ -83,7 +92,7 @@ const outcomeOf = (url: string, body: string, contentType: string | undefined): 
  * signed webhook through the same route and code as a real provider's.
  */
 export const HostedHttp = HttpApiBuilder.group(BillingApi, "hosted", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const config = yield* AppConfig
     const payments = yield* Payments
     const accounts = yield* ProviderAccounts
@@ -94,20 +103,27 @@ export const HostedHttp = HttpApiBuilder.group(BillingApi, "hosted", (handlers) 
      * unknown routes do (a JSON 404). On sandbox an unknown page is a 404 page (see `refusal`).
      */
     const find = (path: { readonly kind: string; readonly organizationId: string; readonly reference: string }) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         if (config.appEnv !== "sandbox") return yield* new NotFound({ code: "not_found", message: "No such route" })
-        const found = path.kind === "checkout" || path.kind === "setup"
-          ? yield* payments.checkout(path.organizationId, path.reference)
-          : Option.none()
+        const found =
+          path.kind === "checkout" || path.kind === "setup"
+            ? yield* payments.checkout(path.organizationId, path.reference)
+            : Option.none()
         return Option.filter(found, (c) => c.provider === "simulated")
       })
 
     const missing = (request: HttpServerRequest.HttpServerRequest, kind: string) =>
-      refusal(request.headers.accept, 404, "not_found", "Not found", `No such ${kind === "setup" ? kind : "checkout"} page`)
+      refusal(
+        request.headers.accept,
+        404,
+        "not_found",
+        "Not found",
+        `No such ${kind === "setup" ? kind : "checkout"} page`
+      )
 
     return handlers
       .handle("hostedPage", ({ path }) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const found = yield* find(path)
           if (Option.isNone(found)) return missing(yield* HttpServerRequest.HttpServerRequest, path.kind)
           const c = found.value
@@ -123,9 +139,10 @@ export const HostedHttp = HttpApiBuilder.group(BillingApi, "hosted", (handlers) 
               `<button type="submit">${setup ? "Save card" : "Pay"}</button>` +
               `<button class="secondary" type="submit" formaction="?outcome=decline">Decline</button></form>`
           )
-        }))
+        })
+      )
       .handleRaw("hostedComplete", ({ path, request }) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const found = yield* find(path)
           if (Option.isNone(found)) return missing(request, path.kind)
           const c = found.value
@@ -158,7 +175,12 @@ export const HostedHttp = HttpApiBuilder.group(BillingApi, "hosted", (handlers) 
           }
           const event: SimulatedEvent = {
             id: `sim_evt_${crypto.randomUUID()}`,
-            type: outcome === "decline" ? "payment.failed" : c.purpose === "setup" ? "setup.succeeded" : "payment.succeeded",
+            type:
+              outcome === "decline"
+                ? "payment.failed"
+                : c.purpose === "setup"
+                  ? "setup.succeeded"
+                  : "payment.succeeded",
             data: {
               reference: c.reference,
               amount: Number(c.amount),
@@ -169,10 +191,12 @@ export const HostedHttp = HttpApiBuilder.group(BillingApi, "hosted", (handlers) 
           }
           const body = new TextEncoder().encode(JSON.stringify(event))
           const account = Option.getOrThrow(accounts.managed("simulated"))
-          yield* webhooks.receive({ _tag: "Sandbox", provider: "simulated" }, body, {
-            [SIGNATURE_HEADER]: sign(account.webhookSecret!, body),
-            "content-type": "application/json"
-          }).pipe(Effect.orDie)
+          yield* webhooks
+            .receive({ _tag: "Sandbox", provider: "simulated" }, body, {
+              [SIGNATURE_HEADER]: sign(account.webhookSecret!, body),
+              "content-type": "application/json"
+            })
+            .pipe(Effect.orDie)
           const callbackUrl = typeof c.data.callbackUrl === "string" ? c.data.callbackUrl : null
           if (callbackUrl !== null) {
             const target = new URL(callbackUrl)
@@ -180,11 +204,15 @@ export const HostedHttp = HttpApiBuilder.group(BillingApi, "hosted", (handlers) 
             target.searchParams.set("status", outcome === "decline" ? "failed" : "success")
             return HttpServerResponse.redirect(target.toString(), { status: 303 })
           }
-          return html(page(
-            outcome === "decline" ? "Declined" : "Done",
-            outcome === "decline"
-              ? `<h1>Declined</h1><p>The payment was declined. You can close this page.</p>`
-              : `<h1>${c.purpose === "setup" ? "Card saved" : "Payment complete"}</h1><p>You can close this page.</p>`
-          ))
-        }))
-  }))
+          return html(
+            page(
+              outcome === "decline" ? "Declined" : "Done",
+              outcome === "decline"
+                ? `<h1>Declined</h1><p>The payment was declined. You can close this page.</p>`
+                : `<h1>${c.purpose === "setup" ? "Card saved" : "Payment complete"}</h1><p>You can close this page.</p>`
+            )
+          )
+        })
+      )
+  })
+)

@@ -5,7 +5,7 @@ import { BillingApi } from "../api/Api.ts"
 import { Unavailable } from "../api/errors.ts"
 
 export const SystemHttp = HttpApiBuilder.group(BillingApi, "system", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const database = sql.onDialectOrElse({ pg: () => "postgresql" as const, orElse: () => "sqlite" as const })
     const notReady = new Unavailable({ code: "unavailable", message: "The database is not reachable" })
@@ -17,5 +17,7 @@ export const SystemHttp = HttpApiBuilder.group(BillingApi, "system", (handlers) 
           Effect.catchAll(() => Effect.fail(notReady)),
           Effect.catchAllDefect(() => Effect.fail(notReady)),
           Effect.as({ status: "ready" as const, database })
-        ))
-  }))
+        )
+      )
+  })
+)

@@ -26,11 +26,15 @@ const isTagged = (u: unknown, tag: string): boolean =>
  */
 export const isDatabaseUnavailable = (defect: unknown): boolean => {
   if (!isTagged(defect, "SqlError")) return false
-  const text = String((defect as { cause?: { code?: unknown; message?: unknown } }).cause?.code ?? "") + " " +
-    String((defect as { cause?: { message?: unknown } }).cause?.message ?? "") + " " +
+  const text =
+    String((defect as { cause?: { code?: unknown; message?: unknown } }).cause?.code ?? "") +
+    " " +
+    String((defect as { cause?: { message?: unknown } }).cause?.message ?? "") +
+    " " +
     String((defect as { message?: unknown }).message ?? "")
-  return /ECONNREFUSED|ECONNRESET|ECONNABORTED|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|57P0[123]|08\d\d\d|53300|Connection terminated|timeout exceeded|connect|SQLITE_BUSY|database is locked/i
-    .test(text)
+  return /ECONNREFUSED|ECONNRESET|ECONNABORTED|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|57P0[123]|08\d\d\d|53300|Connection terminated|timeout exceeded|connect|SQLITE_BUSY|database is locked/i.test(
+    text
+  )
 }
 
 /** A short description of a defect for the server log: never its stack, SQL text or bound values. */
@@ -52,17 +56,17 @@ const describeDefect = (defect: unknown) => {
 export const defectAnswer = (defect: unknown) =>
   isDatabaseUnavailable(defect)
     ? {
-      log: Effect.logWarning("database unavailable", describeDefect(defect)),
-      tag: "Unavailable" as const,
-      code: "unavailable",
-      message: "The service is temporarily unavailable; nothing was changed"
-    }
+        log: Effect.logWarning("database unavailable", describeDefect(defect)),
+        tag: "Unavailable" as const,
+        code: "unavailable",
+        message: "The service is temporarily unavailable; nothing was changed"
+      }
     : {
-      log: Effect.logError("unexpected failure", describeDefect(defect)),
-      tag: "InternalError" as const,
-      code: "internal_error",
-      message: "An unexpected error occurred"
-    }
+        log: Effect.logError("unexpected failure", describeDefect(defect)),
+        tag: "InternalError" as const,
+        code: "internal_error",
+        message: "An unexpected error occurred"
+      }
 
 /**
  * The API-wide middleware, around routing, authentication and every handler (the per-key rate limit comes before
@@ -75,11 +79,12 @@ export const defectAnswer = (defect: unknown) =>
  */
 export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
   BillingApi,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const guarded = (app: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, any>) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const slot = yield* Effect.serviceOption(RequestFiber)
-        if (Option.isSome(slot)) yield* Effect.withFiberRuntime((fiber) => Effect.sync(() => (slot.value.fiber = fiber)))
+        if (Option.isSome(slot))
+          yield* Effect.withFiberRuntime((fiber) => Effect.sync(() => (slot.value.fiber = fiber)))
         const request = yield* HttpServerRequest.HttpServerRequest
         if (request.method === "POST" && request.url.startsWith("/v1/")) {
           // The text is cached: the payload decoder parses this same string, it is not read twice.
@@ -100,11 +105,12 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
               const issues = readableIssues(
                 (error as { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }).issues
               )
-              const message = issues.length === 0
-                ? "The request is invalid"
-                : `The request is invalid: ${
-                  issues.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; ")
-                }`
+              const message =
+                issues.length === 0
+                  ? "The request is invalid"
+                  : `The request is invalid: ${issues
+                      .map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`))
+                      .join("; ")}`
               return Effect.succeed(respond("BadRequest", 400, "invalid_request", message, issues))
             }
             if (isTagged(error, "RouteNotFound")) {
@@ -124,9 +130,8 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
           return Effect.failCause(cause)
         }),
         (self) =>
-          Effect.flatMap(
-            Effect.serviceOption(RequestId),
-            (id) => Option.isSome(id) ? Effect.annotateLogs(self, "requestId", id.value) : self
+          Effect.flatMap(Effect.serviceOption(RequestId), (id) =>
+            Option.isSome(id) ? Effect.annotateLogs(self, "requestId", id.value) : self
           )
       ) as never
   })

@@ -47,7 +47,9 @@ const wireError = (tag: Parameters<typeof errorBody>[0], code: string, message: 
 
 /** The endpoint of the HttpApi definition this path serves, and the schemas it declares. */
 const endpointOf = (name: HotRoute) => {
-  const groups = BillingApi.groups as unknown as Readonly<Record<string, { readonly endpoints: Readonly<Record<string, HttpApiEndpoint.HttpApiEndpoint.AnyWithProps>> }>>
+  const groups = BillingApi.groups as unknown as Readonly<
+    Record<string, { readonly endpoints: Readonly<Record<string, HttpApiEndpoint.HttpApiEndpoint.AnyWithProps>> }>
+  >
   const endpoint = groups["entitlements"]?.endpoints[name]
   if (endpoint === undefined || endpoint.method !== "POST") throw new Error(`the API defines no POST ${name} endpoint`)
   return {
@@ -56,22 +58,32 @@ const endpointOf = (name: HotRoute) => {
       Option.getOrThrow(endpoint.payloadSchema) as unknown as Schema.Schema<CheckRequest | TrackRequest, unknown>
     ),
     headers: Schema.decodeUnknownEither(
-      Option.getOrThrow(endpoint.headersSchema) as unknown as Schema.Schema<{ readonly "idempotency-key"?: string }, unknown>
+      Option.getOrThrow(endpoint.headersSchema) as unknown as Schema.Schema<
+        { readonly "idempotency-key"?: string },
+        unknown
+      >
     ),
     success: Schema.encodeEither(endpoint.successSchema as unknown as Schema.Schema<EntitlementState, unknown>)
   }
 }
 
-export const makeHotPath = (runFork: RunFork): Effect.Effect<HotPath, never, AppConfig | Authenticator | Entitlements> =>
-  Effect.gen(function*() {
+export const makeHotPath = (
+  runFork: RunFork
+): Effect.Effect<HotPath, never, AppConfig | Authenticator | Entitlements> =>
+  Effect.gen(function* () {
     const config = yield* AppConfig
     const { authenticate } = yield* Authenticator
     const engine = yield* Entitlements
     const endpoints = { check: endpointOf("check"), track: endpointOf("track") }
     const traced = Option.isSome(config.otlpEndpoint)
 
-    const program = (route: HotRoute, key: string, payload: CheckRequest | TrackRequest, idempotencyKey: string | undefined) =>
-      Effect.gen(function*() {
+    const program = (
+      route: HotRoute,
+      key: string,
+      payload: CheckRequest | TrackRequest,
+      idempotencyKey: string | undefined
+    ) =>
+      Effect.gen(function* () {
         const org = yield* Effect.either(authenticate(key))
         if (Either.isLeft(org)) return undefined
         const mode = route === "track" ? "track" : (payload as CheckRequest).sendEvent === true ? "check_send" : "check"
@@ -96,18 +108,23 @@ export const makeHotPath = (runFork: RunFork): Effect.Effect<HotPath, never, App
 
     /** HttpApi's request span (HttpMiddleware.tracer): the same name, parent and attributes. */
     const withServerSpan = (run: Effect.Effect<Response | undefined>, request: Request, pathname: string) =>
-      Effect.useSpan(`http.server ${request.method}`, {
-        parent: Option.getOrUndefined(HttpTraceContext.fromHeaders(Headers.fromInput(request.headers))),
-        kind: "server",
-        captureStackTrace: false
-      }, (span) => {
-        span.attribute("http.request.method", request.method)
-        span.attribute("url.path", pathname)
-        return Effect.tap(Effect.withParentSpan(run, span), (response) =>
-          Effect.sync(() => {
-            if (response !== undefined) span.attribute("http.response.status_code", response.status)
-          }))
-      })
+      Effect.useSpan(
+        `http.server ${request.method}`,
+        {
+          parent: Option.getOrUndefined(HttpTraceContext.fromHeaders(Headers.fromInput(request.headers))),
+          kind: "server",
+          captureStackTrace: false
+        },
+        (span) => {
+          span.attribute("http.request.method", request.method)
+          span.attribute("url.path", pathname)
+          return Effect.tap(Effect.withParentSpan(run, span), (response) =>
+            Effect.sync(() => {
+              if (response !== undefined) span.attribute("http.response.status_code", response.status)
+            })
+          )
+        }
+      )
 
     const handle: HotPath["handle"] = (route, request, text, requestId, slot) => {
       if (jsonTextProblem(text, MAX_JSON_DEPTH) !== undefined) return Promise.resolve(undefined)
@@ -134,9 +151,9 @@ export const makeHotPath = (runFork: RunFork): Effect.Effect<HotPath, never, App
             Exit.isSuccess(exit)
               ? exit.value
               : Exit.isInterrupted(exit)
-              // The request timeout: the server has answered already, this answer is never sent.
-              ? wireError("Unavailable", "unavailable", TIMED_OUT_MESSAGE)
-              : wireError("InternalError", "internal_error", "An unexpected error occurred")
+                ? // The request timeout: the server has answered already, this answer is never sent.
+                  wireError("Unavailable", "unavailable", TIMED_OUT_MESSAGE)
+                : wireError("InternalError", "internal_error", "An unexpected error occurred")
           )
         )
       )
@@ -147,10 +164,10 @@ export const makeHotPath = (runFork: RunFork): Effect.Effect<HotPath, never, App
         method !== "POST"
           ? undefined
           : pathname === endpoints.check.path
-          ? "check"
-          : pathname === endpoints.track.path
-          ? "track"
-          : undefined,
+            ? "check"
+            : pathname === endpoints.track.path
+              ? "track"
+              : undefined,
       handle
     }
   })

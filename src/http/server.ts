@@ -27,10 +27,10 @@ const headerBytes = (headers: Headers): number => {
 const headersTooLarge = (request: Request): Response | undefined =>
   headerBytes(request.headers) > MAX_HEADER_BYTES
     ? json(
-      400,
-      errorBody("BadRequest", "invalid_request", `The request headers are over ${MAX_HEADER_BYTES / 1024} KiB`),
-      {}
-    )
+        400,
+        errorBody("BadRequest", "invalid_request", `The request headers are over ${MAX_HEADER_BYTES / 1024} KiB`),
+        {}
+      )
     : undefined
 
 /** Checks that are cheaper before the Effect runtime: NUL in the URL, body size and the JSON content type. */
@@ -46,7 +46,9 @@ const precheck = (request: Request, url: URL): Response | undefined => {
   const hasBody = length > 0 || request.headers.has("transfer-encoding")
   const contentType = request.headers.get("content-type")
   if (
-    hasBody && url.pathname.startsWith("/v1/") && contentType !== null &&
+    hasBody &&
+    url.pathname.startsWith("/v1/") &&
+    contentType !== null &&
     !contentType.toLowerCase().includes("application/json")
   ) {
     return json(
@@ -142,7 +144,7 @@ export const serve = (app: RequestHandler, options: ServeOptions) => {
       const requestId = incoming !== null && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID()
       const url = new URL(request.url)
       const refused = headersTooLarge(request)
-      const bounded = refused ?? await boundChunkedBody(withEmptyBodyAsObject(request, url))
+      const bounded = refused ?? (await boundChunkedBody(withEmptyBodyAsObject(request, url)))
       let response = bounded instanceof Response ? bounded : precheck(bounded, url)
       if (response === undefined) {
         const slot: RequestFiberSlot = { fiber: undefined }
@@ -150,7 +152,8 @@ export const serve = (app: RequestHandler, options: ServeOptions) => {
         const answer = app.handler(bounded as Request, context as Context.Context<never>)
         response = await (timeoutMs > 0
           ? beforeDeadline(answer, timeoutMs, slot, () =>
-            writeLogLine(minimum, LogLevel.Warning, "request timed out", { requestId, afterMs: timeoutMs }))
+              writeLogLine(minimum, LogLevel.Warning, "request timed out", { requestId, afterMs: timeoutMs })
+            )
           : answer)
       }
       response.headers.set("x-request-id", requestId)

@@ -13,19 +13,22 @@ const unauthorized = (message: string) => new Unauthorized({ code: "unauthorized
  * by the check/track endpoint alike. Keys are looked up by their SHA-256 (comparison never touches the secret
  * itself) and rejected when revoked or minted for the other environment (decisions.md §2).
  */
-export class Authenticator extends Context.Tag("Authenticator")<Authenticator, {
-  readonly authenticate: (key: string) => Effect.Effect<Organization, Unauthorized>
-}>() {}
+export class Authenticator extends Context.Tag("Authenticator")<
+  Authenticator,
+  {
+    readonly authenticate: (key: string) => Effect.Effect<Organization, Unauthorized>
+  }
+>() {}
 
 export const AuthenticatorLive = Layer.effect(
   Authenticator,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const repo = yield* OrganizationsRepo
     const config = yield* AppConfig
     const expectedPrefix = keyPrefix(config.appEnv)
     return {
       authenticate: (raw) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const key = raw.trim()
           if (key === "") return yield* unauthorized("Missing API key: send 'Authorization: Bearer <key>'")
           if (!key.startsWith(expectedPrefix)) {

@@ -30,28 +30,32 @@ export interface OrganizationsShape {
   readonly revokeKey: (keyId: string) => Effect.Effect<ApiKeyRecord, OrganizationError>
   readonly listKeys: (ref: string) => Effect.Effect<ReadonlyArray<ApiKeyRecord>, OrganizationError>
   /** On a fresh sandbox database: a `demo` organization and its key (printed once by the caller). */
-  readonly seedDemo: Effect.Effect<Option.Option<{ readonly organization: OrganizationRecord; readonly apiKey: string }>>
+  readonly seedDemo: Effect.Effect<
+    Option.Option<{ readonly organization: OrganizationRecord; readonly apiKey: string }>
+  >
 }
 
 export class Organizations extends Context.Tag("Organizations")<Organizations, OrganizationsShape>() {}
 
 export const OrganizationsLive = Layer.effect(
   Organizations,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const repo = yield* OrganizationsRepo
     const ids = yield* Ids
     const config = yield* AppConfig
 
     const get = (ref: string) =>
       repo.findByIdOrSlug(ref).pipe(
-        Effect.flatMap(Option.match({
-          onNone: () => Effect.fail(new OrganizationError({ message: `No organization '${ref}'` })),
-          onSome: Effect.succeed
-        }))
+        Effect.flatMap(
+          Option.match({
+            onNone: () => Effect.fail(new OrganizationError({ message: `No organization '${ref}'` })),
+            onSome: Effect.succeed
+          })
+        )
       )
 
     const create = (slug: string, name?: string) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         if (!SLUG_PATTERN.test(slug)) {
           return yield* new OrganizationError({
             message: "The slug must be 2-63 characters of a-z, 0-9 and '-', starting with a letter or digit"
@@ -59,14 +63,20 @@ export const OrganizationsLive = Layer.effect(
         }
         if (RESERVED_SLUGS.has(slug)) return yield* new OrganizationError({ message: `The slug '${slug}' is reserved` })
         const now = yield* Clock.currentTimeMillis
-        const org: OrganizationRecord = { id: yield* ids.next("org"), slug, name: name ?? slug, createdAt: now, updatedAt: now }
+        const org: OrganizationRecord = {
+          id: yield* ids.next("org"),
+          slug,
+          name: name ?? slug,
+          createdAt: now,
+          updatedAt: now
+        }
         const inserted = yield* repo.insert(org)
         if (!inserted) return yield* new OrganizationError({ message: `The slug '${slug}' is taken` })
         return org
       })
 
     const createKey = (ref: string) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const org = yield* get(ref)
         const apiKey = keyPrefix(config.appEnv) + randomToken(24)
         const key: ApiKeyRecord = {
@@ -82,19 +92,21 @@ export const OrganizationsLive = Layer.effect(
       })
 
     const revokeKey = (keyId: string) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const key = yield* repo.findKey(keyId).pipe(
-          Effect.flatMap(Option.match({
-            onNone: () => Effect.fail(new OrganizationError({ message: `No API key '${keyId}'` })),
-            onSome: Effect.succeed
-          }))
+          Effect.flatMap(
+            Option.match({
+              onNone: () => Effect.fail(new OrganizationError({ message: `No API key '${keyId}'` })),
+              onSome: Effect.succeed
+            })
+          )
         )
         const at = yield* Clock.currentTimeMillis
         yield* repo.revokeKey(key.organizationId, key.id, at)
         return { ...key, revokedAt: key.revokedAt ?? at }
       })
 
-    const seedDemo = Effect.gen(function*() {
+    const seedDemo = Effect.gen(function* () {
       if (config.appEnv !== "sandbox" || (yield* repo.count) > 0) return Option.none()
       const organization = yield* create("demo", "Demo")
       const { apiKey } = yield* createKey(organization.id)

@@ -38,22 +38,26 @@ export interface OrganizationsRepoShape {
 
 export class OrganizationsRepo extends Context.Tag("OrganizationsRepo")<OrganizationsRepo, OrganizationsRepoShape>() {}
 
-const OrganizationRow = recordSchema<OrganizationRecord>()(Schema.Struct({
-  id: Schema.String,
-  slug: Schema.String,
-  name: Schema.String,
-  createdAt: Millis,
-  updatedAt: Millis
-}))
+const OrganizationRow = recordSchema<OrganizationRecord>()(
+  Schema.Struct({
+    id: Schema.String,
+    slug: Schema.String,
+    name: Schema.String,
+    createdAt: Millis,
+    updatedAt: Millis
+  })
+)
 
-const ApiKeyRow = recordSchema<ApiKeyRecord>()(Schema.Struct({
-  id: Schema.String,
-  organizationId: Schema.String,
-  displayPrefix: Schema.String,
-  environment: Schema.String,
-  createdAt: Millis,
-  revokedAt: NullableMillis
-}))
+const ApiKeyRow = recordSchema<ApiKeyRecord>()(
+  Schema.Struct({
+    id: Schema.String,
+    organizationId: Schema.String,
+    displayPrefix: Schema.String,
+    environment: Schema.String,
+    createdAt: Millis,
+    revokedAt: NullableMillis
+  })
+)
 
 const organizations = decodeRows("organizations", OrganizationRow)
 const organization = decodeFirstRow("organizations", OrganizationRow)
@@ -74,7 +78,7 @@ type KeyLookup = { readonly organization: Organization; readonly environment: st
 
 export const OrganizationsRepoSql = Layer.scoped(
   OrganizationsRepo,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const pg = yield* Effect.serviceOption(PgClient.PgClient)
 
@@ -114,14 +118,13 @@ export const OrganizationsRepoSql = Layer.scoped(
 
     return {
       insert: (org) =>
-        sql<{ id: string }>`INSERT INTO organizations ${sql.insert({ ...org })} ON CONFLICT DO NOTHING RETURNING id`.pipe(
+        sql<{
+          id: string
+        }>`INSERT INTO organizations ${sql.insert({ ...org })} ON CONFLICT DO NOTHING RETURNING id`.pipe(
           Effect.map((rows) => rows.length === 1),
           Effect.orDie
         ),
-      list: sql`SELECT * FROM organizations ORDER BY created_at, id`.pipe(
-        Effect.flatMap(organizations),
-        Effect.orDie
-      ),
+      list: sql`SELECT * FROM organizations ORDER BY created_at, id`.pipe(Effect.flatMap(organizations), Effect.orDie),
       count: sql<{ n: number }>`SELECT COUNT(*) AS n FROM organizations`.pipe(
         Effect.map((rows) => Number(rows[0]?.n ?? 0)),
         Effect.orDie
@@ -132,11 +135,7 @@ export const OrganizationsRepoSql = Layer.scoped(
           Effect.orDie
         ),
       insertKey: (key) => sql`INSERT INTO api_keys ${sql.insert({ ...key })}`.pipe(Effect.asVoid, Effect.orDie),
-      findKey: (keyId) =>
-        sql`SELECT * FROM api_keys WHERE id = ${keyId}`.pipe(
-          Effect.flatMap(apiKey),
-          Effect.orDie
-        ),
+      findKey: (keyId) => sql`SELECT * FROM api_keys WHERE id = ${keyId}`.pipe(Effect.flatMap(apiKey), Effect.orDie),
       listKeys: (organizationId) =>
         sql`SELECT * FROM api_keys WHERE organization_id = ${organizationId} ORDER BY created_at, id`.pipe(
           Effect.flatMap(apiKeys),
@@ -150,7 +149,9 @@ export const OrganizationsRepoSql = Layer.scoped(
           Effect.tap(() => Effect.sync(forgetKeys)),
           Effect.tap((revoked) =>
             // pg_notify: PgClient.notify sends `NOTIFY channel, $1`, which PostgreSQL does not accept.
-            revoked && Option.isSome(pg) ? sql`SELECT pg_notify(${KEY_CHANNEL}, ${keyId})`.pipe(Effect.ignore) : Effect.void
+            revoked && Option.isSome(pg)
+              ? sql`SELECT pg_notify(${KEY_CHANNEL}, ${keyId})`.pipe(Effect.ignore)
+              : Effect.void
           ),
           Effect.orDie
         ),
@@ -166,7 +167,8 @@ export const OrganizationsRepoSql = Layer.scoped(
               if (Option.isNone(found) || generation !== started) return
               if (keys.size >= KEY_CACHE_MAX) keys.delete(keys.keys().next().value!)
               keys.set(keyHash, { found: found.value, until: now + KEY_CACHE_MS })
-            }))
+            })
+          )
         })
     }
   })

@@ -13,7 +13,7 @@ export class Adapters extends Context.Tag("Adapters")<Adapters, AdaptersShape>()
 export const makeAdaptersLayer = <R>(extra: ReadonlyArray<Effect.Effect<PaymentAdapter, never, R>>) =>
   Layer.effect(
     Adapters,
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const config = yield* AppConfig
       const adapters = new Map<ProviderName, PaymentAdapter>()
       for (const make of extra) {

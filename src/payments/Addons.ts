@@ -1,7 +1,14 @@
 import { BigDecimal, Context, Effect, Layer } from "effect"
 import { Catalog } from "../catalog/Catalog.ts"
 import { Customers } from "../customers/Customers.ts"
-import { type Conflict, InvalidInput, NotFound, PaymentFailed, type ProviderFailure, type ProviderNotConfigured } from "../domain/errors.ts"
+import {
+  type Conflict,
+  InvalidInput,
+  NotFound,
+  PaymentFailed,
+  type ProviderFailure,
+  type ProviderNotConfigured
+} from "../domain/errors.ts"
 import { roundHalfUp, toDecimal, toNumber } from "../domain/money.ts"
 import { microToNumber, toMicro } from "../domain/quantity.ts"
 import { AMOUNT_MAX_MICRO, INT64_MAX } from "../domain/bounds.ts"
@@ -35,7 +42,10 @@ export interface AddonsShape {
   readonly purchase: (
     org: string,
     request: AddonRequest
-  ) => Effect.Effect<AddonResult, NotFound | Conflict | InvalidInput | PaymentFailed | ProviderNotConfigured | ProviderFailure>
+  ) => Effect.Effect<
+    AddonResult,
+    NotFound | Conflict | InvalidInput | PaymentFailed | ProviderNotConfigured | ProviderFailure
+  >
   /** The payment effect: add the pack's credits × quantity to the customer's purchased credits. */
   readonly grant: (org: string, customerId: string, packId: string, quantity: number) => Effect.Effect<bigint>
   /**
@@ -55,7 +65,7 @@ export class Addons extends Context.Tag("Addons")<Addons, AddonsShape>() {}
 
 export const AddonsLive = Layer.effect(
   Addons,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const catalog = yield* Catalog
     const customers = yield* Customers
     const payments = yield* Payments
@@ -63,7 +73,7 @@ export const AddonsLive = Layer.effect(
     const outbox = yield* Outbox
 
     const grant = (org: string, customerId: string, packId: string, quantity: number) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const snapshot = yield* catalog.snapshot(org)
         const pack = [...snapshot.creditPacks.values()].find((p) => p.id === packId)
         if (pack === undefined) return yield* Effect.die(new Error(`credit pack ${packId} vanished`))
@@ -71,7 +81,9 @@ export const AddonsLive = Layer.effect(
         // payment adds its credits even if purchases made together pass it (docs/decisions.md "Numbers"), up to what
         // the column holds.
         const bought = toMicro(BigDecimal.multiply(toDecimal(pack.credits), toDecimal(quantity)))
-        const after = yield* credits.grantById(org, customerId, pack.creditSystemId, bought, "addon", INT64_MAX).pipe(Effect.orDie)
+        const after = yield* credits
+          .grantById(org, customerId, pack.creditSystemId, bought, "addon", INT64_MAX)
+          .pipe(Effect.orDie)
         // In the settling transaction, with the credits.
         yield* outbox.emit(org, {
           type: "credits.purchased",
@@ -90,7 +102,7 @@ export const AddonsLive = Layer.effect(
       })
 
     const takeBack: AddonsShape["takeBack"] = (org, customerId, packId, quantity, share) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const snapshot = yield* catalog.snapshot(org)
         const pack = [...snapshot.creditPacks.values()].find((p) => p.id === packId)
         if (pack === undefined || share.paid <= 0n) {
@@ -102,7 +114,7 @@ export const AddonsLive = Layer.effect(
         }
         // Exact: the credits granted in micro-units, times the refunded share, rounded down (never more than granted).
         const granted = toMicro(BigDecimal.multiply(toDecimal(pack.credits), toDecimal(quantity)))
-        const owed = granted * share.refunded / share.paid
+        const owed = (granted * share.refunded) / share.paid
         const after = yield* credits.takeBackById(org, customerId, pack.creditSystemId, owed, "addon")
         return after.taken
       })
@@ -111,10 +123,11 @@ export const AddonsLive = Layer.effect(
       grant,
       takeBack,
       purchase: (org, request) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const customer = yield* customers.resolve(org, request.customer)
           const snapshot = yield* catalog.snapshot(org)
-          const pack = snapshot.creditPacks.get(request.pack) ??
+          const pack =
+            snapshot.creditPacks.get(request.pack) ??
             [...snapshot.creditPacks.values()].find((p) => p.id === request.pack)
           if (pack === undefined || !pack.isActive) {
             return yield* new NotFound({ code: "pack_not_found", message: `No active credit pack '${request.pack}'` })
@@ -177,9 +190,10 @@ export const AddonsLive = Layer.effect(
             credits: bought,
             balance: null,
             code: "checkout_required" as const,
-            message: result.chargeFailure === null
-              ? "Send the customer to the checkout; the credits are added when the payment is confirmed"
-              : `The saved method could not be charged (${result.chargeFailure}); send the customer to the checkout`
+            message:
+              result.chargeFailure === null
+                ? "Send the customer to the checkout; the credits are added when the payment is confirmed"
+                : `The saved method could not be charged (${result.chargeFailure}); send the customer to the checkout`
           }
         })
     }

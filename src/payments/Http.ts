@@ -9,22 +9,23 @@ import { Addons } from "./Addons.ts"
 import { Payments } from "./Payments.ts"
 
 export const PaymentsHttp = HttpApiBuilder.group(BillingApi, "payments", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const addons = yield* Addons
     const payments = yield* Payments
     const customers = yield* Customers
     return handlers
       .handle("purchaseAddon", ({ payload }) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const org = yield* CurrentOrganization
           const idempotency = yield* idempotencyKeyOf("addon", payload)
           return yield* addons.purchase(org.id, { ...payload, idempotency })
         }).pipe(
           Effect.map((r) => ({ success: true, ...r })),
           mapDomainErrors
-        ))
+        )
+      )
       .handle("createWalletSetup", ({ payload }) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const org = yield* CurrentOrganization
           const customer = yield* customers.resolve(org.id, payload.customer)
           return yield* payments.setup(org.id, customer, {
@@ -32,16 +33,18 @@ export const PaymentsHttp = HttpApiBuilder.group(BillingApi, "payments", (handle
             provider: payload.provider ?? null,
             currency: payload.currency ?? null
           })
-        }).pipe(mapDomainErrors))
+        }).pipe(mapDomainErrors)
+      )
       .handle("removePaymentMethod", ({ payload }) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const org = yield* CurrentOrganization
           const customer = yield* customers.resolve(org.id, payload.customer)
           yield* payments.removeMethod(org.id, customer.id, payload.id)
           return { success: true }
-        }).pipe(mapDomainErrors))
+        }).pipe(mapDomainErrors)
+      )
       .handle("listPaymentMethods", ({ urlParams }) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const org = yield* CurrentOrganization
           const customer = yield* customers.resolve(org.id, urlParams.customer)
           const methods = yield* payments.methods(org.id, customer.id)
@@ -59,5 +62,7 @@ export const PaymentsHttp = HttpApiBuilder.group(BillingApi, "payments", (handle
               createdAt: m.createdAt
             }))
           }
-        }).pipe(mapDomainErrors))
-  }))
+        }).pipe(mapDomainErrors)
+      )
+  })
+)

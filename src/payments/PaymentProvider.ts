@@ -107,56 +107,56 @@ export interface VerifyResult {
 /** A provider's webhook, reduced to what our flows act on. */
 export type ProviderEvent =
   | {
-    readonly _tag: "PaymentSucceeded"
-    /** Unique per event at the provider: the dedupe key. */
-    readonly eventKey: string
-    readonly reference: string
-    readonly amount: number
-    readonly currency: string
-    readonly metadata: Partial<PaymentMetadata>
-    readonly method: MethodDetails | null
-  }
+      readonly _tag: "PaymentSucceeded"
+      /** Unique per event at the provider: the dedupe key. */
+      readonly eventKey: string
+      readonly reference: string
+      readonly amount: number
+      readonly currency: string
+      readonly metadata: Partial<PaymentMetadata>
+      readonly method: MethodDetails | null
+    }
   | {
-    readonly _tag: "PaymentFailed"
-    readonly eventKey: string
-    readonly reference: string
-    readonly message: string
-    readonly metadata: Partial<PaymentMetadata>
-  }
+      readonly _tag: "PaymentFailed"
+      readonly eventKey: string
+      readonly reference: string
+      readonly message: string
+      readonly metadata: Partial<PaymentMetadata>
+    }
   | {
-    readonly _tag: "SetupSucceeded"
-    readonly eventKey: string
-    readonly reference: string
-    readonly metadata: Partial<PaymentMetadata>
-    readonly method: MethodDetails
-  }
+      readonly _tag: "SetupSucceeded"
+      readonly eventKey: string
+      readonly reference: string
+      readonly metadata: Partial<PaymentMetadata>
+      readonly method: MethodDetails
+    }
   | {
-    /**
-     * Money of a settled payment went back to the customer: a refund, or a dispute the merchant lost (decisions.md
-     * §7). `reference` is null when the event names only the provider's payment (`providerPaymentId`: Stripe's
-     * `pi_…` or `ch_…`), which `completeEvent` resolves.
-     */
-    readonly _tag: "Refunded"
-    readonly eventKey: string
-    readonly reference: string | null
-    readonly providerPaymentId: string | null
-    readonly cause: "refund" | "dispute"
-    /** Names this reversal at the provider: different ones add up, the same one reported again does not. */
-    readonly reversalKey: string
-    /** Minor units. `cumulative`: all reversed under `reversalKey` so far (Stripe's `amount_refunded`), not an increment. */
-    readonly amount: number
-    readonly cumulative: boolean
-    readonly currency: string
-    readonly metadata: Partial<PaymentMetadata>
-  }
+      /**
+       * Money of a settled payment went back to the customer: a refund, or a dispute the merchant lost (decisions.md
+       * §7). `reference` is null when the event names only the provider's payment (`providerPaymentId`: Stripe's
+       * `pi_…` or `ch_…`), which `completeEvent` resolves.
+       */
+      readonly _tag: "Refunded"
+      readonly eventKey: string
+      readonly reference: string | null
+      readonly providerPaymentId: string | null
+      readonly cause: "refund" | "dispute"
+      /** Names this reversal at the provider: different ones add up, the same one reported again does not. */
+      readonly reversalKey: string
+      /** Minor units. `cumulative`: all reversed under `reversalKey` so far (Stripe's `amount_refunded`), not an increment. */
+      readonly amount: number
+      readonly cumulative: boolean
+      readonly currency: string
+      readonly metadata: Partial<PaymentMetadata>
+    }
   | {
-    /** The customer disputed a settled payment; nothing moves until it is lost (then a `Refunded`). */
-    readonly _tag: "Disputed"
-    readonly eventKey: string
-    readonly reference: string | null
-    readonly providerPaymentId: string | null
-    readonly metadata: Partial<PaymentMetadata>
-  }
+      /** The customer disputed a settled payment; nothing moves until it is lost (then a `Refunded`). */
+      readonly _tag: "Disputed"
+      readonly eventKey: string
+      readonly reference: string | null
+      readonly providerPaymentId: string | null
+      readonly metadata: Partial<PaymentMetadata>
+    }
   | { readonly _tag: "Ignored"; readonly eventKey: string; readonly type: string }
 
 /**
@@ -179,11 +179,18 @@ export class ProviderError extends Schema.TaggedError<ProviderError>()("Provider
 
 export interface PaymentAdapter {
   readonly name: ProviderName
-  readonly createCheckout: (account: ProviderAccount, request: CheckoutRequest) => Effect.Effect<CheckoutSession, ProviderError>
+  readonly createCheckout: (
+    account: ProviderAccount,
+    request: CheckoutRequest
+  ) => Effect.Effect<CheckoutSession, ProviderError>
   readonly charge: (account: ProviderAccount, request: ChargeRequest) => Effect.Effect<ChargeResult, ProviderError>
   /** Asks the provider how a reference ended (for callbacks and reconciliation). */
   readonly verify: (account: ProviderAccount, reference: string) => Effect.Effect<VerifyResult, ProviderError>
-  readonly refund: (account: ProviderAccount, reference: string, amount: number | null) => Effect.Effect<void, ProviderError>
+  readonly refund: (
+    account: ProviderAccount,
+    reference: string,
+    amount: number | null
+  ) => Effect.Effect<void, ProviderError>
   readonly removeMethod: (account: ProviderAccount, method: SavedMethod) => Effect.Effect<void, ProviderError>
   /** Checks the signature over the raw body, in constant time; never parses before it passes. */
   readonly verifySignature: (
@@ -201,5 +208,8 @@ export interface PaymentAdapter {
    * details, from its bare id; our reference of the payment a refund or dispute names by the provider's id. Called
    * before the webhook's transaction; an event that lacks nothing comes back as is.
    */
-  readonly completeEvent: (account: ProviderAccount, event: ProviderEvent) => Effect.Effect<ProviderEvent, ProviderError>
+  readonly completeEvent: (
+    account: ProviderAccount,
+    event: ProviderEvent
+  ) => Effect.Effect<ProviderEvent, ProviderError>
 }

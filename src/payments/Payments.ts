@@ -10,7 +10,13 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { type MethodSaver, makeMethodSaver } from "./methods.ts"
 import type { PaymentAdapter, PaymentMetadata, ProviderError, ProviderEvent, ProviderName } from "./PaymentProvider.ts"
 import { ProviderAccounts, type ResolvedAccount } from "./ProviderAccounts.ts"
-import { type CheckoutRecord, type PaymentMethodRecord, type PaymentRecord, PaymentsRepo, type Purpose } from "./PaymentsRepo.ts"
+import {
+  type CheckoutRecord,
+  type PaymentMethodRecord,
+  type PaymentRecord,
+  PaymentsRepo,
+  type Purpose
+} from "./PaymentsRepo.ts"
 import { makeSettlement } from "./settlement.ts"
 import { setupCharge } from "./setupCharge.ts"
 
@@ -50,12 +56,12 @@ export type CollectResult =
   /** An attempt is in flight (this one or another's): its outcome is not known yet. */
   | { readonly _tag: "Processing"; readonly reference: string }
   | {
-    readonly _tag: "Checkout"
-    readonly checkoutUrl: string
-    readonly reference: string
-    readonly accessCode: string | null
-    readonly chargeFailure: string | null
-  }
+      readonly _tag: "Checkout"
+      readonly checkoutUrl: string
+      readonly reference: string
+      readonly accessCode: string | null
+      readonly chargeFailure: string | null
+    }
   /** `attempted: false`: nothing was charged (no saved method for an off-session collection). */
   | { readonly _tag: "Failed"; readonly message: string; readonly attempted?: boolean }
   /** `payable` said no: nothing was claimed. */
@@ -83,7 +89,11 @@ export interface PaymentsShape {
   readonly methods: (org: string, customerId: string) => Effect.Effect<ReadonlyArray<PaymentMethodRecord>>
   /** A hosted checkout (or setup) page by its reference, whatever its status. */
   readonly checkout: (org: string, reference: string) => Effect.Effect<Option.Option<CheckoutRecord>>
-  readonly removeMethod: (org: string, customerId: string, methodId: string) => Effect.Effect<void, NotFound | ProviderFailure>
+  readonly removeMethod: (
+    org: string,
+    customerId: string,
+    methodId: string
+  ) => Effect.Effect<void, NotFound | ProviderFailure>
   /** A verified provider event's effects; runs inside the webhook's transaction. `false` = nothing to do. */
   readonly applyEvent: (org: string, provider: ProviderName, event: ProviderEvent) => Effect.Effect<boolean>
   /**
@@ -92,7 +102,10 @@ export interface PaymentsShape {
    */
   readonly reconcile: Effect.Effect<{ readonly settled: number; readonly stillProcessing: number }>
   /** What the payments of each target had refunded (refunds and lost disputes), for targets with any: minor units. */
-  readonly refundedByTarget: (org: string, targetIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, string>>
+  readonly refundedByTarget: (
+    org: string,
+    targetIds: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyMap<string, string>>
 }
 
 export class Payments extends Context.Tag("Payments")<Payments, PaymentsShape>() {}
@@ -115,7 +128,7 @@ type Claimed =
 
 export const PaymentsLive = Layer.effect(
   Payments,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* PaymentsRepo
     const accounts = yield* ProviderAccounts
@@ -133,7 +146,13 @@ export const PaymentsLive = Layer.effect(
         : Effect.succeed(adapter)
     }
 
-    const metadataFor = (org: string, customerId: string, purpose: Purpose, targetId: string, reference: string): PaymentMetadata => ({
+    const metadataFor = (
+      org: string,
+      customerId: string,
+      purpose: Purpose,
+      targetId: string,
+      reference: string
+    ): PaymentMetadata => ({
       organization_id: org,
       customer_id: customerId,
       purpose,
@@ -153,16 +172,22 @@ export const PaymentsLive = Layer.effect(
       c.status === "completed"
         ? { _tag: "Paid", reference: c.reference }
         : c.status === "open" && c.checkoutUrl !== null
-        ? { _tag: "Checkout", checkoutUrl: c.checkoutUrl, reference: c.reference, accessCode: c.accessCode, chargeFailure: null }
-        : c.status === "open"
-        ? { _tag: "Processing", reference: c.reference }
-        : { _tag: "Failed", message: "The checkout was not completed" }
+          ? {
+              _tag: "Checkout",
+              checkoutUrl: c.checkoutUrl,
+              reference: c.reference,
+              accessCode: c.accessCode,
+              chargeFailure: null
+            }
+          : c.status === "open"
+            ? { _tag: "Processing", reference: c.reference }
+            : { _tag: "Failed", message: "The checkout was not completed" }
     const answerFromPayment = (p: PaymentRecord): CollectResult =>
       p.status === "succeeded"
         ? { _tag: "Paid", reference: p.reference }
         : p.status === "processing"
-        ? { _tag: "Processing", reference: p.reference }
-        : { _tag: "Failed", message: p.failureMessage ?? "The payment failed" }
+          ? { _tag: "Processing", reference: p.reference }
+          : { _tag: "Failed", message: p.failureMessage ?? "The payment failed" }
 
     const keyConflict = () =>
       new Conflict({ code: "idempotency_conflict", message: "This Idempotency-Key was used with a different request" })
@@ -179,144 +204,192 @@ export const PaymentsLive = Layer.effect(
       allowCharge: boolean,
       retried = false
     ): Effect.Effect<Claimed, Conflict> =>
-      sql.withTransaction(Effect.gen(function*() {
-        if (request.payable !== undefined && !(yield* request.payable)) {
-          return { kind: "answer", result: { _tag: "NotPayable" } } satisfies Claimed
-        }
-        const targeted = request.purpose !== "addon"
-        const key = request.idempotency
-        if (key !== undefined) {
-          const checkout = yield* repo.findCheckoutByKey(org, key.key)
-          // The fallback page after a declined charge carries the key too: a repeat then answers that page. While
-          // claiming it, the declined attempt under the same key is what is being replaced, not the answer.
-          const payment = allowCharge ? yield* repo.findPaymentByKey(org, key.key) : Option.none<PaymentRecord>()
-          const hash = Option.isSome(payment) ? payment.value.requestHash : Option.map(checkout, (c) => c.data.requestHash)
-            .pipe(Option.getOrNull)
-          if ((Option.isSome(checkout) || Option.isSome(payment)) && hash !== key.requestHash) return yield* keyConflict()
-          if (Option.isSome(checkout)) return { kind: "answer", result: answerFromCheckout(checkout.value) } satisfies Claimed
-          if (Option.isSome(payment)) return { kind: "answer", result: answerFromPayment(payment.value) } satisfies Claimed
-        }
-        if (targeted) {
-          const inFlight = yield* repo.inFlightFor(org, request.targetId)
-          if (Option.isSome(inFlight)) return { kind: "answer", result: answerFromPayment(inFlight.value) } satisfies Claimed
-        }
-        const now = yield* Clock.currentTimeMillis
-        const reference = yield* newReference
-        // What the charge and the hosted page of this claim both record.
-        const attemptOf = (id: string) => ({
-          organizationId: org,
-          id,
-          reference,
-          provider,
-          purpose: request.purpose,
-          customerId: customer.id,
-          targetId: request.targetId,
-          quantity: request.quantity ?? 1,
-          amount: String(request.amount),
-          currency: request.currency
-        })
-        const method = allowCharge
-          ? (yield* repo.activeMethods(org, customer.id)).find((m) => m.provider === provider)
-          : undefined
-        if (method !== undefined) {
-          // A page opened earlier for the same thing must not be paid as well: a late payment there is recorded and
-          // not applied (see settlement.ts).
-          if (targeted) yield* repo.supersedeCheckouts(org, request.targetId, now)
-          const attempt: PaymentRecord = {
-            ...attemptOf(yield* ids.next("pay")),
-            status: "processing",
-            providerReference: null,
-            failureMessage: null,
-            methodId: method.id,
-            idempotencyKey: key?.key ?? null,
-            requestHash: key?.requestHash ?? null,
-            applied: true,
-            amountRefunded: "0",
-            disputed: false,
-            checkedAt: null,
-            settledAt: null,
-            createdAt: now,
-            updatedAt: now
-          }
-          if (!(yield* repo.insertPayment(attempt))) return { kind: "lost" } satisfies Claimed
-          return { kind: "charge", attempt, method } satisfies Claimed
-        }
-        if (targeted) {
-          const open = yield* repo.openCheckoutFor(org, request.targetId)
-          if (Option.isSome(open)) return { kind: "answer", result: answerFromCheckout(open.value) } satisfies Claimed
-        }
-        if (request.offSessionOnly === true) {
-          return { kind: "answer", result: { _tag: "Failed", message: "No saved payment method", attempted: false } } satisfies Claimed
-        }
-        const checkout: CheckoutRecord = {
-          ...attemptOf(yield* ids.next("chk")),
-          status: "open",
-          checkoutUrl: null,
-          accessCode: null,
-          data: {
-            description: request.description,
-            callbackUrl: request.callbackUrl,
-            ...(key === undefined ? {} : { requestHash: key.requestHash })
-          },
-          idempotencyKey: key?.key ?? null,
-          createdAt: now,
-          updatedAt: now
-        }
-        if (!(yield* repo.insertCheckout(checkout))) return { kind: "lost" } satisfies Claimed
-        return { kind: "open", checkout } satisfies Claimed
-      })).pipe(
-        // Two claimers of one key (or one target without a `payable` lock) raced to insert: the loser, once the
-        // winner has committed, finds its attempt and answers from it.
-        Effect.flatMap((claimed): Effect.Effect<Claimed, SqlError | Conflict> =>
-          claimed.kind === "lost" && !retried ? claim(org, customer, provider, request, allowCharge, true) : Effect.succeed(claimed)
-        ),
-        Effect.catchTag("SqlError", Effect.die)
-      )
+      sql
+        .withTransaction(
+          Effect.gen(function* () {
+            if (request.payable !== undefined && !(yield* request.payable)) {
+              return { kind: "answer", result: { _tag: "NotPayable" } } satisfies Claimed
+            }
+            const targeted = request.purpose !== "addon"
+            const key = request.idempotency
+            if (key !== undefined) {
+              const checkout = yield* repo.findCheckoutByKey(org, key.key)
+              // The fallback page after a declined charge carries the key too: a repeat then answers that page. While
+              // claiming it, the declined attempt under the same key is what is being replaced, not the answer.
+              const payment = allowCharge ? yield* repo.findPaymentByKey(org, key.key) : Option.none<PaymentRecord>()
+              const hash = Option.isSome(payment)
+                ? payment.value.requestHash
+                : Option.map(checkout, (c) => c.data.requestHash).pipe(Option.getOrNull)
+              if ((Option.isSome(checkout) || Option.isSome(payment)) && hash !== key.requestHash)
+                return yield* keyConflict()
+              if (Option.isSome(checkout))
+                return { kind: "answer", result: answerFromCheckout(checkout.value) } satisfies Claimed
+              if (Option.isSome(payment))
+                return { kind: "answer", result: answerFromPayment(payment.value) } satisfies Claimed
+            }
+            if (targeted) {
+              const inFlight = yield* repo.inFlightFor(org, request.targetId)
+              if (Option.isSome(inFlight))
+                return { kind: "answer", result: answerFromPayment(inFlight.value) } satisfies Claimed
+            }
+            const now = yield* Clock.currentTimeMillis
+            const reference = yield* newReference
+            // What the charge and the hosted page of this claim both record.
+            const attemptOf = (id: string) => ({
+              organizationId: org,
+              id,
+              reference,
+              provider,
+              purpose: request.purpose,
+              customerId: customer.id,
+              targetId: request.targetId,
+              quantity: request.quantity ?? 1,
+              amount: String(request.amount),
+              currency: request.currency
+            })
+            const method = allowCharge
+              ? (yield* repo.activeMethods(org, customer.id)).find((m) => m.provider === provider)
+              : undefined
+            if (method !== undefined) {
+              // A page opened earlier for the same thing must not be paid as well: a late payment there is recorded and
+              // not applied (see settlement.ts).
+              if (targeted) yield* repo.supersedeCheckouts(org, request.targetId, now)
+              const attempt: PaymentRecord = {
+                ...attemptOf(yield* ids.next("pay")),
+                status: "processing",
+                providerReference: null,
+                failureMessage: null,
+                methodId: method.id,
+                idempotencyKey: key?.key ?? null,
+                requestHash: key?.requestHash ?? null,
+                applied: true,
+                amountRefunded: "0",
+                disputed: false,
+                checkedAt: null,
+                settledAt: null,
+                createdAt: now,
+                updatedAt: now
+              }
+              if (!(yield* repo.insertPayment(attempt))) return { kind: "lost" } satisfies Claimed
+              return { kind: "charge", attempt, method } satisfies Claimed
+            }
+            if (targeted) {
+              const open = yield* repo.openCheckoutFor(org, request.targetId)
+              if (Option.isSome(open))
+                return { kind: "answer", result: answerFromCheckout(open.value) } satisfies Claimed
+            }
+            if (request.offSessionOnly === true) {
+              return {
+                kind: "answer",
+                result: { _tag: "Failed", message: "No saved payment method", attempted: false }
+              } satisfies Claimed
+            }
+            const checkout: CheckoutRecord = {
+              ...attemptOf(yield* ids.next("chk")),
+              status: "open",
+              checkoutUrl: null,
+              accessCode: null,
+              data: {
+                description: request.description,
+                callbackUrl: request.callbackUrl,
+                ...(key === undefined ? {} : { requestHash: key.requestHash })
+              },
+              idempotencyKey: key?.key ?? null,
+              createdAt: now,
+              updatedAt: now
+            }
+            if (!(yield* repo.insertCheckout(checkout))) return { kind: "lost" } satisfies Claimed
+            return { kind: "open", checkout } satisfies Claimed
+          })
+        )
+        .pipe(
+          // Two claimers of one key (or one target without a `payable` lock) raced to insert: the loser, once the
+          // winner has committed, finds its attempt and answers from it.
+          Effect.flatMap((claimed): Effect.Effect<Claimed, SqlError | Conflict> =>
+            claimed.kind === "lost" && !retried
+              ? claim(org, customer, provider, request, allowCharge, true)
+              : Effect.succeed(claimed)
+          ),
+          Effect.catchTag("SqlError", Effect.die)
+        )
 
     /** The hosted page of a claimed checkout, from the provider. */
-    const openPage = (org: string, customer: CustomerRecord, resolved: ResolvedAccount, checkout: CheckoutRecord, mode: "payment" | "setup") =>
-      Effect.gen(function*() {
+    const openPage = (
+      org: string,
+      customer: CustomerRecord,
+      resolved: ResolvedAccount,
+      checkout: CheckoutRecord,
+      mode: "payment" | "setup"
+    ) =>
+      Effect.gen(function* () {
         const adapter = yield* adapterOf(resolved.account.provider)
-        const method = (yield* repo.activeMethods(org, customer.id)).find((m) => m.provider === resolved.account.provider)
-        const session = yield* adapter.createCheckout(resolved.account, {
-          reference: checkout.reference,
-          mode,
-          amount: Number(checkout.amount),
-          currency: checkout.currency,
-          email: emailOf(customer),
-          description: String(checkout.data.description ?? ""),
-          callbackUrl: (checkout.data.callbackUrl as string | null | undefined) ?? null,
-          providerCustomerId: method?.providerCustomerId ?? null,
-          metadata: metadataFor(org, customer.id, checkout.purpose, checkout.targetId, checkout.reference)
-        }).pipe(
-          Effect.tapError(() =>
-            Effect.flatMap(Clock.currentTimeMillis, (now) => repo.closeCheckout(org, checkout.reference, "failed", now))
-          ),
-          Effect.mapError(providerFailure)
+        const method = (yield* repo.activeMethods(org, customer.id)).find(
+          (m) => m.provider === resolved.account.provider
         )
-        yield* repo.setCheckoutPage(org, checkout.id, session.checkoutUrl, session.accessCode, yield* Clock.currentTimeMillis)
+        const session = yield* adapter
+          .createCheckout(resolved.account, {
+            reference: checkout.reference,
+            mode,
+            amount: Number(checkout.amount),
+            currency: checkout.currency,
+            email: emailOf(customer),
+            description: String(checkout.data.description ?? ""),
+            callbackUrl: (checkout.data.callbackUrl as string | null | undefined) ?? null,
+            providerCustomerId: method?.providerCustomerId ?? null,
+            metadata: metadataFor(org, customer.id, checkout.purpose, checkout.targetId, checkout.reference)
+          })
+          .pipe(
+            Effect.tapError(() =>
+              Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                repo.closeCheckout(org, checkout.reference, "failed", now)
+              )
+            ),
+            Effect.mapError(providerFailure)
+          )
+        yield* repo.setCheckoutPage(
+          org,
+          checkout.id,
+          session.checkoutUrl,
+          session.accessCode,
+          yield* Clock.currentTimeMillis
+        )
         return session
       })
 
     /** Calls the provider for a claimed charge and settles what its answer settles. */
-    const charge = (org: string, customer: CustomerRecord, resolved: ResolvedAccount, attempt: PaymentRecord, method: PaymentMethodRecord) =>
-      Effect.gen(function*() {
+    const charge = (
+      org: string,
+      customer: CustomerRecord,
+      resolved: ResolvedAccount,
+      attempt: PaymentRecord,
+      method: PaymentMethodRecord
+    ) =>
+      Effect.gen(function* () {
         const adapter = yield* adapterOf(resolved.account.provider)
-        const answer = yield* adapter.charge(resolved.account, {
-          reference: attempt.reference,
-          amount: Number(attempt.amount),
-          currency: attempt.currency,
-          email: emailOf(customer, method),
-          method: { token: encryption.decrypt(method.token), providerCustomerId: method.providerCustomerId, email: method.email },
-          metadata: metadataFor(org, customer.id, attempt.purpose, attempt.targetId, attempt.reference)
-        }).pipe(Effect.either)
+        const answer = yield* adapter
+          .charge(resolved.account, {
+            reference: attempt.reference,
+            amount: Number(attempt.amount),
+            currency: attempt.currency,
+            email: emailOf(customer, method),
+            method: {
+              token: encryption.decrypt(method.token),
+              providerCustomerId: method.providerCustomerId,
+              email: method.email
+            },
+            metadata: metadataFor(org, customer.id, attempt.purpose, attempt.targetId, attempt.reference)
+          })
+          .pipe(Effect.either)
         const now = yield* Clock.currentTimeMillis
         if (Either.isLeft(answer)) {
           const e = answer.left
           // No answer, or one that does not say whether money moved: the attempt stays processing and is settled
           // by the webhook or the reconciler, never charged again blindly.
           if (e.reason === "timeout" || e.reason === "unavailable" || e.reason === "duplicate") {
-            yield* Effect.logWarning("charge outcome unknown; left processing", { reference: attempt.reference, reason: e.reason })
+            yield* Effect.logWarning("charge outcome unknown; left processing", {
+              reference: attempt.reference,
+              reason: e.reason
+            })
             return { _tag: "Processing", reference: attempt.reference } as const
           }
           yield* settlement.failed(org, attempt.reference, `${e.reason}: ${e.message}`, now)
@@ -343,7 +416,7 @@ export const PaymentsLive = Layer.effect(
       })
 
     const collect: PaymentsShape["collect"] = (org, customer, request) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const resolved = yield* accounts.resolve(org, request.provider)
         yield* adapterOf(resolved.account.provider)
         const provider = resolved.account.provider
@@ -374,7 +447,7 @@ export const PaymentsLive = Layer.effect(
       })
 
     const setup: PaymentsShape["setup"] = (org, customer, options) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const resolved = yield* accounts.resolve(org, options.provider)
         yield* adapterOf(resolved.account.provider)
         const { amount, currency } = setupCharge(resolved.account.provider, options.currency ?? null)
@@ -404,7 +477,7 @@ export const PaymentsLive = Layer.effect(
       })
 
     const removeMethod: PaymentsShape["removeMethod"] = (org, customerId, methodId) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const method = yield* repo.findMethod(org, methodId)
         if (Option.isNone(method) || method.value.customerId !== customerId || method.value.status !== "active") {
           return yield* new NotFound({ code: "payment_method_not_found", message: `No payment method '${methodId}'` })
@@ -413,33 +486,41 @@ export const PaymentsLive = Layer.effect(
         const resolved = yield* accounts.forWebhook(org, m.provider)
         const adapter = adapters.get(m.provider)
         if (Option.isSome(resolved) && adapter !== undefined) {
-          yield* adapter.removeMethod(resolved.value.account, {
-            token: encryption.decrypt(m.token),
-            providerCustomerId: m.providerCustomerId,
-            email: m.email
-          }).pipe(Effect.mapError(providerFailure))
+          yield* adapter
+            .removeMethod(resolved.value.account, {
+              token: encryption.decrypt(m.token),
+              providerCustomerId: m.providerCustomerId,
+              email: m.email
+            })
+            .pipe(Effect.mapError(providerFailure))
         }
         yield* methodSaver.remove(org, methodId, yield* Clock.currentTimeMillis)
       })
 
     /** Asks the provider about one stale attempt or checkout and settles what it says. */
-    const reconcileOne = (item: { readonly kind: "payment"; readonly p: PaymentRecord } | { readonly kind: "checkout"; readonly c: CheckoutRecord }) =>
-      Effect.gen(function*() {
+    const reconcileOne = (
+      item:
+        | { readonly kind: "payment"; readonly p: PaymentRecord }
+        | { readonly kind: "checkout"; readonly c: CheckoutRecord }
+    ) =>
+      Effect.gen(function* () {
         const record = item.kind === "payment" ? item.p : item.c
         const org = record.organizationId
         const resolved = yield* accounts.forWebhook(org, record.provider)
         const adapter = adapters.get(record.provider)
         if (Option.isNone(resolved) || adapter === undefined) return false
-        const asked = item.kind === "payment" ? item.p.providerReference ?? item.p.reference : item.c.reference
+        const asked = item.kind === "payment" ? (item.p.providerReference ?? item.p.reference) : item.c.reference
         const verified = yield* adapter.verify(resolved.value.account, asked).pipe(Effect.either)
         if (Either.isLeft(verified)) return false
         const now = yield* Clock.currentTimeMillis
         return yield* settlement.fromVerify(item, verified.right, now)
       }).pipe(
-        Effect.catchAllCause((cause) => Effect.logError("reconcile failed for one attempt", cause).pipe(Effect.as(false)))
+        Effect.catchAllCause((cause) =>
+          Effect.logError("reconcile failed for one attempt", cause).pipe(Effect.as(false))
+        )
       )
 
-    const reconcile: PaymentsShape["reconcile"] = Effect.gen(function*() {
+    const reconcile: PaymentsShape["reconcile"] = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       const stale = yield* repo.claimStale(
         { payments: now - RECHECK_MS, checkouts: now - CHECKOUT_RECHECK_MS },
@@ -465,7 +546,8 @@ export const PaymentsLive = Layer.effect(
       removeMethod,
       applyEvent: settlement.applyEvent,
       reconcile,
-      refundedByTarget: (org, targetIds) => targetIds.length === 0 ? Effect.succeed(new Map()) : repo.refundedByTarget(org, targetIds)
+      refundedByTarget: (org, targetIds) =>
+        targetIds.length === 0 ? Effect.succeed(new Map()) : repo.refundedByTarget(org, targetIds)
     }
   })
 )

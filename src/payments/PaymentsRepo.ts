@@ -106,12 +106,23 @@ export interface PaymentsRepoShape {
   readonly insertMethod: (m: PaymentMethodRecord) => Effect.Effect<void>
   readonly activeMethods: (org: string, customerId: string) => Effect.Effect<ReadonlyArray<PaymentMethodRecord>>
   readonly findMethod: (org: string, id: string) => Effect.Effect<Option.Option<PaymentMethodRecord>>
-  readonly setMethodStatus: (org: string, id: string, status: "removed" | "unusable", now: number) => Effect.Effect<void>
+  readonly setMethodStatus: (
+    org: string,
+    id: string,
+    status: "removed" | "unusable",
+    now: number
+  ) => Effect.Effect<void>
   /** Serialises saving methods for one customer (PostgreSQL row lock until the transaction ends). */
   readonly lockCustomer: (org: string, customerId: string) => Effect.Effect<void>
   /** `false` when a unique key (its Idempotency-Key) is already taken: the caller reads what took it. */
   readonly insertCheckout: (c: CheckoutRecord) => Effect.Effect<boolean>
-  readonly setCheckoutPage: (org: string, id: string, url: string, accessCode: string | null, now: number) => Effect.Effect<void>
+  readonly setCheckoutPage: (
+    org: string,
+    id: string,
+    url: string,
+    accessCode: string | null,
+    now: number
+  ) => Effect.Effect<void>
   readonly findCheckout: (org: string, reference: string) => Effect.Effect<Option.Option<CheckoutRecord>>
   /** The newest checkout of a target still `open` (invoice, pending subscription). */
   readonly openCheckoutFor: (org: string, targetId: string) => Effect.Effect<Option.Option<CheckoutRecord>>
@@ -142,7 +153,12 @@ export interface PaymentsRepoShape {
   /** The provider reported another amount or currency than the attempt's: noted, nothing applied. */
   readonly noteMismatch: (org: string, reference: string, note: string, now: number) => Effect.Effect<void>
   /** Notes what the provider said of a still-processing attempt (its own id for it, when it was last asked). */
-  readonly touchProcessing: (org: string, reference: string, providerReference: string | null, now: number) => Effect.Effect<void>
+  readonly touchProcessing: (
+    org: string,
+    reference: string,
+    providerReference: string | null,
+    now: number
+  ) => Effect.Effect<void>
   /**
    * Attempts left processing (and checkouts left open) that were last looked at before `before`: claimed for this
    * process by moving their `checked_at` / `updated_at` to `now` (`SKIP LOCKED` on PostgreSQL, so processes share).
@@ -167,7 +183,10 @@ export interface PaymentsRepoShape {
   readonly addRefund: (org: string, reference: string, amountRefunded: string, now: number) => Effect.Effect<void>
   readonly markDisputed: (org: string, reference: string, now: number) => Effect.Effect<void>
   /** What the payments of each target had refunded (only targets with a refund), in minor units. */
-  readonly refundedByTarget: (org: string, targetIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, string>>
+  readonly refundedByTarget: (
+    org: string,
+    targetIds: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyMap<string, string>>
 }
 
 export interface Reversal {
@@ -185,26 +204,28 @@ const Provider = Schema.Literal(...PROVIDERS)
 const Purpose = Schema.Literal("subscription", "addon", "invoice", "setup")
 const NullableText = Schema.NullOr(Schema.String)
 
-const PaymentMethodRow = recordSchema<PaymentMethodRecord>()(Schema.Struct({
-  organizationId: Schema.String,
-  id: Schema.String,
-  customerId: Schema.String,
-  provider: Provider,
-  token: Schema.String,
-  tokenHash: NullableText,
-  providerCustomerId: NullableText,
-  email: NullableText,
-  type: Schema.String,
-  brand: NullableText,
-  last4: NullableText,
-  expMonth: NullableDbInt,
-  expYear: NullableDbInt,
-  fingerprint: NullableText,
-  isDefault: Flag,
-  status: Schema.Literal("active", "removed", "unusable"),
-  createdAt: Millis,
-  updatedAt: Millis
-}))
+const PaymentMethodRow = recordSchema<PaymentMethodRecord>()(
+  Schema.Struct({
+    organizationId: Schema.String,
+    id: Schema.String,
+    customerId: Schema.String,
+    provider: Provider,
+    token: Schema.String,
+    tokenHash: NullableText,
+    providerCustomerId: NullableText,
+    email: NullableText,
+    type: Schema.String,
+    brand: NullableText,
+    last4: NullableText,
+    expMonth: NullableDbInt,
+    expYear: NullableDbInt,
+    fingerprint: NullableText,
+    isDefault: Flag,
+    status: Schema.Literal("active", "removed", "unusable"),
+    createdAt: Millis,
+    updatedAt: Millis
+  })
+)
 
 /** What a hosted page and a charge attempt both say: whose money, for what, how much. */
 const attemptFields = {
@@ -217,36 +238,40 @@ const attemptFields = {
   targetId: Schema.String,
   quantity: DbInt,
   amount: Schema.String,
-  currency: Schema.String,
+  currency: Schema.String
 }
 
-const CheckoutRow = recordSchema<CheckoutRecord>()(Schema.Struct({
-  ...attemptFields,
-  status: Schema.Literal("open", "completed", "failed", "superseded"),
-  checkoutUrl: NullableText,
-  accessCode: NullableText,
-  data: JsonObjectText,
-  idempotencyKey: NullableText,
-  createdAt: Millis,
-  updatedAt: Millis
-}))
+const CheckoutRow = recordSchema<CheckoutRecord>()(
+  Schema.Struct({
+    ...attemptFields,
+    status: Schema.Literal("open", "completed", "failed", "superseded"),
+    checkoutUrl: NullableText,
+    accessCode: NullableText,
+    data: JsonObjectText,
+    idempotencyKey: NullableText,
+    createdAt: Millis,
+    updatedAt: Millis
+  })
+)
 
-const PaymentRow = recordSchema<PaymentRecord>()(Schema.Struct({
-  ...attemptFields,
-  status: Schema.Literal("processing", "succeeded", "failed"),
-  providerReference: NullableText,
-  failureMessage: NullableText,
-  methodId: NullableText,
-  idempotencyKey: NullableText,
-  requestHash: NullableText,
-  applied: Flag,
-  amountRefunded: Schema.String,
-  disputed: Flag,
-  checkedAt: NullableMillis,
-  settledAt: NullableMillis,
-  createdAt: Millis,
-  updatedAt: Millis
-}))
+const PaymentRow = recordSchema<PaymentRecord>()(
+  Schema.Struct({
+    ...attemptFields,
+    status: Schema.Literal("processing", "succeeded", "failed"),
+    providerReference: NullableText,
+    failureMessage: NullableText,
+    methodId: NullableText,
+    idempotencyKey: NullableText,
+    requestHash: NullableText,
+    applied: Flag,
+    amountRefunded: Schema.String,
+    disputed: Flag,
+    checkedAt: NullableMillis,
+    settledAt: NullableMillis,
+    createdAt: Millis,
+    updatedAt: Millis
+  })
+)
 
 const methods = decodeRows("payment_methods", PaymentMethodRow)
 const method = decodeFirstRow("payment_methods", PaymentMethodRow)
@@ -257,13 +282,19 @@ const payment = decodeFirstRow("payments", PaymentRow)
 
 export const PaymentsRepoSql = Layer.effect(
   PaymentsRepo,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
-    const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
+    const skipLocked = sql.onDialectOrElse({
+      pg: () => sql.literal("FOR UPDATE SKIP LOCKED"),
+      orElse: () => sql.literal("")
+    })
     return {
       insertMethod: (m) =>
-        sql`INSERT INTO payment_methods ${sql.insert({ ...m, isDefault: m.isDefault ? 1 : 0 })}`.pipe(Effect.asVoid, Effect.orDie),
+        sql`INSERT INTO payment_methods ${sql.insert({ ...m, isDefault: m.isDefault ? 1 : 0 })}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
       activeMethods: (org, customerId) =>
         sql`SELECT * FROM payment_methods WHERE organization_id = ${org} AND customer_id = ${customerId}
             AND status = 'active' ORDER BY is_default DESC, created_at DESC, id DESC`.pipe(
@@ -307,11 +338,19 @@ export const PaymentsRepoSql = Layer.effect(
         ),
       supersedeCheckouts: (org, targetId, now) =>
         sql`UPDATE checkouts SET status = 'superseded', updated_at = ${now}
-            WHERE organization_id = ${org} AND target_id = ${targetId} AND status = 'open'`.pipe(Effect.asVoid, Effect.orDie),
+            WHERE organization_id = ${org} AND target_id = ${targetId} AND status = 'open'`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
       insertPayment: (p) =>
-        sql`INSERT INTO payments ${
-          sql.insert({ ...p, applied: p.applied ? 1 : 0, disputed: p.disputed ? 1 : 0 })
-        } ON CONFLICT DO NOTHING RETURNING id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie),
+        sql`INSERT INTO payments ${sql.insert({
+          ...p,
+          applied: p.applied ? 1 : 0,
+          disputed: p.disputed ? 1 : 0
+        })} ON CONFLICT DO NOTHING RETURNING id`.pipe(
+          Effect.map((rows) => rows.length === 1),
+          Effect.orDie
+        ),
       findPayment: (org, reference) =>
         sql`SELECT * FROM payments WHERE organization_id = ${org} AND reference = ${reference}`.pipe(
           Effect.flatMap(payment),
@@ -358,21 +397,26 @@ export const PaymentsRepoSql = Layer.effect(
           Effect.orDie
         ),
       claimStale: (cutoffs, now, limit) =>
-        sql.withTransaction(Effect.gen(function*() {
-          const stale = yield* sql`SELECT * FROM payments WHERE status = 'processing'
+        sql
+          .withTransaction(
+            Effect.gen(function* () {
+              const stale = yield* sql`SELECT * FROM payments WHERE status = 'processing'
               AND COALESCE(checked_at, created_at) < ${cutoffs.payments} ORDER BY created_at LIMIT ${limit} ${skipLocked}`.pipe(
-            Effect.flatMap(payments)
-          )
-          for (const p of stale) {
-            yield* sql`UPDATE payments SET checked_at = ${now} WHERE organization_id = ${p.organizationId} AND id = ${p.id}`
-          }
-          const open = yield* sql`SELECT * FROM checkouts WHERE status = 'open' AND updated_at < ${cutoffs.checkouts}
+                Effect.flatMap(payments)
+              )
+              for (const p of stale) {
+                yield* sql`UPDATE payments SET checked_at = ${now} WHERE organization_id = ${p.organizationId} AND id = ${p.id}`
+              }
+              const open =
+                yield* sql`SELECT * FROM checkouts WHERE status = 'open' AND updated_at < ${cutoffs.checkouts}
               ORDER BY updated_at LIMIT ${limit} ${skipLocked}`.pipe(Effect.flatMap(checkouts))
-          for (const c of open) {
-            yield* sql`UPDATE checkouts SET updated_at = ${now} WHERE organization_id = ${c.organizationId} AND id = ${c.id}`
-          }
-          return { payments: stale, checkouts: open }
-        })).pipe(Effect.orDie),
+              for (const c of open) {
+                yield* sql`UPDATE checkouts SET updated_at = ${now} WHERE organization_id = ${c.organizationId} AND id = ${c.id}`
+              }
+              return { payments: stale, checkouts: open }
+            })
+          )
+          .pipe(Effect.orDie),
       addRefund: (org, reference, amountRefunded, now) =>
         sql`UPDATE payments SET amount_refunded = ${amountRefunded}, updated_at = ${now}
             WHERE organization_id = ${org} AND reference = ${reference}`.pipe(Effect.asVoid, Effect.orDie),
@@ -385,22 +429,20 @@ export const PaymentsRepoSql = Layer.effect(
           Effect.orDie
         ),
       recordReversal: (org, reference, r) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const known = yield* sql<{ amount: string }>`SELECT amount FROM payment_reversals
               WHERE organization_id = ${org} AND payment_reference = ${reference} AND reversal_key = ${r.key}`
           const before = known[0]
           if (before === undefined) {
-            yield* sql`INSERT INTO payment_reversals ${
-              sql.insert({
-                organizationId: org,
-                paymentReference: reference,
-                reversalKey: r.key,
-                cause: r.cause,
-                amount: r.amount,
-                createdAt: r.now,
-                updatedAt: r.now
-              })
-            }`
+            yield* sql`INSERT INTO payment_reversals ${sql.insert({
+              organizationId: org,
+              paymentReference: reference,
+              reversalKey: r.key,
+              cause: r.cause,
+              amount: r.amount,
+              createdAt: r.now,
+              updatedAt: r.now
+            })}`
           } else if (r.cumulative && BigInt(r.amount) > BigInt(before.amount)) {
             yield* sql`UPDATE payment_reversals SET amount = ${r.amount}, updated_at = ${r.now}
                 WHERE organization_id = ${org} AND payment_reference = ${reference} AND reversal_key = ${r.key}`
@@ -413,7 +455,7 @@ export const PaymentsRepoSql = Layer.effect(
           Effect.orDie
         ),
       refundedByTarget: (org, targetIds) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const sums = new Map<string, bigint>()
           // Chunked: one statement's parameters stay well under SQLite's and PostgreSQL's limits.
           for (let i = 0; i < targetIds.length; i += 500) {
@@ -423,9 +465,7 @@ export const PaymentsRepoSql = Layer.effect(
             for (const r of rows) sums.set(r.targetId, (sums.get(r.targetId) ?? 0n) + BigInt(r.amountRefunded))
           }
           return new Map([...sums].map(([id, sum]) => [id, sum.toString()]))
-        }).pipe(
-          Effect.orDie
-        )
+        }).pipe(Effect.orDie)
     }
   })
 )

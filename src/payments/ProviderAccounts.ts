@@ -26,7 +26,10 @@ export interface ProviderAccountsShape {
    * built-in simulated provider, whatever `preferred` names. `preferred` names a provider; without it the first of
    * paystack, stripe wins. On live, no account of the provider is `ProviderNotConfigured`.
    */
-  readonly resolve: (organizationId: string, preferred?: string | null) => Effect.Effect<ResolvedAccount, ProviderNotConfigured>
+  readonly resolve: (
+    organizationId: string,
+    preferred?: string | null
+  ) => Effect.Effect<ResolvedAccount, ProviderNotConfigured>
   /** For webhooks: the account a provider's event for this organization must be verified with. */
   readonly forWebhook: (organizationId: string, provider: ProviderName) => Effect.Effect<Option.Option<ResolvedAccount>>
   /** The managed sandbox account of a provider (sandbox route). */
@@ -37,7 +40,7 @@ export class ProviderAccounts extends Context.Tag("ProviderAccounts")<ProviderAc
 
 export const ProviderAccountsLive = Layer.effect(
   ProviderAccounts,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const encryption = yield* Encryption
     const config = yield* AppConfig
@@ -61,22 +64,38 @@ export const ProviderAccountsLive = Layer.effect(
             baseUrl: Option.getOrUndefined(config.providerBaseUrls.stripe)
           }))
         case "simulated":
-          return Option.some({ provider, secretKey: encryption.derive("simulated-secret"), webhookSecret: encryption.derive("simulated-webhooks") })
+          return Option.some({
+            provider,
+            secretKey: encryption.derive("simulated-secret"),
+            webhookSecret: encryption.derive("simulated-webhooks")
+          })
       }
     }
 
     const own = (organizationId: string, provider: ProviderName) =>
-      sql<{ secretKey: string; webhookSecret: string | null; baseUrl: string | null }>`SELECT secret_key, webhook_secret, base_url
+      sql<{
+        secretKey: string
+        webhookSecret: string | null
+        baseUrl: string | null
+      }>`SELECT secret_key, webhook_secret, base_url
           FROM provider_accounts WHERE organization_id = ${organizationId} AND provider = ${provider}`.pipe(
         Effect.map((rows) =>
-          Option.fromNullable(rows[0]).pipe(Option.map((row): ProviderAccount => ({
-            provider,
-            secretKey: encryption.decrypt(row.secretKey),
-            webhookSecret: row.webhookSecret === null ? null : encryption.decrypt(row.webhookSecret),
-            baseUrl: row.baseUrl ?? Option.getOrUndefined(
-              provider === "paystack" ? config.providerBaseUrls.paystack : provider === "stripe" ? config.providerBaseUrls.stripe : Option.none()
-            )
-          })))
+          Option.fromNullable(rows[0]).pipe(
+            Option.map((row): ProviderAccount => ({
+              provider,
+              secretKey: encryption.decrypt(row.secretKey),
+              webhookSecret: row.webhookSecret === null ? null : encryption.decrypt(row.webhookSecret),
+              baseUrl:
+                row.baseUrl ??
+                Option.getOrUndefined(
+                  provider === "paystack"
+                    ? config.providerBaseUrls.paystack
+                    : provider === "stripe"
+                      ? config.providerBaseUrls.stripe
+                      : Option.none()
+                )
+            }))
+          )
         ),
         Effect.orDie
       )
@@ -85,13 +104,17 @@ export const ProviderAccountsLive = Layer.effect(
       Effect.map(own(organizationId, provider), (account) =>
         Option.isSome(account)
           ? Option.some<ResolvedAccount>({ account: account.value, owner: "organization" })
-          : Option.map(managed(provider), (m): ResolvedAccount => ({ account: m, owner: "managed" })))
+          : Option.map(managed(provider), (m): ResolvedAccount => ({ account: m, owner: "managed" }))
+      )
 
     const resolve = (organizationId: string, preferred?: string | null) =>
-      Effect.gen(function*() {
-        const order: ReadonlyArray<ProviderName> = preferred !== undefined && preferred !== null
-          ? isProviderName(preferred) ? [preferred] : []
-          : ["paystack", "stripe"]
+      Effect.gen(function* () {
+        const order: ReadonlyArray<ProviderName> =
+          preferred !== undefined && preferred !== null
+            ? isProviderName(preferred)
+              ? [preferred]
+              : []
+            : ["paystack", "stripe"]
         for (const provider of order) {
           const found = yield* forWebhook(organizationId, provider)
           if (Option.isSome(found)) return found.value
@@ -100,15 +123,16 @@ export const ProviderAccountsLive = Layer.effect(
         // simulated provider does, also when the plan or pack names another provider.
         if (sandbox) return { account: Option.getOrThrow(managed("simulated")), owner: "managed" as const }
         return yield* new ProviderNotConfigured({
-          message: preferred !== undefined && preferred !== null
-            ? `The payment provider '${preferred}' is not configured for this organization`
-            : "No payment provider is configured for this organization"
+          message:
+            preferred !== undefined && preferred !== null
+              ? `The payment provider '${preferred}' is not configured for this organization`
+              : "No payment provider is configured for this organization"
         })
       })
 
     return {
       set: (organizationId, provider, secrets) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
           const row = {
             organizationId,
@@ -125,7 +149,10 @@ export const ProviderAccountsLive = Layer.effect(
         }).pipe(Effect.orDie),
       remove: (organizationId, provider) =>
         sql`DELETE FROM provider_accounts WHERE organization_id = ${organizationId} AND provider = ${provider}
-            RETURNING provider`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
+            RETURNING provider`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        ),
       list: (organizationId) =>
         sql<{ provider: ProviderName; updatedAt: number }>`SELECT provider, updated_at FROM provider_accounts
             WHERE organization_id = ${organizationId} ORDER BY provider`.pipe(

@@ -42,56 +42,70 @@ export const makeMethodSaver = (
 ): MethodSaver => {
   /** The method leaves the wallet, and its event is written with the change. */
   const retire = (org: string, methodId: string, status: "removed" | "unusable", now: number) =>
-    sql.withTransaction(Effect.gen(function*() {
-      const method = yield* repo.findMethod(org, methodId)
-      if (Option.isNone(method) || method.value.status !== "active") return
-      yield* repo.setMethodStatus(org, methodId, status, now)
-      yield* outbox.emit(org, {
-        type: "payment_method.removed",
-        data: { ...methodEventData(method.value), isDefault: false, reason: status === "unusable" ? "refused_by_provider" : "removed" },
-        customerId: method.value.customerId,
-        subjectId: methodId
-      })
-    })).pipe(Effect.orDie)
-  return {
-  save: (org, customerId, provider, method) =>
-    Effect.gen(function*() {
-      if (!method.reusable) return
-      // Concurrent completions of one checkout each arrive here: the customer's row lock makes them take turns, so
-      // the second finds what the first saved (the unique index on the token's hash is the backstop).
-      yield* repo.lockCustomer(org, customerId)
-      const tokenHash = sha256Hex(`${provider}:${method.token}`)
-      const existing = yield* repo.activeMethods(org, customerId)
-      const same = existing.some((m) =>
-        m.provider === provider &&
-        (m.tokenHash === tokenHash || (method.fingerprint !== null && m.fingerprint === method.fingerprint))
+    sql
+      .withTransaction(
+        Effect.gen(function* () {
+          const method = yield* repo.findMethod(org, methodId)
+          if (Option.isNone(method) || method.value.status !== "active") return
+          yield* repo.setMethodStatus(org, methodId, status, now)
+          yield* outbox.emit(org, {
+            type: "payment_method.removed",
+            data: {
+              ...methodEventData(method.value),
+              isDefault: false,
+              reason: status === "unusable" ? "refused_by_provider" : "removed"
+            },
+            customerId: method.value.customerId,
+            subjectId: methodId
+          })
+        })
       )
-      if (same) return
-      const now = yield* Clock.currentTimeMillis
-      const record: PaymentMethodRecord = {
-        organizationId: org,
-        id: yield* ids.next("pm"),
-        customerId,
-        provider,
-        token: encryption.encrypt(method.token),
-        tokenHash,
-        providerCustomerId: method.providerCustomerId,
-        email: method.email,
-        type: method.type,
-        brand: method.brand,
-        last4: method.last4,
-        expMonth: method.expMonth,
-        expYear: method.expYear,
-        fingerprint: method.fingerprint,
-        isDefault: !existing.some((m) => m.isDefault),
-        status: "active",
-        createdAt: now,
-        updatedAt: now
-      }
-      yield* repo.insertMethod(record)
-      yield* outbox.emit(org, { type: "payment_method.saved", data: methodEventData(record), customerId, subjectId: record.id })
-    }),
-  markUnusable: (org, methodId, now) => retire(org, methodId, "unusable", now),
-  remove: (org, methodId, now) => retire(org, methodId, "removed", now)
+      .pipe(Effect.orDie)
+  return {
+    save: (org, customerId, provider, method) =>
+      Effect.gen(function* () {
+        if (!method.reusable) return
+        // Concurrent completions of one checkout each arrive here: the customer's row lock makes them take turns, so
+        // the second finds what the first saved (the unique index on the token's hash is the backstop).
+        yield* repo.lockCustomer(org, customerId)
+        const tokenHash = sha256Hex(`${provider}:${method.token}`)
+        const existing = yield* repo.activeMethods(org, customerId)
+        const same = existing.some(
+          (m) =>
+            m.provider === provider &&
+            (m.tokenHash === tokenHash || (method.fingerprint !== null && m.fingerprint === method.fingerprint))
+        )
+        if (same) return
+        const now = yield* Clock.currentTimeMillis
+        const record: PaymentMethodRecord = {
+          organizationId: org,
+          id: yield* ids.next("pm"),
+          customerId,
+          provider,
+          token: encryption.encrypt(method.token),
+          tokenHash,
+          providerCustomerId: method.providerCustomerId,
+          email: method.email,
+          type: method.type,
+          brand: method.brand,
+          last4: method.last4,
+          expMonth: method.expMonth,
+          expYear: method.expYear,
+          fingerprint: method.fingerprint,
+          isDefault: !existing.some((m) => m.isDefault),
+          status: "active",
+          createdAt: now,
+          updatedAt: now
+        }
+        yield* repo.insertMethod(record)
+        yield* outbox.emit(org, {
+          type: "payment_method.saved",
+          data: methodEventData(record),
+          customerId,
+          subjectId: record.id
+        })
+      }),
+    markUnusable: (org, methodId, now) => retire(org, methodId, "unusable", now),
+    remove: (org, methodId, now) => retire(org, methodId, "removed", now)
   }
 }

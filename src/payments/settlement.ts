@@ -24,14 +24,19 @@ export interface Settlement {
   readonly applyEvent: (org: string, provider: ProviderName, event: ProviderEvent) => Effect.Effect<boolean>
   /** What the reconciler learned by asking the provider. */
   readonly fromVerify: (
-    item: { readonly kind: "payment"; readonly p: PaymentRecord } | { readonly kind: "checkout"; readonly c: CheckoutRecord },
+    item:
+      | { readonly kind: "payment"; readonly p: PaymentRecord }
+      | { readonly kind: "checkout"; readonly c: CheckoutRecord },
     verified: VerifyResult,
     now: number
   ) => Effect.Effect<boolean>
 }
 
-const sameMoney = (expected: { readonly amount: string; readonly currency: string }, amount: number, currency: string) =>
-  String(amount) === expected.amount && currency.toUpperCase() === expected.currency.toUpperCase()
+const sameMoney = (
+  expected: { readonly amount: string; readonly currency: string },
+  amount: number,
+  currency: string
+) => String(amount) === expected.amount && currency.toUpperCase() === expected.currency.toUpperCase()
 
 export const makeSettlement = (
   sql: SqlClient.SqlClient,
@@ -42,7 +47,7 @@ export const makeSettlement = (
 ): Settlement => {
   /** An attempt that failed, told to what it paid for (an invoice announces it), in the caller's transaction. */
   const onFailure = (org: string, purpose: Purpose, target: PaidTarget, message: string) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const effect = (yield* PaymentEffects).failed?.[purpose]
       if (effect !== undefined) yield* effect(org, { ...target, message })
     })
@@ -62,7 +67,7 @@ export const makeSettlement = (
   })
   /** The paid-for object's effect; `false` when it could no longer take the payment. */
   const apply = (org: string, purpose: Purpose, paid: PaidTarget) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const effect = (yield* PaymentEffects).paid[purpose]
       const applied = effect === undefined ? true : yield* effect(org, paid)
       if (!applied) {
@@ -113,33 +118,47 @@ export const makeSettlement = (
   })
 
   const succeeded: Settlement["succeeded"] = (org, attempt, found) =>
-    sql.withTransaction(Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const won = yield* repo.settle(org, attempt.reference, {
-        status: "succeeded",
-        providerReference: found.providerReference,
-        failureMessage: null,
-        now,
-        fromFailed: true
-      })
-      if (!won) return false
-      if (found.method !== null) yield* methods.save(org, attempt.customerId, attempt.provider, found.method)
-      yield* apply(org, attempt.purpose, paidOf(attempt))
-      return true
-    })).pipe(Effect.orDie)
+    sql
+      .withTransaction(
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const won = yield* repo.settle(org, attempt.reference, {
+            status: "succeeded",
+            providerReference: found.providerReference,
+            failureMessage: null,
+            now,
+            fromFailed: true
+          })
+          if (!won) return false
+          if (found.method !== null) yield* methods.save(org, attempt.customerId, attempt.provider, found.method)
+          yield* apply(org, attempt.purpose, paidOf(attempt))
+          return true
+        })
+      )
+      .pipe(Effect.orDie)
 
   const failed: Settlement["failed"] = (org, reference, message, now) =>
-    sql.withTransaction(Effect.gen(function*() {
-      const won = yield* repo.settle(org, reference, { status: "failed", providerReference: null, failureMessage: message, now, fromFailed: false })
-      if (!won) return false
-      const payment = yield* repo.findPayment(org, reference)
-      if (Option.isSome(payment)) yield* onFailure(org, payment.value.purpose, paidOf(payment.value), message)
-      return true
-    })).pipe(Effect.orDie)
+    sql
+      .withTransaction(
+        Effect.gen(function* () {
+          const won = yield* repo.settle(org, reference, {
+            status: "failed",
+            providerReference: null,
+            failureMessage: message,
+            now,
+            fromFailed: false
+          })
+          if (!won) return false
+          const payment = yield* repo.findPayment(org, reference)
+          if (Option.isSome(payment)) yield* onFailure(org, payment.value.purpose, paidOf(payment.value), message)
+          return true
+        })
+      )
+      .pipe(Effect.orDie)
 
   /** A hosted page was paid (or a card saved on it): complete it once, then record and apply the payment. */
   const completeCheckout = (org: string, checkout: CheckoutRecord, method: MethodDetails | null) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       if (!(yield* repo.completeCheckout(org, checkout.reference, now))) return false
       if (method !== null) yield* methods.save(org, checkout.customerId, checkout.provider, method)
@@ -150,7 +169,7 @@ export const makeSettlement = (
     })
 
   const recordHostedFailure = (org: string, c: CheckoutRecord, message: string) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       const id = yield* ids.next("pay")
       yield* repo.insertPayment({
@@ -163,8 +182,14 @@ export const makeSettlement = (
       yield* onFailure(org, c.purpose, paidOf(c), message)
     })
 
-  const mismatch = (org: string, reference: string, expected: { amount: string; currency: string }, amount: number, currency: string) =>
-    Effect.gen(function*() {
+  const mismatch = (
+    org: string,
+    reference: string,
+    expected: { amount: string; currency: string },
+    amount: number,
+    currency: string
+  ) =>
+    Effect.gen(function* () {
       const note = `The provider reported ${amount} ${currency.toUpperCase()}, expected ${expected.amount} ${expected.currency}`
       yield* repo.noteMismatch(org, reference, note, yield* Clock.currentTimeMillis)
       yield* Effect.logError("provider amount or currency does not match the attempt: recorded, not applied", {
@@ -181,7 +206,7 @@ export const makeSettlement = (
    * a pack's credits in proportion. Subscriptions and invoices keep what the payment gave.
    */
   const refunded = (org: string, event: Extract<ProviderEvent, { _tag: "Refunded" }>) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       if (event.reference === null) return false
       const found = yield* repo.lockPayment(org, event.reference)
       if (Option.isNone(found) || found.value.status !== "succeeded") {
@@ -195,7 +220,11 @@ export const makeSettlement = (
         return false
       }
       const p = found.value
-      if (event.currency.toUpperCase() !== p.currency.toUpperCase() || !Number.isSafeInteger(event.amount) || event.amount < 0) {
+      if (
+        event.currency.toUpperCase() !== p.currency.toUpperCase() ||
+        !Number.isSafeInteger(event.amount) ||
+        event.amount < 0
+      ) {
         yield* Effect.logError("refund in another currency than the payment's: recorded nowhere", {
           organization: org,
           reference: p.reference,
@@ -243,7 +272,7 @@ export const makeSettlement = (
     })
 
   const disputed = (org: string, event: Extract<ProviderEvent, { _tag: "Disputed" }>) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       if (event.reference === null) return false
       const found = yield* repo.lockPayment(org, event.reference)
       if (Option.isNone(found) || found.value.disputed) return false
@@ -258,7 +287,7 @@ export const makeSettlement = (
     })
 
   const applyEvent: Settlement["applyEvent"] = (org, _provider, event) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       if (event._tag === "Ignored") return false
       if (event._tag === "Refunded") return yield* refunded(org, event)
       if (event._tag === "Disputed") return yield* disputed(org, event)
@@ -266,7 +295,10 @@ export const makeSettlement = (
       if (Option.isSome(payment)) {
         const p = payment.value
         if (event._tag === "PaymentFailed") {
-          return p.status === "processing" && (yield* failed(org, p.reference, event.message, yield* Clock.currentTimeMillis))
+          return (
+            p.status === "processing" &&
+            (yield* failed(org, p.reference, event.message, yield* Clock.currentTimeMillis))
+          )
         }
         if (event._tag === "PaymentSucceeded" && !sameMoney(p, event.amount, event.currency)) {
           return yield* mismatch(org, p.reference, p, event.amount, event.currency)
@@ -290,10 +322,11 @@ export const makeSettlement = (
     })
 
   const fromVerify: Settlement["fromVerify"] = (item, verified, now) =>
-    Effect.gen(function*() {
-      const reported = verified.amount !== undefined && verified.currency !== undefined
-        ? { amount: verified.amount, currency: verified.currency }
-        : null
+    Effect.gen(function* () {
+      const reported =
+        verified.amount !== undefined && verified.currency !== undefined
+          ? { amount: verified.amount, currency: verified.currency }
+          : null
       if (item.kind === "payment") {
         const p = item.p
         const org = p.organizationId
@@ -306,8 +339,10 @@ export const makeSettlement = (
           case "failed":
             return yield* failed(org, p.reference, "The provider reports the payment failed", now)
           case "not_found":
-            return now - p.createdAt >= NEVER_RECEIVED_MS &&
+            return (
+              now - p.createdAt >= NEVER_RECEIVED_MS &&
               (yield* failed(org, p.reference, "The provider never received the charge", now))
+            )
           case "pending":
             return false
         }

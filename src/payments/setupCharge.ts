@@ -16,9 +16,14 @@ export const PAYSTACK_MINIMUMS: Readonly<Record<string, number>> = {
 const DEFAULT_CURRENCY: Record<ProviderName, string> = { paystack: "NGN", stripe: "USD", simulated: "NGN" }
 
 /** What saving a method costs on this provider, in the currency asked for (else the provider's usual one). */
-export const setupCharge = (provider: ProviderName, currency: string | null): { readonly amount: number; readonly currency: string } => {
+export const setupCharge = (
+  provider: ProviderName,
+  currency: string | null
+): { readonly amount: number; readonly currency: string } => {
   const code = (currency ?? DEFAULT_CURRENCY[provider]).toUpperCase()
   if (provider !== "paystack") return { amount: 0, currency: code }
   const minimum = PAYSTACK_MINIMUMS[code]
-  return minimum === undefined ? { amount: PAYSTACK_MINIMUMS.NGN!, currency: "NGN" } : { amount: minimum, currency: code }
+  return minimum === undefined
+    ? { amount: PAYSTACK_MINIMUMS.NGN!, currency: "NGN" }
+    : { amount: minimum, currency: code }
 }

@@ -67,27 +67,42 @@ const appConfig = Config.all({
   appEnv: Config.literal("sandbox", "live")("APP_ENV").pipe(Config.withDefault("sandbox" as const)),
   logLevel: Config.string("LOG_LEVEL").pipe(Config.withDefault("info")),
   encryptionKey: Config.option(Config.redacted("ENCRYPTION_KEY")),
-  rateLimitRps: Config.integer("RATE_LIMIT_RPS").pipe(Config.withDefault(0), Config.validate({
-    message: "RATE_LIMIT_RPS must be 0 (off) or a positive integer",
-    validation: (n) => n >= 0
-  })),
-  rateLimitBurst: Config.integer("RATE_LIMIT_BURST").pipe(Config.withDefault(0), Config.validate({
-    message: "RATE_LIMIT_BURST must be 0 (2 × RATE_LIMIT_RPS) or a positive integer",
-    validation: (n) => n >= 0
-  })),
-  requestTimeoutMs: Config.integer("REQUEST_TIMEOUT_MS").pipe(Config.withDefault(30_000), Config.validate({
-    message: "REQUEST_TIMEOUT_MS must be 0 (off) or a positive number of milliseconds",
-    validation: (n) => n >= 0
-  })),
-  providerTimeoutMs: Config.integer("PROVIDER_TIMEOUT_MS").pipe(Config.withDefault(10_000), Config.validate({
-    message: "PROVIDER_TIMEOUT_MS must be a positive number of milliseconds",
-    validation: (n) => n > 0
-  })),
+  rateLimitRps: Config.integer("RATE_LIMIT_RPS").pipe(
+    Config.withDefault(0),
+    Config.validate({
+      message: "RATE_LIMIT_RPS must be 0 (off) or a positive integer",
+      validation: (n) => n >= 0
+    })
+  ),
+  rateLimitBurst: Config.integer("RATE_LIMIT_BURST").pipe(
+    Config.withDefault(0),
+    Config.validate({
+      message: "RATE_LIMIT_BURST must be 0 (2 × RATE_LIMIT_RPS) or a positive integer",
+      validation: (n) => n >= 0
+    })
+  ),
+  requestTimeoutMs: Config.integer("REQUEST_TIMEOUT_MS").pipe(
+    Config.withDefault(30_000),
+    Config.validate({
+      message: "REQUEST_TIMEOUT_MS must be 0 (off) or a positive number of milliseconds",
+      validation: (n) => n >= 0
+    })
+  ),
+  providerTimeoutMs: Config.integer("PROVIDER_TIMEOUT_MS").pipe(
+    Config.withDefault(10_000),
+    Config.validate({
+      message: "PROVIDER_TIMEOUT_MS must be a positive number of milliseconds",
+      validation: (n) => n > 0
+    })
+  ),
   otlpEndpoint: Config.option(Config.nonEmptyString("OTEL_EXPORTER_OTLP_ENDPOINT")),
-  traceSampleRatio: Config.number("OTEL_TRACES_SAMPLER_ARG").pipe(Config.withDefault(1), Config.validate({
-    message: "OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1",
-    validation: (n) => n >= 0 && n <= 1
-  })),
+  traceSampleRatio: Config.number("OTEL_TRACES_SAMPLER_ARG").pipe(
+    Config.withDefault(1),
+    Config.validate({
+      message: "OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1",
+      validation: (n) => n >= 0 && n <= 1
+    })
+  ),
   publicUrl: Config.option(Config.string("PUBLIC_URL")),
   sandboxAccounts: Config.all({
     paystack: Config.option(Config.redacted("PAYSTACK_SANDBOX_SECRET_KEY")),
@@ -107,24 +122,35 @@ const appConfig = Config.all({
         validation: (list) => list.length > 0 && list.every((n) => Number.isSafeInteger(n) && n >= 0)
       })
     ),
-    timeoutMs: Config.integer("WEBHOOK_TIMEOUT_MS").pipe(Config.withDefault(10_000), Config.validate({
-      message: "WEBHOOK_TIMEOUT_MS must be a positive number of milliseconds",
-      validation: (n) => n > 0
-    })),
+    timeoutMs: Config.integer("WEBHOOK_TIMEOUT_MS").pipe(
+      Config.withDefault(10_000),
+      Config.validate({
+        message: "WEBHOOK_TIMEOUT_MS must be a positive number of milliseconds",
+        validation: (n) => n > 0
+      })
+    ),
     leaseMs: Config.integer("WEBHOOK_LEASE_MS").pipe(Config.withDefault(60_000)),
-    pollMs: Config.integer("WEBHOOK_POLL_MS").pipe(Config.withDefault(1_000), Config.validate({
-      message: "WEBHOOK_POLL_MS must be a positive number of milliseconds",
-      validation: (n) => n > 0
-    })),
-    concurrency: Config.integer("WEBHOOK_CONCURRENCY").pipe(Config.withDefault(8), Config.validate({
-      message: "WEBHOOK_CONCURRENCY must be a positive integer",
-      validation: (n) => n > 0
-    })),
+    pollMs: Config.integer("WEBHOOK_POLL_MS").pipe(
+      Config.withDefault(1_000),
+      Config.validate({
+        message: "WEBHOOK_POLL_MS must be a positive number of milliseconds",
+        validation: (n) => n > 0
+      })
+    ),
+    concurrency: Config.integer("WEBHOOK_CONCURRENCY").pipe(
+      Config.withDefault(8),
+      Config.validate({
+        message: "WEBHOOK_CONCURRENCY must be a positive integer",
+        validation: (n) => n > 0
+      })
+    ),
     worker: Config.boolean("WEBHOOK_WORKER").pipe(Config.withDefault(true))
-  }).pipe(Config.validate({
-    message: "WEBHOOK_LEASE_MS must exceed WEBHOOK_TIMEOUT_MS (an attempt ends before its lease does)",
-    validation: (w) => w.leaseMs > w.timeoutMs
-  }))
+  }).pipe(
+    Config.validate({
+      message: "WEBHOOK_LEASE_MS must exceed WEBHOOK_TIMEOUT_MS (an attempt ends before its lease does)",
+      validation: (w) => w.leaseMs > w.timeoutMs
+    })
+  )
 }).pipe(
   Config.map((c): AppConfigShape => ({
     ...c,

@@ -49,13 +49,15 @@ class EncryptionKeyMissing extends Error {}
  */
 export const EncryptionLive = Layer.effect(
   Encryption,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const config = yield* AppConfig
     const configured = Option.map(config.encryptionKey, Redacted.value)
     if (Option.isSome(configured)) {
       const key = parseKey(configured.value)
       if (key === undefined) {
-        return yield* Effect.die(new EncryptionKeyMissing("ENCRYPTION_KEY must be 64 hex characters or base64 of 32 bytes"))
+        return yield* Effect.die(
+          new EncryptionKeyMissing("ENCRYPTION_KEY must be 64 hex characters or base64 of 32 bytes")
+        )
       }
       return makeEncryption(key)
     }

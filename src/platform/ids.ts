@@ -2,10 +2,29 @@ import { Clock, Context, Effect, Layer } from "effect"
 
 /** Prefixes of every id the service mints (decisions.md §1). */
 export type IdPrefix =
-  | "org" | "cus" | "feat" | "plan" | "crs" | "pack" | "sub" | "inv" | "pm" | "ent" | "evt" | "key"
-  | "pf" | "pay" | "ntf" | "whk" | "acct" | "chk"
+  | "org"
+  | "cus"
+  | "feat"
+  | "plan"
+  | "crs"
+  | "pack"
+  | "sub"
+  | "inv"
+  | "pm"
+  | "ent"
+  | "evt"
+  | "key"
+  | "pf"
+  | "pay"
+  | "ntf"
+  | "whk"
+  | "acct"
+  | "chk"
   /** Outbound events: webhook endpoints, events (the `webhook-id`), deliveries (event × endpoint), attempts. */
-  | "whe" | "msg" | "dlv" | "att"
+  | "whe"
+  | "msg"
+  | "dlv"
+  | "att"
 
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz" // Crockford base32, lower case
 
@@ -27,8 +46,7 @@ const randomPart = (length: number): string => {
 }
 
 /** Time-sortable, prefixed, opaque ids: `cus_` + 10 chars of milliseconds + 16 random chars. */
-export const makeId = (prefix: IdPrefix, nowMs: number): string =>
-  `${prefix}_${encodeTime(nowMs)}${randomPart(16)}`
+export const makeId = (prefix: IdPrefix, nowMs: number): string => `${prefix}_${encodeTime(nowMs)}${randomPart(16)}`
 
 /**
  * Ids that also sort in the order this process made them: within one millisecond (or if the clock steps back) the

@@ -17,8 +17,7 @@ export const parseLogLevel = (value: string): LogLevel.LogLevel => levels[value.
 
 /** Structured JSON logs on stdout, at LOG_LEVEL. */
 export const LoggingLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) =>
-    Layer.merge(Logger.json, Logger.minimumLogLevel(parseLogLevel(config.logLevel))))
+  Effect.map(AppConfig, (config) => Layer.merge(Logger.json, Logger.minimumLogLevel(parseLogLevel(config.logLevel))))
 )
 
 /** One JSON line in the same shape as Effect's JSON logger, for code that runs outside a fiber. */

@@ -36,7 +36,11 @@ class UnsampledSpan implements Tracer.Span {
  * Parent-based ratio sampling over another tracer (OpenTelemetry's `parentbased_traceidratio`): a span with a parent
  * follows its parent's decision (a caller's `traceparent` included); a root span is sampled with probability `ratio`.
  */
-export const samplingTracer = (inner: Tracer.Tracer, ratio: number, random: () => number = Math.random): Tracer.Tracer => ({
+export const samplingTracer = (
+  inner: Tracer.Tracer,
+  ratio: number,
+  random: () => number = Math.random
+): Tracer.Tracer => ({
   ...inner,
   span: (name, parent, context, links, startTime, kind) => {
     const sampled = Option.isSome(parent) ? parent.value.sampled : ratio >= 1 || random() < ratio
@@ -51,7 +55,7 @@ export const samplingTracer = (inner: Tracer.Tracer, ratio: number, random: () =
  * lazily so a service without it pays nothing at start-up), sampled as OTEL_TRACES_SAMPLER_ARG says (default: all).
  */
 export const TracingLive = Layer.unwrapEffect(
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const config = yield* AppConfig
     if (Option.isNone(config.otlpEndpoint)) return Layer.empty
     const OtlpTracer = yield* Effect.promise(() => import("@effect/opentelemetry/OtlpTracer"))

@@ -40,7 +40,7 @@ const MAX_BATCHES = 400
 
 export const RenewalsLive = Layer.effect(
   Renewals,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* SubscriptionsRepo
     const catalog = yield* Catalog
@@ -48,7 +48,10 @@ export const RenewalsLive = Layer.effect(
     const payments = yield* Payments
     const customers = yield* Customers
     const outbox = yield* Outbox
-    const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
+    const skipLocked = sql.onDialectOrElse({
+      pg: () => sql.literal("FOR UPDATE SKIP LOCKED"),
+      orElse: () => sql.literal("")
+    })
 
     const claim = (now: number) =>
       sql<{ organizationId: string; id: string }>`SELECT organization_id, id FROM subscriptions
@@ -58,13 +61,18 @@ export const RenewalsLive = Layer.effect(
 
     /** Inside the claim's transaction: decide, move the period, and say what to charge afterwards. */
     const advance = (s: SubscriptionRecord, now: number) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const plan = (yield* catalog.snapshot(s.organizationId)).plansById.get(s.planId)
         /** The change and its event, in the claim's transaction. */
         const change = (type: SubscriptionEventType, next: SubscriptionRecord) =>
           Effect.zipRight(
             repo.update(next),
-            outbox.emit(next.organizationId, { type, data: toWireSubscription(next, plan), customerId: next.customerId, subjectId: next.id })
+            outbox.emit(next.organizationId, {
+              type,
+              data: toWireSubscription(next, plan),
+              customerId: next.customerId,
+              subjectId: next.id
+            })
           )
         if (s.status === "past_due") {
           if (s.graceEndsAt !== null && now >= s.graceEndsAt) {
@@ -75,30 +83,53 @@ export const RenewalsLive = Layer.effect(
           return { kind: "retry" as const }
         }
         if (s.cancelAtPeriodEnd || plan === undefined || s.currentPeriodEnd === null) {
-          yield* change("subscription.canceled", { ...s, status: "canceled", canceledAt: s.currentPeriodEnd ?? now, updatedAt: now })
+          yield* change("subscription.canceled", {
+            ...s,
+            status: "canceled",
+            canceledAt: s.currentPeriodEnd ?? now,
+            updatedAt: now
+          })
           return { kind: "canceled" as const }
         }
         const interval = plan.interval
         const start = s.currentPeriodEnd
-        const end = interval === null || plan.billingType === "one_time" ? null : addInterval(s.startedAt, interval, periodIndex(s, interval, start) + 1)
+        const end =
+          interval === null || plan.billingType === "one_time"
+            ? null
+            : addInterval(s.startedAt, interval, periodIndex(s, interval, start) + 1)
         if (end === null) {
           yield* change("subscription.expired", { ...s, status: "expired", updatedAt: now })
           return { kind: "canceled" as const }
         }
-        const next: SubscriptionRecord = { ...s, status: "active", currentPeriodStart: start, currentPeriodEnd: end, trialEndsAt: null, updatedAt: now }
+        const next: SubscriptionRecord = {
+          ...s,
+          status: "active",
+          currentPeriodStart: start,
+          currentPeriodEnd: end,
+          trialEndsAt: null,
+          updatedAt: now
+        }
         if (isFree(plan)) {
           yield* change("subscription.renewed", next)
           return { kind: "renewed" as const }
         }
-        const invoice = yield* invoices.createInvoice(s.organizationId, s.customerId, plan.currency ?? "NGN", [{
-          feature: plan.slug,
-          description: `${plan.name} (${new Date(start).toISOString().slice(0, 10)} to ${new Date(end).toISOString().slice(0, 10)})`,
-          quantity: 1,
-          unitPrice: plan.price,
-          amount: roundHalfUp(toDecimal(plan.price)),
-          periodStart: start,
-          periodEnd: end
-        }], { subscriptionId: s.id, periodStart: start, periodEnd: end })
+        const invoice = yield* invoices.createInvoice(
+          s.organizationId,
+          s.customerId,
+          plan.currency ?? "NGN",
+          [
+            {
+              feature: plan.slug,
+              description: `${plan.name} (${new Date(start).toISOString().slice(0, 10)} to ${new Date(end).toISOString().slice(0, 10)})`,
+              quantity: 1,
+              unitPrice: plan.price,
+              amount: roundHalfUp(toDecimal(plan.price)),
+              periodStart: start,
+              periodEnd: end
+            }
+          ],
+          { subscriptionId: s.id, periodStart: start, periodEnd: end }
+        )
         // Until the charge succeeds the subscription is past due (access continues through the grace). Announced
         // after the charge: `subscription.renewed` when it is paid (with the invoice), `subscription.past_due` when not.
         yield* repo.update({ ...next, status: "past_due", graceEndsAt: now + GRACE_MS })
@@ -107,7 +138,7 @@ export const RenewalsLive = Layer.effect(
 
     /** Off-session: nobody is there to complete a checkout. The invoice's payment effect reactivates. */
     const charge = (org: string, subscriptionId: string, invoiceId: string) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const invoice = yield* invoices.get(org, invoiceId)
         if (invoice.status !== "open") return "paid" as const
         const sub = yield* repo.get(org, subscriptionId)
@@ -126,14 +157,16 @@ export const RenewalsLive = Layer.effect(
           payable: invoices.lockPayable(org, invoice.id)
         })
         return result._tag === "Paid"
-          ? "paid" as const
+          ? ("paid" as const)
           : result._tag === "Processing"
-          ? "processing" as const
-          : result._tag === "Failed" && result.attempted === false
-          ? "no_method" as const
-          : "failed" as const
+            ? ("processing" as const)
+            : result._tag === "Failed" && result.attempted === false
+              ? ("no_method" as const)
+              : ("failed" as const)
       }).pipe(
-        Effect.catchAll((e) => Effect.logWarning("renewal charge failed", { reason: e._tag }).pipe(Effect.as("failed" as const)))
+        Effect.catchAll((e) =>
+          Effect.logWarning("renewal charge failed", { reason: e._tag }).pipe(Effect.as("failed" as const))
+        )
       )
 
     /**
@@ -142,62 +175,72 @@ export const RenewalsLive = Layer.effect(
      * failure is announced here too (a declined charge announces itself, from the payment's transaction).
      */
     const notPaid = (org: string, subscriptionId: string, invoiceId: string, noMethod: boolean) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const sub = yield* repo.getForUpdate(org, subscriptionId)
-        if (Option.isNone(sub) || sub.value.status !== "past_due") return
-        const plan = (yield* catalog.snapshot(org)).plansById.get(sub.value.planId)
-        yield* outbox.emit(org, {
-          type: "subscription.past_due",
-          data: toWireSubscription(sub.value, plan),
-          customerId: sub.value.customerId,
-          subjectId: sub.value.id,
-          dedupeKey: `subscription.past_due:${invoiceId}`
-        })
-        if (noMethod) yield* invoices.paymentFailed(org, invoiceId, "No saved payment method to charge")
-      })).pipe(Effect.orDie)
+      sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const sub = yield* repo.getForUpdate(org, subscriptionId)
+            if (Option.isNone(sub) || sub.value.status !== "past_due") return
+            const plan = (yield* catalog.snapshot(org)).plansById.get(sub.value.planId)
+            yield* outbox.emit(org, {
+              type: "subscription.past_due",
+              data: toWireSubscription(sub.value, plan),
+              customerId: sub.value.customerId,
+              subjectId: sub.value.id,
+              dedupeKey: `subscription.past_due:${invoiceId}`
+            })
+            if (noMethod) yield* invoices.paymentFailed(org, invoiceId, "No saved payment method to charge")
+          })
+        )
+        .pipe(Effect.orDie)
 
     const openRenewalInvoice = (org: string, subscriptionId: string) =>
       Effect.map(invoices.list(org, undefined).pipe(Effect.orDie), (list) =>
-        list.find((i) => i.subscriptionId === subscriptionId && i.status === "open"))
+        list.find((i) => i.subscriptionId === subscriptionId && i.status === "open")
+      )
 
     /** One claimed batch, settled; `null` when nothing was due. */
-    const runBatch = (now: number) => Effect.gen(function*() {
-      const work = yield* sql.withTransaction(Effect.gen(function*() {
-        const claimed = yield* claim(now)
-        const out: Array<{ org: string; id: string; kind: string; invoiceId?: string }> = []
-        for (const row of claimed) {
-          const s = yield* repo.get(row.organizationId, row.id)
-          if (Option.isNone(s)) continue
-          const decided = yield* advance(s.value, now)
-          out.push({ org: row.organizationId, id: row.id, ...decided })
-        }
-        return out
-      })).pipe(Effect.orDie)
+    const runBatch = (now: number) =>
+      Effect.gen(function* () {
+        const work = yield* sql
+          .withTransaction(
+            Effect.gen(function* () {
+              const claimed = yield* claim(now)
+              const out: Array<{ org: string; id: string; kind: string; invoiceId?: string }> = []
+              for (const row of claimed) {
+                const s = yield* repo.get(row.organizationId, row.id)
+                if (Option.isNone(s)) continue
+                const decided = yield* advance(s.value, now)
+                out.push({ org: row.organizationId, id: row.id, ...decided })
+              }
+              return out
+            })
+          )
+          .pipe(Effect.orDie)
 
-      let renewed = 0
-      let pastDue = 0
-      let canceled = 0
-      for (const item of work) {
-        if (item.kind === "canceled") canceled++
-        else if (item.kind === "renewed") renewed++
-        else {
-          const invoiceId = item.invoiceId ?? (yield* openRenewalInvoice(item.org, item.id))?.id
-          const outcome = invoiceId === undefined ? "failed" : yield* charge(item.org, item.id, invoiceId)
-          if (outcome === "paid") renewed++
+        let renewed = 0
+        let pastDue = 0
+        let canceled = 0
+        for (const item of work) {
+          if (item.kind === "canceled") canceled++
+          else if (item.kind === "renewed") renewed++
           else {
-            pastDue++
-            if (invoiceId !== undefined && outcome !== "processing") {
-              yield* notPaid(item.org, item.id, invoiceId, outcome === "no_method")
+            const invoiceId = item.invoiceId ?? (yield* openRenewalInvoice(item.org, item.id))?.id
+            const outcome = invoiceId === undefined ? "failed" : yield* charge(item.org, item.id, invoiceId)
+            if (outcome === "paid") renewed++
+            else {
+              pastDue++
+              if (invoiceId !== undefined && outcome !== "processing") {
+                yield* notPaid(item.org, item.id, invoiceId, outcome === "no_method")
+              }
             }
           }
         }
-      }
-      return work.length === 0 ? null : { renewed, pastDue, canceled }
-    })
+        return work.length === 0 ? null : { renewed, pastDue, canceled }
+      })
 
     // Drains what is due now, batch by batch: every settled item leaves the due set (its period moved on, it
     // was canceled, or its retry was pushed a day out), so this ends.
-    const runDue = Effect.gen(function*() {
+    const runDue = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       const total = { renewed: 0, pastDue: 0, canceled: 0 }
       for (let batch = 0; batch < MAX_BATCHES; batch++) {

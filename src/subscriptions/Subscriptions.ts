@@ -6,7 +6,13 @@ import { Catalog } from "../catalog/Catalog.ts"
 import { type CatalogSnapshot, isFree, type Plan } from "../catalog/model.ts"
 import { type CustomerInput, Customers } from "../customers/Customers.ts"
 import type { CustomerRecord } from "../customers/CustomersRepo.ts"
-import { Conflict, NotFound, PaymentFailed, type ProviderFailure, type ProviderNotConfigured } from "../domain/errors.ts"
+import {
+  Conflict,
+  NotFound,
+  PaymentFailed,
+  type ProviderFailure,
+  type ProviderNotConfigured
+} from "../domain/errors.ts"
 import { Outbox } from "../events/Outbox.ts"
 import { roundHalfUp, toDecimal, toNumber } from "../domain/money.ts"
 import { Payments } from "../payments/Payments.ts"
@@ -44,8 +50,15 @@ export interface SubscriptionsShape {
     organizationId: string,
     customer?: string
   ) => Effect.Effect<ReadonlyArray<{ subscription: SubscriptionRecord; plan: Plan | undefined }>, NotFound | Conflict>
-  readonly cancel: (organizationId: string, id: string) => Effect.Effect<{ subscription: SubscriptionRecord; plan: Plan | undefined }, NotFound>
-  readonly checkout: (organizationId: string, id: string, callbackUrl: string | null) => Effect.Effect<Attached, AttachError>
+  readonly cancel: (
+    organizationId: string,
+    id: string
+  ) => Effect.Effect<{ subscription: SubscriptionRecord; plan: Plan | undefined }, NotFound>
+  readonly checkout: (
+    organizationId: string,
+    id: string,
+    callbackUrl: string | null
+  ) => Effect.Effect<Attached, AttachError>
   /**
    * A confirmed first payment: pending → active from now (a payment effect, inside its transaction). `false` when
    * it was no longer pending (canceled meanwhile, or activated by another payment).
@@ -96,7 +109,7 @@ export const grantingOf = (
 
 export const SubscriptionsLive = Layer.effect(
   Subscriptions,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* SubscriptionsRepo
     const catalog = yield* Catalog
@@ -107,56 +120,63 @@ export const SubscriptionsLive = Layer.effect(
 
     /** The subscription's event, written with the change (the caller's transaction). */
     const announce = (type: SubscriptionEventType, s: SubscriptionRecord, plan: Plan | undefined) =>
-      Effect.asVoid(outbox.emit(s.organizationId, {
-        type,
-        data: toWireSubscription(s, plan),
-        customerId: s.customerId,
-        subjectId: s.id
-      }))
+      Effect.asVoid(
+        outbox.emit(s.organizationId, {
+          type,
+          data: toWireSubscription(s, plan),
+          customerId: s.customerId,
+          subjectId: s.id
+        })
+      )
 
     const planOf = (organizationId: string, planId: string) =>
       Effect.map(catalog.snapshot(organizationId), (snap) => snap.plansById.get(planId))
 
     /** Create a live subscription of a free plan; replaced plans end now. One transaction with its events. */
     const start = (organizationId: string, customerId: string, plan: Plan, now: number, pending = false) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const existing = yield* repo.listLive(organizationId, customerId)
-        const same = existing.find((s) => s.planId === plan.id && isGranting(s, now))
-        if (same !== undefined) return { subscription: same, created: false }
-        // A paid plan already waiting for its first payment is the one to pay, not a second one to charge.
-        const waiting = pending
-          ? (yield* repo.listByCustomer(organizationId, customerId)).find((s) => s.planId === plan.id && s.status === "pending")
-          : undefined
-        if (waiting !== undefined) return { subscription: waiting, created: false }
-        // A pending subscription replaces nothing until it is paid for (see activate).
-        if (!pending) yield* replaceGroup(organizationId, customerId, plan, now, null)
-        const trialDays = plan.trialDays ?? 0
-        const periodEnd = plan.billingType === "recurring" && plan.interval !== null
-          ? addInterval(now, plan.interval, 1)
-          : null
-        const subscription: SubscriptionRecord = {
-          organizationId,
-          id: yield* ids.next("sub"),
-          customerId,
-          planId: plan.id,
-          status: pending ? "pending" : trialDays > 0 ? "trialing" : "active",
-          startedAt: now,
-          currentPeriodStart: now,
-          currentPeriodEnd: periodEnd,
-          trialEndsAt: trialDays > 0 ? now + trialDays * 86_400_000 : null,
-          cancelAtPeriodEnd: false,
-          canceledAt: null,
-          graceEndsAt: null,
-          createdAt: now,
-          updatedAt: now
-        }
-        yield* repo.insert(subscription)
-        yield* announce("subscription.created", subscription, plan)
-        return { subscription, created: true }
-      })).pipe(Effect.orDie)
+      sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const existing = yield* repo.listLive(organizationId, customerId)
+            const same = existing.find((s) => s.planId === plan.id && isGranting(s, now))
+            if (same !== undefined) return { subscription: same, created: false }
+            // A paid plan already waiting for its first payment is the one to pay, not a second one to charge.
+            const waiting = pending
+              ? (yield* repo.listByCustomer(organizationId, customerId)).find(
+                  (s) => s.planId === plan.id && s.status === "pending"
+                )
+              : undefined
+            if (waiting !== undefined) return { subscription: waiting, created: false }
+            // A pending subscription replaces nothing until it is paid for (see activate).
+            if (!pending) yield* replaceGroup(organizationId, customerId, plan, now, null)
+            const trialDays = plan.trialDays ?? 0
+            const periodEnd =
+              plan.billingType === "recurring" && plan.interval !== null ? addInterval(now, plan.interval, 1) : null
+            const subscription: SubscriptionRecord = {
+              organizationId,
+              id: yield* ids.next("sub"),
+              customerId,
+              planId: plan.id,
+              status: pending ? "pending" : trialDays > 0 ? "trialing" : "active",
+              startedAt: now,
+              currentPeriodStart: now,
+              currentPeriodEnd: periodEnd,
+              trialEndsAt: trialDays > 0 ? now + trialDays * 86_400_000 : null,
+              cancelAtPeriodEnd: false,
+              canceledAt: null,
+              graceEndsAt: null,
+              createdAt: now,
+              updatedAt: now
+            }
+            yield* repo.insert(subscription)
+            yield* announce("subscription.created", subscription, plan)
+            return { subscription, created: true }
+          })
+        )
+        .pipe(Effect.orDie)
 
     const replaceGroup = (organizationId: string, customerId: string, plan: Plan, now: number, keepId: string | null) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const snap = yield* catalog.snapshot(organizationId)
         for (const old of yield* repo.listLive(organizationId, customerId)) {
           if (old.id !== keepId && replaces(plan, snap.plansById.get(old.planId))) {
@@ -176,7 +196,7 @@ export const SubscriptionsLive = Layer.effect(
       callbackUrl: string | null,
       idempotency?: IdempotencyKey
     ) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const result = yield* payments.collect(organizationId, customer, {
           purpose: "subscription",
           targetId: subscription.id,
@@ -185,7 +205,10 @@ export const SubscriptionsLive = Layer.effect(
           description: `${plan.name} subscription`,
           callbackUrl,
           provider: plan.provider,
-          payable: Effect.map(repo.getForUpdate(organizationId, subscription.id), Option.exists((s) => s.status === "pending")),
+          payable: Effect.map(
+            repo.getForUpdate(organizationId, subscription.id),
+            Option.exists((s) => s.status === "pending")
+          ),
           ...(idempotency === undefined ? {} : { idempotency })
         })
         const current = Option.getOrElse(yield* repo.get(organizationId, subscription.id), () => subscription)
@@ -211,28 +234,43 @@ export const SubscriptionsLive = Layer.effect(
         }
         return result._tag === "Checkout"
           ? {
-            subscription: current,
-            plan,
-            checkoutUrl: result.checkoutUrl,
-            reference: result.reference,
-            accessCode: result.accessCode,
-            message: result.chargeFailure === null
-              ? "Payment is needed: send the customer to the checkout"
-              : `The saved method could not be charged (${result.chargeFailure}): send the customer to the checkout`
-          }
-          : { subscription: current, plan, checkoutUrl: null, reference: null, accessCode: null, message: `Attached ${plan.slug}: paid with the saved method` }
+              subscription: current,
+              plan,
+              checkoutUrl: result.checkoutUrl,
+              reference: result.reference,
+              accessCode: result.accessCode,
+              message:
+                result.chargeFailure === null
+                  ? "Payment is needed: send the customer to the checkout"
+                  : `The saved method could not be charged (${result.chargeFailure}): send the customer to the checkout`
+            }
+          : {
+              subscription: current,
+              plan,
+              checkoutUrl: null,
+              reference: null,
+              accessCode: null,
+              message: `Attached ${plan.slug}: paid with the saved method`
+            }
       })
 
-    const resolveCustomer = (organizationId: string, input: AttachInput, now: number): Effect.Effect<CustomerRecord, NotFound | Conflict> =>
-      customers.resolve(organizationId, input.customer).pipe(
-        Effect.catchTag("NotFound", (notFound): Effect.Effect<CustomerRecord, NotFound | Conflict> =>
-          input.customerData === undefined
-            ? Effect.fail(notFound)
-            : customers.findOrCreate(organizationId, { ...input.customerData, externalId: input.customer }, now))
-      )
+    const resolveCustomer = (
+      organizationId: string,
+      input: AttachInput,
+      now: number
+    ): Effect.Effect<CustomerRecord, NotFound | Conflict> =>
+      customers
+        .resolve(organizationId, input.customer)
+        .pipe(
+          Effect.catchTag("NotFound", (notFound): Effect.Effect<CustomerRecord, NotFound | Conflict> =>
+            input.customerData === undefined
+              ? Effect.fail(notFound)
+              : customers.findOrCreate(organizationId, { ...input.customerData, externalId: input.customer }, now)
+          )
+        )
 
     const attach = (organizationId: string, input: AttachInput): Effect.Effect<Attached, AttachError> =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         // One instant for the request: a customer it creates and the plan it attaches start together.
         const now = yield* Clock.currentTimeMillis
         const customer = yield* resolveCustomer(organizationId, input, now)
@@ -242,9 +280,14 @@ export const SubscriptionsLive = Layer.effect(
         const paid = !isFree(plan) && (plan.trialDays ?? 0) === 0
         if (paid) yield* payments.ensureProvider(organizationId, plan.provider)
         // The customer's row lock makes concurrent attaches of one plan take turns: the second finds the first's.
-        const { created, subscription } = yield* sql.withTransaction(
-          Effect.zipRight(repo.lockCustomer(organizationId, customer.id), start(organizationId, customer.id, plan, now, paid))
-        ).pipe(Effect.orDie)
+        const { created, subscription } = yield* sql
+          .withTransaction(
+            Effect.zipRight(
+              repo.lockCustomer(organizationId, customer.id),
+              start(organizationId, customer.id, plan, now, paid)
+            )
+          )
+          .pipe(Effect.orDie)
         if (!paid || (!created && subscription.status !== "pending")) {
           return {
             subscription,
@@ -255,31 +298,43 @@ export const SubscriptionsLive = Layer.effect(
             message: created ? `Attached ${plan.slug}` : `${plan.slug} was already attached`
           }
         }
-        return yield* collectFirstPayment(organizationId, customer, subscription, plan, input.callbackUrl ?? null, input.idempotency)
+        return yield* collectFirstPayment(
+          organizationId,
+          customer,
+          subscription,
+          plan,
+          input.callbackUrl ?? null,
+          input.idempotency
+        )
       })
 
     const activate = (organizationId: string, id: string) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const current = yield* repo.getForUpdate(organizationId, id)
-        if (Option.isNone(current) || current.value.status !== "pending") return false
-        const now = yield* Clock.currentTimeMillis
-        const plan = yield* planOf(organizationId, current.value.planId)
-        if (plan !== undefined) yield* replaceGroup(organizationId, current.value.customerId, plan, now, id)
-        const periodEnd = plan !== undefined && plan.billingType === "recurring" && plan.interval !== null
-          ? addInterval(now, plan.interval, 1)
-          : null
-        const activated: SubscriptionRecord = {
-          ...current.value,
-          status: "active",
-          startedAt: now,
-          currentPeriodStart: now,
-          currentPeriodEnd: periodEnd,
-          updatedAt: now
-        }
-        yield* repo.update(activated)
-        yield* announce("subscription.activated", activated, plan)
-        return true
-      })).pipe(Effect.orDie)
+      sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const current = yield* repo.getForUpdate(organizationId, id)
+            if (Option.isNone(current) || current.value.status !== "pending") return false
+            const now = yield* Clock.currentTimeMillis
+            const plan = yield* planOf(organizationId, current.value.planId)
+            if (plan !== undefined) yield* replaceGroup(organizationId, current.value.customerId, plan, now, id)
+            const periodEnd =
+              plan !== undefined && plan.billingType === "recurring" && plan.interval !== null
+                ? addInterval(now, plan.interval, 1)
+                : null
+            const activated: SubscriptionRecord = {
+              ...current.value,
+              status: "active",
+              startedAt: now,
+              currentPeriodStart: now,
+              currentPeriodEnd: periodEnd,
+              updatedAt: now
+            }
+            yield* repo.update(activated)
+            yield* announce("subscription.activated", activated, plan)
+            return true
+          })
+        )
+        .pipe(Effect.orDie)
 
     const withPlans = (organizationId: string, subs: ReadonlyArray<SubscriptionRecord>, now: number) =>
       Effect.map(catalog.snapshot(organizationId), (snap) =>
@@ -287,7 +342,8 @@ export const SubscriptionsLive = Layer.effect(
           const plan = snap.plansById.get(s.planId)
           const rolled = rollFreePeriod(s, plan !== undefined && isFree(plan) ? plan.interval : null, now)
           return { subscription: { ...rolled, status: effectiveStatus(rolled, now) }, plan }
-        }))
+        })
+      )
 
     const get = (organizationId: string, id: string) =>
       Effect.flatMap(
@@ -298,16 +354,18 @@ export const SubscriptionsLive = Layer.effect(
     return {
       attach,
       list: (organizationId, customer) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
-          const subs = customer === undefined
-            ? yield* repo.listByOrganization(organizationId)
-            : yield* Effect.flatMap(customers.resolve(organizationId, customer), (c) =>
-              repo.listByCustomer(organizationId, c.id))
+          const subs =
+            customer === undefined
+              ? yield* repo.listByOrganization(organizationId)
+              : yield* Effect.flatMap(customers.resolve(organizationId, customer), (c) =>
+                  repo.listByCustomer(organizationId, c.id)
+                )
           return yield* withPlans(organizationId, subs, now)
         }),
       cancel: (organizationId, id) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
           const current = yield* get(organizationId, id)
           const status = effectiveStatus(current, now)
@@ -315,18 +373,24 @@ export const SubscriptionsLive = Layer.effect(
             return (yield* withPlans(organizationId, [current], now))[0]!
           }
           // A period that ends is kept to its end; one that never ends (or never started) stops now.
-          const next: SubscriptionRecord = current.currentPeriodEnd !== null && status !== "pending"
-            ? { ...current, cancelAtPeriodEnd: true, updatedAt: now }
-            : { ...current, status: "canceled", canceledAt: now, updatedAt: now }
+          const next: SubscriptionRecord =
+            current.currentPeriodEnd !== null && status !== "pending"
+              ? { ...current, cancelAtPeriodEnd: true, updatedAt: now }
+              : { ...current, status: "canceled", canceledAt: now, updatedAt: now }
           // Canceled now: announced with the change; canceled at period end: when the renewals worker ends it.
-          yield* sql.withTransaction(Effect.gen(function*() {
-            yield* repo.update(next)
-            if (next.status === "canceled") yield* announce("subscription.canceled", next, yield* planOf(organizationId, next.planId))
-          })).pipe(Effect.orDie)
+          yield* sql
+            .withTransaction(
+              Effect.gen(function* () {
+                yield* repo.update(next)
+                if (next.status === "canceled")
+                  yield* announce("subscription.canceled", next, yield* planOf(organizationId, next.planId))
+              })
+            )
+            .pipe(Effect.orDie)
           return (yield* withPlans(organizationId, [next], now))[0]!
         }),
       checkout: (organizationId, id, callbackUrl) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
           const current = yield* get(organizationId, id)
           if (current.status !== "pending") {
@@ -340,41 +404,55 @@ export const SubscriptionsLive = Layer.effect(
           if (isFree(plan)) {
             yield* activate(organizationId, current.id)
             const activated = Option.getOrElse(yield* repo.get(organizationId, id), () => current)
-            return { subscription: activated, plan, checkoutUrl: null, reference: null, accessCode: null, message: "Activated without payment: the plan is free" }
+            return {
+              subscription: activated,
+              plan,
+              checkoutUrl: null,
+              reference: null,
+              accessCode: null,
+              message: "Activated without payment: the plan is free"
+            }
           }
-          const customer = yield* customers.resolve(organizationId, current.customerId).pipe(
-            Effect.catchTag("Conflict", () => Effect.die("a customer id is unambiguous"))
-          )
+          const customer = yield* customers
+            .resolve(organizationId, current.customerId)
+            .pipe(Effect.catchTag("Conflict", () => Effect.die("a customer id is unambiguous")))
           return yield* collectFirstPayment(organizationId, customer, current, plan, callbackUrl)
         }),
       activate,
       renewalPaid: (organizationId, id) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const current = yield* repo.get(organizationId, id)
           if (Option.isNone(current) || current.value.status !== "past_due") return
-          const renewed: SubscriptionRecord = { ...current.value, status: "active", graceEndsAt: null, updatedAt: yield* Clock.currentTimeMillis }
+          const renewed: SubscriptionRecord = {
+            ...current.value,
+            status: "active",
+            graceEndsAt: null,
+            updatedAt: yield* Clock.currentTimeMillis
+          }
           yield* repo.update(renewed)
           // The renewal's invoice is paid (this runs in the settling transaction): the renewal went through.
           yield* announce("subscription.renewed", renewed, yield* planOf(organizationId, renewed.planId))
         }),
       granting: (organizationId, customerId, now) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const live = yield* repo.listLive(organizationId, customerId)
           if (live.length === 0) return []
           const snap = yield* catalog.snapshot(organizationId)
           return grantingOf(live, snap, now)
         }),
       attachAutoEnabled: (organizationId, customer, now) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const snap = yield* catalog.snapshot(organizationId)
           for (const plan of snap.plans.values()) {
             if (plan.autoEnable && isFree(plan)) yield* start(organizationId, customer.id, plan, now)
           }
         }),
       attachPlansToAll: (organizationId, planIds) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const snap = yield* catalog.snapshot(organizationId)
-          const plans = planIds.map((id) => snap.plansById.get(id)).filter((p): p is Plan => p !== undefined && isFree(p))
+          const plans = planIds
+            .map((id) => snap.plansById.get(id))
+            .filter((p): p is Plan => p !== undefined && isFree(p))
           if (plans.length === 0) return
           const now = yield* Clock.currentTimeMillis
           const all = yield* customers.listAllIds(organizationId)

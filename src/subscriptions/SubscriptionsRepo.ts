@@ -12,7 +12,10 @@ export interface SubscriptionsRepoShape {
   /** Serialises changes to one customer's subscriptions (a row lock on the customer until the transaction ends). */
   readonly lockCustomer: (organizationId: string, customerId: string) => Effect.Effect<void>
   /** Newest first. */
-  readonly listByCustomer: (organizationId: string, customerId: string) => Effect.Effect<ReadonlyArray<SubscriptionRecord>>
+  readonly listByCustomer: (
+    organizationId: string,
+    customerId: string
+  ) => Effect.Effect<ReadonlyArray<SubscriptionRecord>>
   readonly listByOrganization: (organizationId: string) => Effect.Effect<ReadonlyArray<SubscriptionRecord>>
   /** Subscriptions that may grant something: the hot path reads only these. */
   readonly listLive: (organizationId: string, customerId: string) => Effect.Effect<ReadonlyArray<SubscriptionRecord>>
@@ -44,22 +47,24 @@ export const toSubscriptionRecord = (row: any): SubscriptionRecord => ({
   updatedAt: Number(row.updatedAt)
 })
 
-const SubscriptionRow = recordSchema<SubscriptionRecord>()(Schema.Struct({
-  organizationId: Schema.String,
-  id: Schema.String,
-  customerId: Schema.String,
-  planId: Schema.String,
-  status: Schema.Literal("pending", "trialing", "active", "past_due", "canceled", "expired"),
-  startedAt: Millis,
-  currentPeriodStart: Millis,
-  currentPeriodEnd: NullableMillis,
-  trialEndsAt: NullableMillis,
-  cancelAtPeriodEnd: Flag,
-  canceledAt: NullableMillis,
-  graceEndsAt: NullableMillis,
-  createdAt: Millis,
-  updatedAt: Millis
-}))
+const SubscriptionRow = recordSchema<SubscriptionRecord>()(
+  Schema.Struct({
+    organizationId: Schema.String,
+    id: Schema.String,
+    customerId: Schema.String,
+    planId: Schema.String,
+    status: Schema.Literal("pending", "trialing", "active", "past_due", "canceled", "expired"),
+    startedAt: Millis,
+    currentPeriodStart: Millis,
+    currentPeriodEnd: NullableMillis,
+    trialEndsAt: NullableMillis,
+    cancelAtPeriodEnd: Flag,
+    canceledAt: NullableMillis,
+    graceEndsAt: NullableMillis,
+    createdAt: Millis,
+    updatedAt: Millis
+  })
+)
 
 const subscriptions = decodeRows("subscriptions", SubscriptionRow)
 
@@ -67,7 +72,7 @@ const toRow = (s: SubscriptionRecord) => ({ ...s, cancelAtPeriodEnd: s.cancelAtP
 
 export const SubscriptionsRepoSql = Layer.effect(
   SubscriptionsRepo,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const rows = <E>(effect: Effect.Effect<ReadonlyArray<unknown>, E>) =>
       effect.pipe(Effect.flatMap(subscriptions), Effect.orDie)
@@ -89,14 +94,16 @@ export const SubscriptionsRepoSql = Layer.effect(
           Effect.orDie
         ),
       getForUpdate: (organizationId, id) =>
-        rows(sql`SELECT * FROM subscriptions WHERE organization_id = ${organizationId} AND id = ${id} ${forUpdate}`).pipe(
-          Effect.map((r) => Option.fromNullable(r[0]))
-        ),
+        rows(
+          sql`SELECT * FROM subscriptions WHERE organization_id = ${organizationId} AND id = ${id} ${forUpdate}`
+        ).pipe(Effect.map((r) => Option.fromNullable(r[0]))),
       listByCustomer: (organizationId, customerId) =>
         rows(sql`SELECT * FROM subscriptions WHERE organization_id = ${organizationId} AND customer_id = ${customerId}
                  ORDER BY created_at DESC, id DESC`),
       listByOrganization: (organizationId) =>
-        rows(sql`SELECT * FROM subscriptions WHERE organization_id = ${organizationId} ORDER BY created_at DESC, id DESC`),
+        rows(
+          sql`SELECT * FROM subscriptions WHERE organization_id = ${organizationId} ORDER BY created_at DESC, id DESC`
+        ),
       listLive: (organizationId, customerId) =>
         rows(sql`SELECT * FROM subscriptions WHERE organization_id = ${organizationId} AND customer_id = ${customerId}
                  AND status IN ('active', 'trialing', 'past_due') ORDER BY started_at, id`)

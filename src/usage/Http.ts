@@ -6,8 +6,10 @@ import { mapDomainErrors } from "../boundary/toApiError.ts"
 import { UsageHistory } from "./UsageHistory.ts"
 
 export const UsageHttp = HttpApiBuilder.group(BillingApi, "usage", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const usage = yield* UsageHistory
     return handlers.handle("getUsageHistory", ({ path, urlParams }) =>
-      Effect.flatMap(CurrentOrganization, (org) => usage.history(org.id, path.id, urlParams)).pipe(mapDomainErrors))
-  }))
+      Effect.flatMap(CurrentOrganization, (org) => usage.history(org.id, path.id, urlParams)).pipe(mapDomainErrors)
+    )
+  })
+)

@@ -49,13 +49,13 @@ const render = (acc: Accumulator, buckets: ReadonlyArray<Bucket>) => ({
 
 export const UsageHistoryLive = Layer.effect(
   UsageHistory,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const repo = yield* UsageRepo
     const customers = yield* Customers
     const catalog = yield* Catalog
 
     const history = (organizationId: string, customerRef: string, query: UsageHistoryQuery) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const granularity = query.granularity ?? "day"
         const groupBy = query.groupBy ?? "total"
@@ -104,17 +104,21 @@ export const UsageHistoryLive = Layer.effect(
         }
 
         // Breakdown: every feature with events in the range, or the filtered one even without; by slug.
-        const breakdown = groupBy === "total" ? [] : (
-          filtered !== undefined ? [filtered] : [...byFeature.keys()].flatMap((id) => {
-            const f = snapshot.featuresById.get(id)
-            return f === undefined ? [] : [f]
-          })
-        )
-          .sort((a, b) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0))
-          .map((f) => ({
-            feature: { id: f.id, slug: f.slug, name: f.name, unit: f.unit ?? "" },
-            ...render(byFeature.get(f.id) ?? emptyAccumulator(buckets.length), buckets)
-          }))
+        const breakdown =
+          groupBy === "total"
+            ? []
+            : (filtered !== undefined
+                ? [filtered]
+                : [...byFeature.keys()].flatMap((id) => {
+                    const f = snapshot.featuresById.get(id)
+                    return f === undefined ? [] : [f]
+                  })
+              )
+                .sort((a, b) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0))
+                .map((f) => ({
+                  feature: { id: f.id, slug: f.slug, name: f.name, unit: f.unit ?? "" },
+                  ...render(byFeature.get(f.id) ?? emptyAccumulator(buckets.length), buckets)
+                }))
 
         const result: WireUsageHistory = {
           customer: { id: customer.id },

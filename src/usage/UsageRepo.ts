@@ -45,7 +45,7 @@ const toBigInt = (v: unknown): bigint =>
 
 export const UsageRepoSql = Layer.effect(
   UsageRepo,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
     const sumByBucket: UsageRepoShape["sumByBucket"] = (organizationId, customerId, featureIds, buckets) => {
@@ -55,37 +55,39 @@ export const UsageRepoSql = Layer.effect(
       const scope = sql`organization_id = ${organizationId} AND customer_id = ${customerId}
         AND ${sql.in("feature_id", featureIds)} AND bucket_start >= ${fromMs} AND bucket_start < ${toMs}`
       // Rows as arrays (`.values`): no per-row objects or name transforms.
-      return sql.onDialectOrElse({
-        // PostgreSQL groups into the local buckets itself: `width_bucket` over the sorted bucket starts is the number
-        // of starts <= bucket_start (1-based; an empty bucket's duplicate start is skipped, as in bucketIndexOf), so
-        // a busy customer's ~2,000 rollup rows come back as at most features × buckets sums.
-        pg: () =>
-          sql`SELECT feature_id, width_bucket(bucket_start, ${`{${buckets.map((b) => b.startMs).join(",")}}`}::bigint[]),
+      return sql
+        .onDialectOrElse({
+          // PostgreSQL groups into the local buckets itself: `width_bucket` over the sorted bucket starts is the number
+          // of starts <= bucket_start (1-based; an empty bucket's duplicate start is skipped, as in bucketIndexOf), so
+          // a busy customer's ~2,000 rollup rows come back as at most features × buckets sums.
+          pg: () =>
+            sql`SELECT feature_id, width_bucket(bucket_start, ${`{${buckets.map((b) => b.startMs).join(",")}}`}::bigint[]),
                 SUM(value), SUM(records)
               FROM usage_rollups WHERE ${scope}
               GROUP BY 1, 2`.values.pipe(
-            Effect.map((rows) =>
-              rows.map((r): BucketSum => ({
-                featureId: String(r[0]),
-                bucket: Number(r[1]) - 1,
-                value: toBigInt(r[2]),
-                records: Number(r[3])
-              }))
+              Effect.map((rows) =>
+                rows.map((r): BucketSum => ({
+                  featureId: String(r[0]),
+                  bucket: Number(r[1]) - 1,
+                  value: toBigInt(r[2]),
+                  records: Number(r[3])
+                }))
+              )
+            ),
+          // Elsewhere (SQLite, in-process) the rows are few and local: one sum per rollup row, its bucket found here.
+          orElse: () =>
+            sql`SELECT feature_id, bucket_start, value, records FROM usage_rollups WHERE ${scope}`.values.pipe(
+              Effect.map((rows) =>
+                rows.map((r): BucketSum => ({
+                  featureId: String(r[0]),
+                  bucket: bucketIndexOf(buckets, Number(r[1])),
+                  value: toBigInt(r[2]),
+                  records: Number(r[3])
+                }))
+              )
             )
-          ),
-        // Elsewhere (SQLite, in-process) the rows are few and local: one sum per rollup row, its bucket found here.
-        orElse: () =>
-          sql`SELECT feature_id, bucket_start, value, records FROM usage_rollups WHERE ${scope}`.values.pipe(
-            Effect.map((rows) =>
-              rows.map((r): BucketSum => ({
-                featureId: String(r[0]),
-                bucket: bucketIndexOf(buckets, Number(r[1])),
-                value: toBigInt(r[2]),
-                records: Number(r[3])
-              }))
-            )
-          )
-      }).pipe(Effect.orDie)
+        })
+        .pipe(Effect.orDie)
     }
 
     return { sumByBucket }

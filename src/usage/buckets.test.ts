@@ -19,7 +19,8 @@ const utc = (iso: string) => Date.parse(iso)
 const iso = (ms: number) => new Date(ms).toISOString()
 const day = (date: string) => parseDate(date)!
 const midnight = (tz: string, date: string) => iso(startOfLocalDay(tz, day(date)))
-const hoursOf = (tz: string, date: string) => (startOfLocalDay(tz, day(date) + 1) - startOfLocalDay(tz, day(date))) / HOUR
+const hoursOf = (tz: string, date: string) =>
+  (startOfLocalDay(tz, day(date) + 1) - startOfLocalDay(tz, day(date))) / HOUR
 
 const plan = (q: Partial<BucketQuery>): BucketPlan => {
   const r = planBuckets({ range: "30d", granularity: "day", timezone: "UTC", now: utc("2026-03-10T12:00:00Z"), ...q })
@@ -27,7 +28,13 @@ const plan = (q: Partial<BucketQuery>): BucketPlan => {
   return r.plan
 }
 const issues = (q: Partial<BucketQuery>) => {
-  const r = planBuckets({ range: "custom", granularity: "day", timezone: "UTC", now: utc("2026-03-10T12:00:00Z"), ...q })
+  const r = planBuckets({
+    range: "custom",
+    granularity: "day",
+    timezone: "UTC",
+    now: utc("2026-03-10T12:00:00Z"),
+    ...q
+  })
   if (r._tag !== "Invalid") throw new Error(`expected issues, got ${JSON.stringify(r.plan.from)}..${r.plan.to}`)
   return r.issues
 }
@@ -98,7 +105,16 @@ describe("dates", () => {
   test("calendar dates only", () => {
     expect(formatDate(day("2026-02-28"))).toBe("2026-02-28")
     expect(formatDate(day("2024-02-29"))).toBe("2024-02-29")
-    for (const bad of ["2026-02-30", "2026-02-29", "2026-13-01", "2026-00-10", "2026-04-31", "2026-1-01", "1969-12-31", "x"]) {
+    for (const bad of [
+      "2026-02-30",
+      "2026-02-29",
+      "2026-13-01",
+      "2026-00-10",
+      "2026-04-31",
+      "2026-1-01",
+      "1969-12-31",
+      "x"
+    ]) {
       expect(parseDate(bad)).toBeUndefined()
     }
   })
@@ -127,7 +143,9 @@ describe("presets end today in the zone, today included", () => {
     expect(plan({ range: "7d", timezone: "Asia/Kathmandu", now: utc("2026-03-10T18:14:59Z") }).to).toBe("2026-03-10")
     expect(plan({ range: "7d", timezone: "Asia/Kathmandu", now: utc("2026-03-10T18:15:00Z") }).to).toBe("2026-03-11")
     // 09:59 UTC on the 10th is 23:59 of the 10th in Kiritimati; in St John's it is still the 9th until 03:30 UTC.
-    expect(plan({ range: "7d", timezone: "Pacific/Kiritimati", now: utc("2026-03-10T10:00:00Z") }).to).toBe("2026-03-11")
+    expect(plan({ range: "7d", timezone: "Pacific/Kiritimati", now: utc("2026-03-10T10:00:00Z") }).to).toBe(
+      "2026-03-11"
+    )
     expect(plan({ range: "7d", timezone: "America/St_Johns", now: utc("2026-01-10T03:29:59Z") }).to).toBe("2026-01-09")
     const p = plan({ range: "7d", timezone: "Asia/Kathmandu", now: utc("2026-03-10T18:15:00Z") })
     expect(iso(p.endMs)).toBe("2026-03-11T18:15:00.000Z")
@@ -151,7 +169,13 @@ describe("buckets", () => {
 
   test("weeks start on Monday; the first is clipped to the range and labelled by its first day in it", () => {
     // 2026-03-25 is a Wednesday; London springs forward on Sunday the 29th.
-    const p = plan({ range: "custom", granularity: "week", from: "2026-03-25", to: "2026-04-14", timezone: "Europe/London" })
+    const p = plan({
+      range: "custom",
+      granularity: "week",
+      from: "2026-03-25",
+      to: "2026-04-14",
+      timezone: "Europe/London"
+    })
     expect(labels(p)).toEqual(["2026-03-25", "2026-03-30", "2026-04-06", "2026-04-13"])
     expect(iso(p.buckets[0]!.startMs)).toBe("2026-03-25T00:00:00.000Z")
     expect(iso(p.buckets[0]!.endMs)).toBe("2026-03-29T23:00:00.000Z") // Monday 00:00 BST
@@ -162,7 +186,13 @@ describe("buckets", () => {
   })
 
   test("months: calendar months in the zone, the first and last clipped", () => {
-    const p = plan({ range: "custom", granularity: "month", from: "2026-01-15", to: "2026-04-10", timezone: "Asia/Kathmandu" })
+    const p = plan({
+      range: "custom",
+      granularity: "month",
+      from: "2026-01-15",
+      to: "2026-04-10",
+      timezone: "Asia/Kathmandu"
+    })
     expect(labels(p)).toEqual(["2026-01-15", "2026-02-01", "2026-03-01", "2026-04-01"])
     expect(p.buckets.map((b) => iso(b.startMs))).toEqual([
       "2026-01-14T18:15:00.000Z",
@@ -205,7 +235,9 @@ describe("buckets", () => {
 
 describe("validation", () => {
   test("from after to", () => {
-    expect(issues({ from: "2026-03-10", to: "2026-03-09" })).toEqual([{ path: "from", message: "must not be after to" }])
+    expect(issues({ from: "2026-03-10", to: "2026-03-09" })).toEqual([
+      { path: "from", message: "must not be after to" }
+    ])
   })
 
   test("over 366 days", () => {
@@ -233,6 +265,8 @@ describe("validation", () => {
   })
 
   test("from/to with a preset range", () => {
-    expect(issues({ range: "7d", from: "2026-03-01" })).toEqual([{ path: "from", message: "applies only to range=custom" }])
+    expect(issues({ range: "7d", from: "2026-03-01" })).toEqual([
+      { path: "from", message: "applies only to range=custom" }
+    ])
   })
 })

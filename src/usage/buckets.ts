@@ -182,7 +182,7 @@ export const formatDate = (day: number): string => new Date(day * DAY_MS).toISOS
 const daysInMonth = (year: number, month: number): number => new Date(Date.UTC(year, month, 0)).getUTCDate()
 
 /** The Monday on or before a day (1970-01-01, day 0, was a Thursday). */
-export const mondayOf = (day: number): number => day - (((day + 3) % 7) + 7) % 7
+export const mondayOf = (day: number): number => day - ((((day + 3) % 7) + 7) % 7)
 
 /** The first day of the month after the one holding `day`. */
 export const nextMonthStart = (day: number): number => {
@@ -205,7 +205,10 @@ export const planBuckets = (query: BucketQuery): PlanResult => {
   const issues: Array<BucketIssue> = []
   const timezone = resolveTimeZone(query.timezone)
   if (timezone === undefined) {
-    issues.push({ path: "timezone", message: `'${query.timezone}' is not a known IANA time zone (e.g. Africa/Lagos, UTC)` })
+    issues.push({
+      path: "timezone",
+      message: `'${query.timezone}' is not a known IANA time zone (e.g. Africa/Lagos, UTC)`
+    })
   }
   let first: number | undefined
   let last: number | undefined
@@ -216,7 +219,8 @@ export const planBuckets = (query: BucketQuery): PlanResult => {
         return undefined
       }
       const day = parseDate(value)
-      if (day === undefined) issues.push({ path, message: `'${value}' is not a calendar date YYYY-MM-DD from 1970 to 9999` })
+      if (day === undefined)
+        issues.push({ path, message: `'${value}' is not a calendar date YYYY-MM-DD from 1970 to 9999` })
       return day
     }
     first = bound("from", query.from)
@@ -224,7 +228,10 @@ export const planBuckets = (query: BucketQuery): PlanResult => {
     if (first !== undefined && last !== undefined) {
       if (first > last) issues.push({ path: "from", message: "must not be after to" })
       else if (last - first + 1 > MAX_CUSTOM_DAYS) {
-        issues.push({ path: "to", message: `the range covers ${last - first + 1} days; at most ${MAX_CUSTOM_DAYS} are allowed` })
+        issues.push({
+          path: "to",
+          message: `the range covers ${last - first + 1} days; at most ${MAX_CUSTOM_DAYS} are allowed`
+        })
       }
     }
   } else {

@@ -9,10 +9,10 @@ import { type WebhookRoute, Webhooks } from "./Webhooks.ts"
  * path parameters are still decoded.
  */
 export const WebhooksHttp = HttpApiBuilder.group(BillingApi, "webhooks", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const webhooks = yield* Webhooks
     const receive = (route: WebhookRoute) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const body = new Uint8Array(yield* Effect.orDie(request.arrayBuffer))
         return yield* webhooks.receive(route, body, request.headers)
@@ -20,7 +20,10 @@ export const WebhooksHttp = HttpApiBuilder.group(BillingApi, "webhooks", (handle
     return handlers
       .handleRaw("sandboxWebhook", ({ path }) => receive({ _tag: "Sandbox", provider: path.provider }))
       .handleRaw("providerWebhook", ({ path }) =>
-        receive({ _tag: "Organization", organization: path.organizationId, provider: path.provider }))
+        receive({ _tag: "Organization", organization: path.organizationId, provider: path.provider })
+      )
       .handleRaw("defaultProviderWebhook", ({ path }) =>
-        receive({ _tag: "Organization", organization: path.organizationId, provider: "paystack" }))
-  }))
+        receive({ _tag: "Organization", organization: path.organizationId, provider: "paystack" })
+      )
+  })
+)

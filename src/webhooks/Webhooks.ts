@@ -41,7 +41,7 @@ const ack = (skipped: boolean, error?: string): WebhookAck => ({
 
 export const WebhooksLive = Layer.effect(
   Webhooks,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const config = yield* AppConfig
     const organizations = yield* Organizations
@@ -57,7 +57,7 @@ export const WebhooksLive = Layer.effect(
     const malformed = () => new InvalidInput({ message: "The webhook body is not a valid event", issues: [] })
 
     const receive: WebhooksShape["receive"] = (route, rawBody, headers) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         if (route._tag === "Sandbox" && config.appEnv === "live") {
           return yield* new NotFound({ code: "not_found", message: "No such route" })
         }
@@ -70,7 +70,10 @@ export const WebhooksLive = Layer.effect(
         if (route._tag === "Organization") {
           const org = yield* findOrganization(route.organization)
           if (Option.isNone(org)) {
-            return yield* new NotFound({ code: "organization_not_found", message: `No organization '${route.organization}'` })
+            return yield* new NotFound({
+              code: "organization_not_found",
+              message: `No organization '${route.organization}'`
+            })
           }
           organizationId = org.value.id
           const account = yield* accounts.forWebhook(organizationId, provider)
@@ -123,30 +126,40 @@ export const WebhooksLive = Layer.effect(
           }
         }
         const completed = Either.getOrElse(asked, () => event)
-        const enriched = completed._tag === "PaymentSucceeded" && completed.method === null
-          ? yield* adapter.verify(resolved.account, completed.reference).pipe(
-            Effect.map((v) => ({ ...completed, method: v.method })),
-            Effect.orElseSucceed(() => completed)
-          )
-          : completed
+        const enriched =
+          completed._tag === "PaymentSucceeded" && completed.method === null
+            ? yield* adapter.verify(resolved.account, completed.reference).pipe(
+                Effect.map((v) => ({ ...completed, method: v.method })),
+                Effect.orElseSucceed(() => completed)
+              )
+            : completed
 
         // The dedupe record and the effects commit together: a replay finds the record and does nothing.
-        const result = yield* sql.withTransaction(Effect.gen(function*() {
-          const fresh = yield* sql`INSERT INTO webhook_events (organization_id, provider, event_key, event_type, received_at)
+        const result = yield* sql
+          .withTransaction(
+            Effect.gen(function* () {
+              const fresh =
+                yield* sql`INSERT INTO webhook_events (organization_id, provider, event_key, event_type, received_at)
               VALUES (${org}, ${provider}, ${event.eventKey}, ${event._tag === "Ignored" ? event.type : event._tag}, ${now})
               ON CONFLICT DO NOTHING RETURNING event_key`
-          if (fresh.length === 0) return ack(true)
-          const applied = yield* payments.applyEvent(org, provider as ProviderName, enriched)
-          return ack(!applied)
-        })).pipe(Effect.orDie)
+              if (fresh.length === 0) return ack(true)
+              const applied = yield* payments.applyEvent(org, provider as ProviderName, enriched)
+              return ack(!applied)
+            })
+          )
+          .pipe(Effect.orDie)
         // Paystack saves a card through a small real charge: give it back once the card is saved.
         if (
-          !result.skipped && enriched._tag === "PaymentSucceeded" && enriched.metadata.purpose === "setup" &&
+          !result.skipped &&
+          enriched._tag === "PaymentSucceeded" &&
+          enriched.metadata.purpose === "setup" &&
           enriched.amount > 0
         ) {
-          yield* adapter.refund(resolved.account, enriched.reference, null).pipe(
-            Effect.catchAll((e) => Effect.logWarning("setup charge refund failed", { provider, reason: e.reason }))
-          )
+          yield* adapter
+            .refund(resolved.account, enriched.reference, null)
+            .pipe(
+              Effect.catchAll((e) => Effect.logWarning("setup charge refund failed", { provider, reason: e.reason }))
+            )
         }
         return result
       })

@@ -7,7 +7,7 @@ import { PaymentEffects } from "../payments/Payments.ts"
 /** What each kind of confirmed payment does, wired to the features that own the paid-for objects. */
 export const PaymentEffectsLive = Layer.effect(
   PaymentEffects,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const subscriptions = yield* Subscriptions
     const addons = yield* Addons
     const invoices = yield* Invoices
@@ -16,7 +16,7 @@ export const PaymentEffectsLive = Layer.effect(
         subscription: (org, paid) => subscriptions.activate(org, paid.targetId),
         addon: (org, paid) => Effect.as(addons.grant(org, paid.customerId, paid.targetId, paid.quantity), true),
         invoice: (org, paid) =>
-          Effect.gen(function*() {
+          Effect.gen(function* () {
             // Locked as a claim would: a second payment arriving for a paid or voided invoice is not applied.
             if (!(yield* invoices.lockPayable(org, paid.targetId))) return false
             const invoice = yield* invoices.markPaid(org, paid.targetId, paid.amount, yield* Clock.currentTimeMillis)
@@ -33,7 +33,10 @@ export const PaymentEffectsLive = Layer.effect(
       refunded: {
         addon: (org, r) =>
           Effect.asVoid(
-            addons.takeBack(org, r.customerId, r.targetId, r.quantity, { refunded: BigInt(r.refunded), paid: BigInt(r.amount) })
+            addons.takeBack(org, r.customerId, r.targetId, r.quantity, {
+              refunded: BigInt(r.refunded),
+              paid: BigInt(r.amount)
+            })
           )
       }
     }

@@ -7,7 +7,10 @@ import { Subscriptions } from "../subscriptions/Subscriptions.ts"
 export const SubscriptionHooksLive = Layer.mergeAll(
   Layer.effect(
     CustomerCreatedHook,
-    Effect.map(Subscriptions, (s) => (organizationId, customer, now) => s.attachAutoEnabled(organizationId, customer, now))
+    Effect.map(
+      Subscriptions,
+      (s) => (organizationId, customer, now) => s.attachAutoEnabled(organizationId, customer, now)
+    )
   ),
   Layer.effect(
     PlansAutoEnabledHook,

@@ -17,12 +17,23 @@ import { deliveryDatabases } from "./support.ts"
  */
 const DAY = 86_400_000
 const catalog = {
-  features: [{ slug: "tokens", name: "Tokens", type: "metered" }, { slug: "gen", name: "Gen", type: "metered" }],
+  features: [
+    { slug: "tokens", name: "Tokens", type: "metered" },
+    { slug: "gen", name: "Gen", type: "metered" }
+  ],
   creditSystems: [{ slug: "cr", name: "Credits", features: [{ feature: "gen", creditCost: 1 }] }],
   creditPacks: [{ slug: "pk", name: "Pack", credits: 10, price: 100, currency: "NGN", creditSystem: "cr" }],
   plans: [
     { slug: "free", name: "Free", autoEnable: true, currency: "NGN", features: [{ slug: "tokens", limit: 10 }] },
-    { slug: "pro", name: "Pro", price: 300000, currency: "NGN", interval: "monthly", planGroup: "paid", features: [{ slug: "tokens", limit: 100 }] }
+    {
+      slug: "pro",
+      name: "Pro",
+      price: 300000,
+      currency: "NGN",
+      interval: "monthly",
+      planGroup: "paid",
+      features: [{ slug: "tokens", limit: 100 }]
+    }
   ]
 }
 
@@ -55,11 +66,16 @@ for (const database of deliveryDatabases()) {
       /** The customer's events, oldest first. */
       const events = async () => {
         const response = await server.fetch("/v1/events?customer=sub&limit=100", { apiKey: org.apiKey })
-        const body = await response.json() as any
+        const body = (await response.json()) as any
         expect(body.hasMore).toBe(false)
         return (body.data as Array<any>).reverse()
       }
-      return { org, customerId: customer.body.id as string, subscriptionId: attached.body.subscription.id as string, events }
+      return {
+        org,
+        customerId: customer.body.id as string,
+        subscriptionId: attached.body.subscription.id as string,
+        events
+      }
     }
 
     test("customer, subscription, checkout and a paid renewal", async () => {
@@ -91,8 +107,14 @@ for (const database of deliveryDatabases()) {
       const start = (await events()).length
       clock.advance(32 * DAY)
       await runDue()
-      const declined = (await events()).slice(start).filter((e) => e.data.id === subscriptionId || e.type.startsWith("invoice."))
-      expect(declined.map((e) => e.type)).toEqual(["invoice.created", "invoice.payment_failed", "subscription.past_due"])
+      const declined = (await events())
+        .slice(start)
+        .filter((e) => e.data.id === subscriptionId || e.type.startsWith("invoice."))
+      expect(declined.map((e) => e.type)).toEqual([
+        "invoice.created",
+        "invoice.payment_failed",
+        "subscription.past_due"
+      ])
       expect(declined[2].data).toMatchObject({ id: subscriptionId, status: "past_due" })
       // The daily retry fails again: the invoice's failure again, the subscription's notice not.
       clock.advance(DAY + 60_000)
@@ -112,44 +134,83 @@ for (const database of deliveryDatabases()) {
       const bought = await post(server, org.apiKey, "/v1/addon", { customer: "sub", pack: "pk", quantity: 2 })
       expect(bought.body.requiresCheckout).toBe(false)
       await server.run(Effect.flatMap(Credits, (c) => c.grant(org.id, "sub", "cr", 5, "bonus")))
-      const wallet = await (await server.fetch("/v1/wallet?customer=sub", { apiKey: org.apiKey })).json() as any
-      expect((await post(server, org.apiKey, "/v1/wallet/remove", { customer: "sub", id: wallet.paymentMethods[0].id })).status).toBe(200)
+      const wallet = (await (await server.fetch("/v1/wallet?customer=sub", { apiKey: org.apiKey })).json()) as any
+      expect(
+        (await post(server, org.apiKey, "/v1/wallet/remove", { customer: "sub", id: wallet.paymentMethods[0].id }))
+          .status
+      ).toBe(200)
       // Canceled at period end: announced when the period ends, not now.
       expect((await post(server, org.apiKey, `/v1/subscriptions/${subscriptionId}/cancel`, {})).status).toBe(200)
       const later = (await events()).slice(start)
       expect(later.map((e) => e.type)).toEqual(["credits.purchased", "credits.granted", "payment_method.removed"])
-      expect(later[0].data).toMatchObject({ customer: customerId, creditSystem: "cr", amount: 20, kind: "purchased", balance: 20 })
+      expect(later[0].data).toMatchObject({
+        customer: customerId,
+        creditSystem: "cr",
+        amount: 20,
+        kind: "purchased",
+        balance: 20
+      })
       expect(later[1].data).toEqual({ customer: customerId, creditSystem: "cr", amount: 5, kind: "bonus", balance: 5 })
       expect(later[2].data).toMatchObject({ id: wallet.paymentMethods[0].id, customerId, reason: "removed" })
 
       // The pack's payment is refunded in part, then disputed (as a provider's webhook would report them).
-      const [payment] = await server.run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql<{ reference: string }>`SELECT reference FROM payments WHERE organization_id = ${org.id} AND purpose = 'addon'`).pipe(Effect.orDie))
+      const [payment] = await server.run(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            sql<{
+              reference: string
+            }>`SELECT reference FROM payments WHERE organization_id = ${org.id} AND purpose = 'addon'`
+        ).pipe(Effect.orDie)
+      )
       const apply = (event: ProviderEvent) =>
-        server.run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-          sql.withTransaction(Effect.flatMap(Payments, (p) => p.applyEvent(org.id, "simulated", event)))).pipe(Effect.orDie))
-      expect(await apply({
-        _tag: "Refunded",
-        eventKey: "r1",
-        reference: payment!.reference,
-        providerPaymentId: null,
-        cause: "refund",
-        reversalKey: "re_1",
-        amount: 50,
-        cumulative: false,
-        currency: "NGN",
-        metadata: {}
-      })).toBe(true)
-      expect(await apply({ _tag: "Disputed", eventKey: "d1", reference: payment!.reference, providerPaymentId: null, metadata: {} })).toBe(true)
+        server.run(
+          Effect.flatMap(SqlClient.SqlClient, (sql) =>
+            sql.withTransaction(Effect.flatMap(Payments, (p) => p.applyEvent(org.id, "simulated", event)))
+          ).pipe(Effect.orDie)
+        )
+      expect(
+        await apply({
+          _tag: "Refunded",
+          eventKey: "r1",
+          reference: payment!.reference,
+          providerPaymentId: null,
+          cause: "refund",
+          reversalKey: "re_1",
+          amount: 50,
+          cumulative: false,
+          currency: "NGN",
+          metadata: {}
+        })
+      ).toBe(true)
+      expect(
+        await apply({
+          _tag: "Disputed",
+          eventKey: "d1",
+          reference: payment!.reference,
+          providerPaymentId: null,
+          metadata: {}
+        })
+      ).toBe(true)
       const money = (await events()).slice(start + 3)
       expect(money.map((e) => e.type)).toEqual(["payment.refunded", "payment.disputed"])
-      expect(money[0].data).toMatchObject({ reference: payment!.reference, customerId, purpose: "addon", amount: 200, amountRefunded: 50, refunded: 50, cause: "refund" })
+      expect(money[0].data).toMatchObject({
+        reference: payment!.reference,
+        customerId,
+        purpose: "addon",
+        amount: 200,
+        amountRefunded: 50,
+        refunded: 50,
+        cause: "refund"
+      })
       expect(money[1].data).toMatchObject({ reference: payment!.reference, disputed: true })
 
       // The period ends: the canceled subscription is announced by the worker that ends it.
       clock.advance(32 * DAY)
       await runDue()
-      expect((await events()).filter((e) => e.type === "subscription.canceled").map((e) => e.data.id)).toEqual([subscriptionId])
+      expect((await events()).filter((e) => e.type === "subscription.canceled").map((e) => e.data.id)).toEqual([
+        subscriptionId
+      ])
     })
   })
 }

@@ -56,15 +56,19 @@ if (serverUrl) {
         body: JSON.stringify(body)
       })
       expect(response.status).toBe(200)
-      return await response.json() as any
+      return (await response.json()) as any
     }
     const eventOf = async (externalId: string) => {
-      const rows = await db.query(`SELECT e.id FROM outbound_events e JOIN customers c ON c.organization_id = e.organization_id
-        AND c.id = e.customer_id WHERE c.external_id = $1 AND e.type = 'customer.created'`, [externalId])
+      const rows = await db.query(
+        `SELECT e.id FROM outbound_events e JOIN customers c ON c.organization_id = e.organization_id
+        AND c.id = e.customer_id WHERE c.external_id = $1 AND e.type = 'customer.created'`,
+        [externalId]
+      )
       return rows.rows[0]!.id as string
     }
     const deliveryOf = async (eventId: string) =>
-      (await db.query(`SELECT status, attempts, lease_owner FROM webhook_deliveries WHERE event_id = $1`, [eventId])).rows
+      (await db.query(`SELECT status, attempts, lease_owner FROM webhook_deliveries WHERE event_id = $1`, [eventId]))
+        .rows
 
     let endpointSecret = ""
     test("SIGKILL in the middle of an attempt: after a restart the event is delivered, same webhook-id", async () => {
@@ -86,7 +90,10 @@ if (serverUrl) {
       release(200)
 
       await start()
-      await waitUntil(async () => (await deliveryOf(eventId))[0]?.status === "succeeded", "the delivery succeeds after the restart")
+      await waitUntil(
+        async () => (await deliveryOf(eventId))[0]?.status === "succeeded",
+        "the delivery succeeds after the restart"
+      )
       const mine = receiver.received.filter((r) => r.id === eventId)
       expect(mine.length).toBe(2)
       for (const r of mine) expect(r.verified[endpoint.secret]).toBe(true)
@@ -104,7 +111,10 @@ if (serverUrl) {
         ids.push(await eventOf(`pair-${n}`))
       }
       const done = async () => {
-        const rows = await db.query(`SELECT COUNT(*)::int AS n FROM webhook_deliveries WHERE event_id = ANY($1) AND status = 'succeeded'`, [ids])
+        const rows = await db.query(
+          `SELECT COUNT(*)::int AS n FROM webhook_deliveries WHERE event_id = ANY($1) AND status = 'succeeded'`,
+          [ids]
+        )
         return rows.rows[0].n === ids.length
       }
       await waitUntil(done, "every event delivered")
@@ -114,7 +124,9 @@ if (serverUrl) {
       expect(ids.map((id) => counts.get(id) ?? 0)).toEqual(ids.map(() => 1))
       for (const r of received) expect(r.verified[endpointSecret]).toBe(true)
       // One attempt per delivery: no process attempted what the other had claimed.
-      expect((await db.query(`SELECT COUNT(*)::int AS n FROM webhook_attempts WHERE event_id = ANY($1)`, [ids])).rows[0].n).toBe(ids.length)
+      expect(
+        (await db.query(`SELECT COUNT(*)::int AS n FROM webhook_attempts WHERE event_id = ANY($1)`, [ids])).rows[0].n
+      ).toBe(ids.length)
     }, 30_000)
 
     test("SIGTERM: an attempt in flight finishes; one that does not answer is handed back unattempted", async () => {
@@ -143,7 +155,12 @@ if (serverUrl) {
       await next.kill("SIGTERM")
       expect(next.process.exitCode).toBe(0)
       expect(await deliveryOf(handedBack)).toEqual([{ status: "pending", attempts: 0, lease_owner: null }])
-      const [{ due }] = (await db.query(`SELECT next_attempt_at <= $2 AS due FROM webhook_deliveries WHERE event_id = $1`, [handedBack, Date.now()])).rows
+      const [{ due }] = (
+        await db.query(`SELECT next_attempt_at <= $2 AS due FROM webhook_deliveries WHERE event_id = $1`, [
+          handedBack,
+          Date.now()
+        ])
+      ).rows
       expect(due).toBe(true)
       receiver.answer(() => 200)
     }, 30_000)

@@ -8,7 +8,9 @@ import { databases, type Database, type TestServer } from "../support/harness.ts
  * The databases of the delivery tests. The worker claims across organizations (as the renewals worker does), so on
  * PostgreSQL each suite gets a database of its own: other suites' endpoints (example.com) are not its to deliver.
  */
-export const deliveryDatabases = (): ReadonlyArray<Database & { readonly prepare: () => Promise<() => Promise<void>> }> =>
+export const deliveryDatabases = (): ReadonlyArray<
+  Database & { readonly prepare: () => Promise<() => Promise<void>> }
+> =>
   databases().map((db) => {
     if (db.name === "sqlite") return { ...db, prepare: async () => async () => undefined }
     const config: { databaseUrl?: Option.Option<Redacted.Redacted> } = {}
@@ -94,7 +96,8 @@ export const startReceiver = () => {
 export type Receiver = ReturnType<typeof startReceiver>
 
 /** One pass of the delivery worker, awaited. */
-export const deliver = (server: TestServer): Promise<PassReport> => server.run(Effect.flatMap(Deliveries, (d) => d.runOnce))
+export const deliver = (server: TestServer): Promise<PassReport> =>
+  server.run(Effect.flatMap(Deliveries, (d) => d.runOnce))
 
 /** Passes of the worker until `done` holds; bounded (fails after `rounds`), never a timed assertion. */
 export const deliverUntil = async (server: TestServer, done: () => boolean, rounds = 200) => {
@@ -115,11 +118,16 @@ export const waitUntil = async (done: () => boolean | Promise<boolean>, what: st
   throw new Error(`waited in vain: ${what}`)
 }
 
-export const json = async (server: TestServer, apiKey: string, path: string, init: { method?: string; body?: unknown } = {}) => {
+export const json = async (
+  server: TestServer,
+  apiKey: string,
+  path: string,
+  init: { method?: string; body?: unknown } = {}
+) => {
   const response = await server.fetch(path, {
     method: init.method ?? (init.body === undefined ? "GET" : "POST"),
     apiKey,
     ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
   })
-  return { status: response.status, body: await response.json() as any }
+  return { status: response.status, body: (await response.json()) as any }
 }

@@ -40,7 +40,11 @@ describe("the delivery transport", () => {
       "https://[::ffff:7f00:1]/"
     ]) {
       const outcome = await attempt(url, true)
-      expect({ url, status: outcome.status, refused: outcome.error?.startsWith("refused") }).toEqual({ url, status: null, refused: true })
+      expect({ url, status: outcome.status, refused: outcome.error?.startsWith("refused") }).toEqual({
+        url,
+        status: null,
+        refused: true
+      })
     }
     // A name is checked on what the connection resolves it to: localhost is 127.0.0.1 (or ::1).
     const named = await attempt(`https://localhost:${local.port}/`, true)
@@ -74,14 +78,25 @@ describe("endpoints on a live deployment", () => {
 
   test("an http URL or a private address is refused with 400 naming url; a public https URL is taken", async () => {
     const org = await server.createOrg()
-    for (const url of ["http://example.com/hooks", "https://10.0.0.1/hooks", "https://[::ffff:127.0.0.1]/x", "https://localhost/x"]) {
+    for (const url of [
+      "http://example.com/hooks",
+      "https://10.0.0.1/hooks",
+      "https://[::ffff:127.0.0.1]/x",
+      "https://localhost/x"
+    ]) {
       const answer = await json(server, org.apiKey, "/v1/webhook-endpoints", { body: { url } })
-      expect({ url, status: answer.status, code: answer.body.code, path: answer.body.details?.[0]?.path })
-        .toEqual({ url, status: 400, code: "invalid_request", path: "url" })
+      expect({ url, status: answer.status, code: answer.body.code, path: answer.body.details?.[0]?.path }).toEqual({
+        url,
+        status: 400,
+        code: "invalid_request",
+        path: "url"
+      })
     }
     const ok = await json(server, org.apiKey, "/v1/webhook-endpoints", { body: { url: "https://example.com/hooks" } })
     expect(ok.status).toBe(200)
-    const moved = await json(server, org.apiKey, `/v1/webhook-endpoints/${ok.body.id}`, { body: { url: "http://example.com/hooks" } })
+    const moved = await json(server, org.apiKey, `/v1/webhook-endpoints/${ok.body.id}`, {
+      body: { url: "http://example.com/hooks" }
+    })
     expect(moved).toMatchObject({ status: 400, body: { code: "invalid_request" } })
   })
 })

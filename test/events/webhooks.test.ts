@@ -19,7 +19,14 @@ for (const db of deliveryDatabases()) {
       drop = await db.prepare()
       server = await startServer({
         ...db.config,
-        webhooks: { retryScheduleMs: [5, 5, 5, 5], timeoutMs: 2_000, leaseMs: 5_000, pollMs: 20, concurrency: 4, worker: false }
+        webhooks: {
+          retryScheduleMs: [5, 5, 5, 5],
+          timeoutMs: 2_000,
+          leaseMs: 5_000,
+          pollMs: 20,
+          concurrency: 4,
+          worker: false
+        }
       })
       receiver = startReceiver()
     })
@@ -51,17 +58,26 @@ for (const db of deliveryDatabases()) {
       const listed = await json(server, org.apiKey, "/v1/webhook-endpoints")
       expect(listed.body).toEqual({ data: [read.body], hasMore: false })
       // Stored encrypted, like provider secrets.
-      const [stored] = await server.run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql<{ secret: string }>`SELECT secret FROM webhook_endpoints WHERE organization_id = ${org.id}`).pipe(Effect.orDie))
+      const [stored] = await server.run(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) => sql<{ secret: string }>`SELECT secret FROM webhook_endpoints WHERE organization_id = ${org.id}`
+        ).pipe(Effect.orDie)
+      )
       expect(stored!.secret).not.toContain(org.endpoint.secret.slice(6))
 
-      const customer = await json(server, org.apiKey, "/v1/customers", { body: { id: "ext-1", email: "one@example.com" } })
+      const customer = await json(server, org.apiKey, "/v1/customers", {
+        body: { id: "ext-1", email: "one@example.com" }
+      })
       expect(customer.status).toBe(200)
       const events = await json(server, org.apiKey, "/v1/events")
       expect(events.status).toBe(200)
       expect(events.body.hasMore).toBe(false)
       const [event] = events.body.data
-      expect(event).toMatchObject({ type: "customer.created", data: { id: customer.body.id, externalId: "ext-1", email: "one@example.com" } })
+      expect(event).toMatchObject({
+        type: "customer.created",
+        data: { id: customer.body.id, externalId: "ext-1", email: "one@example.com" }
+      })
       expect(event.id).toStartWith("msg_")
 
       const before = receiver.received.length
@@ -74,7 +90,16 @@ for (const db of deliveryDatabases()) {
       // The events API answers the event as it was delivered.
       expect((await json(server, org.apiKey, `/v1/events/${event.id}`)).body).toEqual(event)
       const attempts = await json(server, org.apiKey, `/v1/webhook-endpoints/${org.endpoint.id}/deliveries`)
-      expect(attempts.body.data).toMatchObject([{ eventId: event.id, eventType: "customer.created", attempt: 1, status: "succeeded", responseStatus: 200, responseBody: "ok" }])
+      expect(attempts.body.data).toMatchObject([
+        {
+          eventId: event.id,
+          eventType: "customer.created",
+          attempt: 1,
+          status: "succeeded",
+          responseStatus: 200,
+          responseBody: "ok"
+        }
+      ])
       expect(attempts.body.data[0].nextAttemptAt).toBeUndefined()
       // Nothing left to do: a second pass sends nothing again.
       const again = receiver.received.length
@@ -102,7 +127,8 @@ for (const db of deliveryDatabases()) {
           expect(r.verified[org.endpoint.secret]).toBe(true)
           expect(r.event).toEqual(event)
         }
-        const attempts = (await json(server, org.apiKey, `/v1/webhook-endpoints/${org.endpoint.id}/deliveries`)).body.data
+        const attempts = (await json(server, org.apiKey, `/v1/webhook-endpoints/${org.endpoint.id}/deliveries`)).body
+          .data
         expect(attempts.map((a: any) => [a.attempt, a.status, a.responseStatus])).toEqual([
           [4, "succeeded", 200],
           [3, "failed", 500],
@@ -127,7 +153,8 @@ for (const db of deliveryDatabases()) {
       try {
         await json(server, org.apiKey, "/v1/customers", { body: { id: "fail-1", email: "fail@example.com" } })
         const [event] = (await json(server, org.apiKey, "/v1/events")).body.data
-        const attemptsOf = async () => (await json(server, org.apiKey, `/v1/webhook-endpoints/${org.endpoint.id}/deliveries?limit=100`)).body.data
+        const attemptsOf = async () =>
+          (await json(server, org.apiKey, `/v1/webhook-endpoints/${org.endpoint.id}/deliveries?limit=100`)).body.data
         for (let i = 0; i < 100 && (await attemptsOf()).length < 5; i++) {
           await deliver(server)
           await Bun.sleep(10)
@@ -166,22 +193,32 @@ for (const db of deliveryDatabases()) {
       // Every delivery of A's event verifies with A's secret only.
       expect(toA[0]!.verified[b.endpoint.secret]).toBe(false)
       expect((await json(server, b.apiKey, "/v1/events")).body).toEqual({ data: [], hasMore: false })
-      expect(await json(server, b.apiKey, `/v1/events/${event.id}`)).toMatchObject({ status: 404, body: { code: "not_found" } })
+      expect(await json(server, b.apiKey, `/v1/events/${event.id}`)).toMatchObject({
+        status: 404,
+        body: { code: "not_found" }
+      })
       expect((await json(server, b.apiKey, `/v1/webhook-endpoints/${b.endpoint.id}/deliveries`)).body.data).toEqual([])
-      for (const path of [`/v1/webhook-endpoints/${a.endpoint.id}`, `/v1/webhook-endpoints/${a.endpoint.id}/deliveries`]) {
+      for (const path of [
+        `/v1/webhook-endpoints/${a.endpoint.id}`,
+        `/v1/webhook-endpoints/${a.endpoint.id}/deliveries`
+      ]) {
         expect(await json(server, b.apiKey, path)).toMatchObject({ status: 404, body: { code: "not_found" } })
       }
-      expect(await json(server, b.apiKey, `/v1/events/${event.id}/resend`, { body: { endpoint: b.endpoint.id } }))
-        .toMatchObject({ status: 404, body: { code: "not_found" } })
-      expect(await json(server, a.apiKey, `/v1/events/${event.id}/resend`, { body: { endpoint: b.endpoint.id } }))
-        .toMatchObject({ status: 404, body: { code: "not_found" } })
+      expect(
+        await json(server, b.apiKey, `/v1/events/${event.id}/resend`, { body: { endpoint: b.endpoint.id } })
+      ).toMatchObject({ status: 404, body: { code: "not_found" } })
+      expect(
+        await json(server, a.apiKey, `/v1/events/${event.id}/resend`, { body: { endpoint: b.endpoint.id } })
+      ).toMatchObject({ status: 404, body: { code: "not_found" } })
     })
 
     test("a change that rolls back emits nothing", async () => {
       const org = await newOrg()
       // The customer's insert and its event are written, then the creation fails inside its transaction.
       const failed = await server.run(
-        Effect.flatMap(Customers, (c) => c.findOrCreate(org.id, { externalId: "rolled-back", email: "rb@example.com" }, Date.now())).pipe(
+        Effect.flatMap(Customers, (c) =>
+          c.findOrCreate(org.id, { externalId: "rolled-back", email: "rb@example.com" }, Date.now())
+        ).pipe(
           Effect.provideService(CustomerCreatedHook, () => Effect.die(new Error("the plans could not be attached"))),
           Effect.exit
         )
@@ -196,7 +233,9 @@ for (const db of deliveryDatabases()) {
 
     test("rotation: for 24 h every delivery carries the new secret's signature and the old one's", async () => {
       const org = await newOrg()
-      const rotated = await json(server, org.apiKey, `/v1/webhook-endpoints/${org.endpoint.id}/rotate-secret`, { body: {} })
+      const rotated = await json(server, org.apiKey, `/v1/webhook-endpoints/${org.endpoint.id}/rotate-secret`, {
+        body: {}
+      })
       expect(rotated.status).toBe(200)
       expect(rotated.body.secret).toStartWith("whsec_")
       expect(rotated.body.secret).not.toBe(org.endpoint.secret)
@@ -212,19 +251,30 @@ for (const db of deliveryDatabases()) {
 
     test("endpoint management: partial update, type filter, disable, delete; unknown types 400, unknown ids 404", async () => {
       const org = await newOrg()
-      const bad = await json(server, org.apiKey, "/v1/webhook-endpoints", { body: { url: receiver.url, events: ["customer.created", "customer.exploded"] } })
+      const bad = await json(server, org.apiKey, "/v1/webhook-endpoints", {
+        body: { url: receiver.url, events: ["customer.created", "customer.exploded"] }
+      })
       expect(bad).toMatchObject({ status: 400, body: { code: "invalid_request" } })
       expect(JSON.stringify(bad.body.details)).toContain("events")
-      expect(await json(server, org.apiKey, "/v1/webhook-endpoints", { body: { url: "ftp://example.com" } }))
-        .toMatchObject({ status: 400, body: { code: "invalid_request" } })
-      expect(await json(server, org.apiKey, "/v1/events?type=nope")).toMatchObject({ status: 400, body: { code: "invalid_request" } })
+      expect(
+        await json(server, org.apiKey, "/v1/webhook-endpoints", { body: { url: "ftp://example.com" } })
+      ).toMatchObject({ status: 400, body: { code: "invalid_request" } })
+      expect(await json(server, org.apiKey, "/v1/events?type=nope")).toMatchObject({
+        status: 400,
+        body: { code: "invalid_request" }
+      })
       for (const path of ["/v1/webhook-endpoints/whe_nope", "/v1/events/msg_nope"]) {
         expect(await json(server, org.apiKey, path)).toMatchObject({ status: 404, body: { code: "not_found" } })
       }
-      expect(await json(server, org.apiKey, "/v1/events?customer=nobody")).toMatchObject({ status: 404, body: { code: "customer_not_found" } })
+      expect(await json(server, org.apiKey, "/v1/events?customer=nobody")).toMatchObject({
+        status: 404,
+        body: { code: "customer_not_found" }
+      })
 
       const id = org.endpoint.id
-      const updated = await json(server, org.apiKey, `/v1/webhook-endpoints/${id}`, { body: { events: ["invoice.paid"], description: null } })
+      const updated = await json(server, org.apiKey, `/v1/webhook-endpoints/${id}`, {
+        body: { events: ["invoice.paid"], description: null }
+      })
       expect(updated.status).toBe(200)
       expect(updated.body).toMatchObject({ id, url: receiver.url, events: ["invoice.paid"], enabled: true })
       expect(updated.body.description).toBeUndefined()
@@ -234,17 +284,22 @@ for (const db of deliveryDatabases()) {
       await deliver(server)
       expect(receiver.received.filter((r) => r.id === event.id)).toEqual([])
       // Resend naming it sends anyway: the vendor asked for it.
-      expect((await json(server, org.apiKey, `/v1/events/${event.id}/resend`, { body: { endpoint: id } })).body.endpoints).toEqual([id])
+      expect(
+        (await json(server, org.apiKey, `/v1/events/${event.id}/resend`, { body: { endpoint: id } })).body.endpoints
+      ).toEqual([id])
       await deliver(server)
       expect(receiver.received.filter((r) => r.id === event.id).length).toBe(1)
 
-      const disabled = await json(server, org.apiKey, `/v1/webhook-endpoints/${id}`, { body: { enabled: false, events: null } })
+      const disabled = await json(server, org.apiKey, `/v1/webhook-endpoints/${id}`, {
+        body: { enabled: false, events: null }
+      })
       expect(disabled.body.enabled).toBe(false)
       expect(disabled.body.events).toContain("customer.created")
       expect((await json(server, org.apiKey, `/v1/events/${event.id}/resend`, { body: {} })).body.endpoints).toEqual([])
 
       // Pages: newest first, with a cursor.
-      for (const n of [1, 2, 3]) await json(server, org.apiKey, "/v1/customers", { body: { id: `page-${n}`, email: `page-${n}@example.com` } })
+      for (const n of [1, 2, 3])
+        await json(server, org.apiKey, "/v1/customers", { body: { id: `page-${n}`, email: `page-${n}@example.com` } })
       const first = await json(server, org.apiKey, "/v1/events?limit=2")
       expect(first.body.data.length).toBe(2)
       expect(first.body.hasMore).toBe(true)
@@ -253,7 +308,10 @@ for (const db of deliveryDatabases()) {
       const byCustomer = await json(server, org.apiKey, "/v1/events?customer=page-2@example.com")
       expect(byCustomer.body.data.map((e: any) => e.data.externalId)).toEqual(["page-2"])
 
-      expect(await json(server, org.apiKey, `/v1/webhook-endpoints/${id}`, { method: "DELETE" })).toEqual({ status: 200, body: { id, deleted: true } })
+      expect(await json(server, org.apiKey, `/v1/webhook-endpoints/${id}`, { method: "DELETE" })).toEqual({
+        status: 200,
+        body: { id, deleted: true }
+      })
       expect(await json(server, org.apiKey, `/v1/webhook-endpoints/${id}`)).toMatchObject({ status: 404 })
       expect(await json(server, org.apiKey, `/v1/webhook-endpoints/${id}/deliveries`)).toMatchObject({ status: 404 })
     })

@@ -45,25 +45,32 @@ if (serverUrl) {
           headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", ...headers },
           body: JSON.stringify(body)
         })
-        return { status: response.status, body: await response.json() as any }
+        return { status: response.status, body: (await response.json()) as any }
       }
       const synced = await call(service.baseUrl, "/v1/sync", {
-        features: [{ slug: "calls", name: "Calls", type: "metered" }, { slug: "tokens", name: "Tokens", type: "metered" }],
-        plans: [{
-          slug: "free",
-          name: "Free",
-          autoEnable: true,
-          currency: "NGN",
-          features: [
-            { slug: "calls", limit: null, reset: "none" },
-            // A small allowance, then billed overage: both balance columns move.
-            { slug: "tokens", limit: 40, reset: "none", overage: "charge", overagePrice: 1 }
-          ]
-        }]
+        features: [
+          { slug: "calls", name: "Calls", type: "metered" },
+          { slug: "tokens", name: "Tokens", type: "metered" }
+        ],
+        plans: [
+          {
+            slug: "free",
+            name: "Free",
+            autoEnable: true,
+            currency: "NGN",
+            features: [
+              { slug: "calls", limit: null, reset: "none" },
+              // A small allowance, then billed overage: both balance columns move.
+              { slug: "tokens", limit: 40, reset: "none", overage: "charge", overagePrice: 1 }
+            ]
+          }
+        ]
       })
       expect(synced.status).toBe(200)
       for (let c = 0; c < CUSTOMERS; c++) {
-        expect((await call(service.baseUrl, "/v1/customers", { id: `c-${c}`, email: `c-${c}@example.com` })).status).toBe(200)
+        expect(
+          (await call(service.baseUrl, "/v1/customers", { id: `c-${c}`, email: `c-${c}@example.com` })).status
+        ).toBe(200)
       }
 
       /** Request n: always the same body under the same key, so a retry is the same request. */
@@ -150,7 +157,8 @@ if (serverUrl) {
 
       // The API agrees: usage of the unlimited feature is the sum of the acknowledged values.
       for (let c = 0; c < CUSTOMERS; c++) {
-        const expected = [...acknowledged].filter((n) => n % CUSTOMERS === c && featureOf(n) === "calls")
+        const expected = [...acknowledged]
+          .filter((n) => n % CUSTOMERS === c && featureOf(n) === "calls")
           .reduce((sum, n) => sum + (n % 5) + 1, 0)
         const check = await call(service.baseUrl, "/v1/check", { customer: `c-${c}`, feature: "calls", value: 0 })
         expect({ c, usage: check.body.usage }).toEqual({ c, usage: expected })

@@ -35,7 +35,9 @@ const encode = (value: unknown): string => {
   if (value instanceof Dup) return `{${value.entries.map(([k, v]) => `${JSON.stringify(k)}:${encode(v)}`).join(",")}}`
   if (Array.isArray(value)) return `[${value.map(encode).join(",")}]`
   if (value !== null && typeof value === "object") {
-    return `{${Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}:${encode(v)}`).join(",")}}`
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${JSON.stringify(k)}:${encode(v)}`)
+      .join(",")}}`
   }
   return JSON.stringify(value) ?? "null"
 }
@@ -50,8 +52,7 @@ interface Document {
   components: { schemas: Record<string, Node> }
 }
 
-const refName = (node: Node | undefined): string | undefined =>
-  (node?.$ref ?? node?.allOf?.[0]?.$ref)?.split("/").pop()
+const refName = (node: Node | undefined): string | undefined => (node?.$ref ?? node?.allOf?.[0]?.$ref)?.split("/").pop()
 
 const deref = (doc: Document, node: Node | undefined): Node => {
   if (node === undefined) return {}
@@ -79,7 +80,21 @@ const junk = [
   fc.dictionary(fc.string({ maxLength: 6 }), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 }),
   deepNesting
 ]
-const nanLike = fc.constantFrom("NaN", "Infinity", "-Infinity", "1e999", "0x10", "1_000", "", " 1", "１", "+1", "∞", "1,5", "12abc")
+const nanLike = fc.constantFrom(
+  "NaN",
+  "Infinity",
+  "-Infinity",
+  "1e999",
+  "0x10",
+  "1_000",
+  "",
+  " 1",
+  "１",
+  "+1",
+  "∞",
+  "1,5",
+  "12abc"
+)
 const unicode = (min: number, max: number) => fc.string({ unit: "grapheme", minLength: min, maxLength: max })
 const hex = (minLength: number, maxLength: number) =>
   fc.string({ unit: fc.constantFrom(..."0123456789abcdef"), minLength, maxLength })
@@ -123,10 +138,20 @@ const invalidFor = (doc: Document, raw: Node, field?: string): fc.Arbitrary<unkn
         options.push(unicode(0, 40).filter((s) => !pattern.test(s)))
       }
       if (name === "Url") {
-        options.push(fc.constantFrom("not a url", "javascript:alert(1)", "ftp://example.com/", "//example.com/x", "data:text/html,x"))
+        options.push(
+          fc.constantFrom(
+            "not a url",
+            "javascript:alert(1)",
+            "ftp://example.com/",
+            "//example.com/x",
+            "data:text/html,x"
+          )
+        )
       }
       if (name === "Email") {
-        options.push(fc.constantFrom("plainaddress", "a@b", "@example.com", "a b@example.com", "ａ＠ｂ．ｃｏ", "a@b.c\u0000"))
+        options.push(
+          fc.constantFrom("plainaddress", "a@b", "@example.com", "a b@example.com", "ａ＠ｂ．ｃｏ", "a@b.c\u0000")
+        )
       }
       return fc.oneof(...options, ...extra)
     }
@@ -158,16 +183,32 @@ const invalidFor = (doc: Document, raw: Node, field?: string): fc.Arbitrary<unkn
         options.push(fc.constantFrom(0.1234567, 1.0000001, 1e-7))
       }
       if (node.type === "integer") {
-        options.push(fc.integer({ min: 1, max: 1_000_000 }).map((n) => n + 0.5), fc.constant(2 ** 53 + 2))
+        options.push(
+          fc.integer({ min: 1, max: 1_000_000 }).map((n) => n + 0.5),
+          fc.constant(2 ** 53 + 2)
+        )
       }
       return fc.oneof(...options, ...extra)
     }
     case "boolean":
       return fc.oneof(fc.constantFrom("true", "false", 1, 0, "yes"), ...junk, ...nul, ...extra)
     case "object":
-      return fc.oneof(unicode(0, 10), fc.integer(), fc.array(fc.integer(), { maxLength: 3 }), fc.boolean(), deepNesting, ...nul)
+      return fc.oneof(
+        unicode(0, 10),
+        fc.integer(),
+        fc.array(fc.integer(), { maxLength: 3 }),
+        fc.boolean(),
+        deepNesting,
+        ...nul
+      )
     case "array":
-      return fc.oneof(unicode(0, 10), fc.integer(), fc.dictionary(fc.string({ maxLength: 5 }), fc.integer(), { maxKeys: 2 }), fc.boolean(), ...nul)
+      return fc.oneof(
+        unicode(0, 10),
+        fc.integer(),
+        fc.dictionary(fc.string({ maxLength: 5 }), fc.integer(), { maxKeys: 2 }),
+        fc.boolean(),
+        ...nul
+      )
     default:
       return undefined
   }
@@ -176,7 +217,12 @@ const invalidFor = (doc: Document, raw: Node, field?: string): fc.Arbitrary<unkn
 type Path = ReadonlyArray<string | number>
 
 /** Every position in `value` (a valid body) with the schema that applies there. */
-const positions = (doc: Document, schema: Node, value: unknown, path: Path = []): Array<{ path: Path; schema: Node }> => {
+const positions = (
+  doc: Document,
+  schema: Node,
+  value: unknown,
+  path: Path = []
+): Array<{ path: Path; schema: Node }> => {
   const here = [{ path, schema }]
   const node = nonNull(doc, schema).node
   if (Array.isArray(value) && node.type === "array" && value.length > 0) {
@@ -248,50 +294,61 @@ const validFor = (doc: Document, raw: Node): unknown => {
 const fuzzCatalog = {
   defaultProvider: "simulated",
   features: [{ slug: "fz-feature", name: "Fuzz", type: "metered", meterType: "consumable", unit: "u" }],
-  creditSystems: [{ slug: "fz-credits", name: "Fuzz credits", description: "d", features: [{ feature: "fz-feature", creditCost: 2 }] }],
-  creditPacks: [{
-    slug: "fz-pack",
-    name: "Pack",
-    description: "d",
-    credits: 10,
-    price: 100,
-    currency: "NGN",
-    creditSystem: "fz-credits",
-    provider: "simulated",
-    metadata: {},
-    isActive: true
-  }],
-  plans: [{
-    slug: "fz-plan",
-    name: "Plan",
-    description: "d",
-    price: 1000,
-    currency: "NGN",
-    interval: "monthly",
-    billingType: "recurring",
-    autoEnable: false,
-    isAddon: false,
-    planGroup: "fz",
-    trialDays: 0,
-    provider: "simulated",
-    metadata: {},
-    features: [{
-      slug: "fz-feature",
-      enabled: true,
-      limit: 10,
-      trialLimit: 1,
-      reset: "monthly",
-      usageModel: "usage_based",
-      ratingModel: "graduated",
-      pricePerUnit: 1,
-      billingUnits: 1,
-      tiers: [{ upTo: 5, unitPrice: 1, flatFee: 0 }, { upTo: null, unitPrice: 2, flatFee: 1 }],
-      overage: "charge",
-      overagePrice: 1,
-      maxOverageUnits: 5,
-      creditCost: 1
-    }]
-  }]
+  creditSystems: [
+    { slug: "fz-credits", name: "Fuzz credits", description: "d", features: [{ feature: "fz-feature", creditCost: 2 }] }
+  ],
+  creditPacks: [
+    {
+      slug: "fz-pack",
+      name: "Pack",
+      description: "d",
+      credits: 10,
+      price: 100,
+      currency: "NGN",
+      creditSystem: "fz-credits",
+      provider: "simulated",
+      metadata: {},
+      isActive: true
+    }
+  ],
+  plans: [
+    {
+      slug: "fz-plan",
+      name: "Plan",
+      description: "d",
+      price: 1000,
+      currency: "NGN",
+      interval: "monthly",
+      billingType: "recurring",
+      autoEnable: false,
+      isAddon: false,
+      planGroup: "fz",
+      trialDays: 0,
+      provider: "simulated",
+      metadata: {},
+      features: [
+        {
+          slug: "fz-feature",
+          enabled: true,
+          limit: 10,
+          trialLimit: 1,
+          reset: "monthly",
+          usageModel: "usage_based",
+          ratingModel: "graduated",
+          pricePerUnit: 1,
+          billingUnits: 1,
+          tiers: [
+            { upTo: 5, unitPrice: 1, flatFee: 0 },
+            { upTo: null, unitPrice: 2, flatFee: 1 }
+          ],
+          overage: "charge",
+          overagePrice: 1,
+          maxOverageUnits: 5,
+          creditCost: 1
+        }
+      ]
+    }
+  ]
 }
 
 interface Valid {
@@ -305,8 +362,14 @@ const basesFor = (w: World): Record<string, Valid> => {
   const p = w.prefix
   const back = "https://example.com/back"
   return {
-    "POST /v1/customers": { path: {}, body: { id: "fz-new", email: "fz-new@example.com", name: "New", metadata: { a: 1 } } },
-    "GET /v1/customers": { path: {}, query: { limit: "10", offset: "0", search: "fz", email: "a@b.co", externalId: "x" } },
+    "POST /v1/customers": {
+      path: {},
+      body: { id: "fz-new", email: "fz-new@example.com", name: "New", metadata: { a: 1 } }
+    },
+    "GET /v1/customers": {
+      path: {},
+      query: { limit: "10", offset: "0", search: "fz", email: "a@b.co", externalId: "x" }
+    },
     "GET /v1/customers/{id}": { path: { id: c1 } },
     "POST /v1/customers/overage-limit": {
       path: {},
@@ -329,12 +392,25 @@ const basesFor = (w: World): Record<string, Valid> => {
     },
     "POST /v1/track": {
       path: {},
-      body: { customer: c1, feature: `${p}tokens`, value: 1, customerData: { email: "cd@example.com" }, metadata: { k: "v" } }
+      body: {
+        customer: c1,
+        feature: `${p}tokens`,
+        value: 1,
+        customerData: { email: "cd@example.com" },
+        metadata: { k: "v" }
+      }
     },
     "POST /v1/sync": { path: {}, body: fuzzCatalog },
     "POST /v1/entities": {
       path: {},
-      body: { customer: c1, feature: `${p}seats`, entity: "fz-seat", name: "Seat", email: "seat@example.com", metadata: {} }
+      body: {
+        customer: c1,
+        feature: `${p}seats`,
+        entity: "fz-seat",
+        name: "Seat",
+        email: "seat@example.com",
+        metadata: {}
+      }
     },
     "POST /v1/entities/remove": { path: {}, body: { customer: c1, feature: `${p}seats`, entity: w.entity } },
     "POST /v1/attach": {
@@ -407,16 +483,20 @@ const invalidParam = (doc: Document, param: Node): fc.Arbitrary<string | Readonl
     const pattern = new RegExp(schema.pattern)
     options.push(unicode(0, 20).filter((s) => !pattern.test(s)))
   }
-  if (param.name === "from" || param.name === "to") options.push(fc.constantFrom("2024-02-30", "0000-00-00", "2024-13-01", "1969-12-31"))
+  if (param.name === "from" || param.name === "to")
+    options.push(fc.constantFrom("2024-02-30", "0000-00-00", "2024-13-01", "1969-12-31"))
   if (param.name === "timezone") {
-    options.push(unicode(1, 30).filter((s) => {
-      try {
-        new Intl.DateTimeFormat("en", { timeZone: s })
-        return false
-      } catch {
-        return true
-      }
-    }), fc.constantFrom("+05:30", "UTC+1", "Mars/Olympus"))
+    options.push(
+      unicode(1, 30).filter((s) => {
+        try {
+          new Intl.DateTimeFormat("en", { timeZone: s })
+          return false
+        } catch {
+          return true
+        }
+      }),
+      fc.constantFrom("+05:30", "UTC+1", "Mars/Olympus")
+    )
   }
   return fc.oneof(...options)
 }
@@ -435,7 +515,23 @@ const fill = (template: string, values: Record<string, string>) =>
 const hostilePathValue = fc.oneof(
   unicode(1, 40),
   // (A "." or ".." segment is resolved away by the client's URL parser, so it never reaches the service.)
-  fc.constantFrom("...", "..%2F", "%", "%2F", "a/b", "null", "undefined", "0", "-1", "NaN", "' OR 1=1 --", "\u0000", " ", "😀", "ℌ𝔢𝔩𝔩𝔬"),
+  fc.constantFrom(
+    "...",
+    "..%2F",
+    "%",
+    "%2F",
+    "a/b",
+    "null",
+    "undefined",
+    "0",
+    "-1",
+    "NaN",
+    "' OR 1=1 --",
+    "\u0000",
+    " ",
+    "😀",
+    "ℌ𝔢𝔩𝔩𝔬"
+  ),
   fc.integer({ min: 300, max: 6000 }).map((n) => "x".repeat(n))
 )
 
@@ -456,7 +552,12 @@ const expectErrorBody = async (response: Response, context: string) => {
   } catch {
     fail("body is not JSON")
   }
-  if (body.success !== false || typeof body.error !== "string" || typeof body.code !== "string" || typeof body.message !== "string") {
+  if (
+    body.success !== false ||
+    typeof body.error !== "string" ||
+    typeof body.code !== "string" ||
+    typeof body.message !== "string"
+  ) {
     fail("not the error body")
   }
   const extra = Object.keys(body).filter((k) => !["success", "error", "code", "message", "details"].includes(k))
@@ -483,12 +584,23 @@ for (const database of databases()) {
       server = await startServer(database.config)
       world = await buildWorld(server, { prefix: "h-", payments: true })
       // Provider accounts of its own, so webhook signature checks of every kind run (after the world's payments).
-      await server.run(Effect.flatMap(ProviderAccounts, (accounts) =>
-        Effect.all([
-          accounts.set(world.org.id, "paystack", { secretKey: "sk_test_hostile", webhookSecret: null, baseUrl: "http://127.0.0.1:9" }),
-          accounts.set(world.org.id, "stripe", { secretKey: "sk_test_hostile", webhookSecret: "whsec_hostile", baseUrl: "http://127.0.0.1:9" })
-        ])))
-      doc = await (await server.fetch("/openapi.json")).json() as Document
+      await server.run(
+        Effect.flatMap(ProviderAccounts, (accounts) =>
+          Effect.all([
+            accounts.set(world.org.id, "paystack", {
+              secretKey: "sk_test_hostile",
+              webhookSecret: null,
+              baseUrl: "http://127.0.0.1:9"
+            }),
+            accounts.set(world.org.id, "stripe", {
+              secretKey: "sk_test_hostile",
+              webhookSecret: "whsec_hostile",
+              baseUrl: "http://127.0.0.1:9"
+            })
+          ])
+        )
+      )
+      doc = (await (await server.fetch("/openapi.json")).json()) as Document
     }, 60_000)
     afterAll(() => server.close())
 
@@ -526,14 +638,21 @@ for (const database of databases()) {
         if (valid === undefined) continue
         const target = fill(path, valid.path) + queryString(valid.query ?? {})
         // With a field no schema names: unknown fields are ignored, as the document says (decisions.md §1).
-        const body = typeof valid.body === "object" && valid.body !== null && !Array.isArray(valid.body) ? { ...valid.body, sdkOnlyField: { sent: "by another client" } } : valid.body
+        const body =
+          typeof valid.body === "object" && valid.body !== null && !Array.isArray(valid.body)
+            ? { ...valid.body, sdkOnlyField: { sent: "by another client" } }
+            : valid.body
         const response = await server.fetch(target, {
           method,
           apiKey: twin.org.apiKey,
           ...(body === undefined ? {} : { body: JSON.stringify(body) })
         })
         const text = await response.text()
-        expect({ route, status: response.status, text: response.status < 300 ? "" : text }).toEqual({ route, status: 200, text: "" })
+        expect({ route, status: response.status, text: response.status < 300 ? "" : text }).toEqual({
+          route,
+          status: 200,
+          text: ""
+        })
       }
     }, 60_000)
 
@@ -546,8 +665,14 @@ for (const database of databases()) {
         const url = fill(path, valid.path) + queryString(valid.query ?? {})
         const all = positions(doc, schema, valid.body)
         const broken = all.flatMap(({ path: at, schema: s }) => {
-          const invalid = invalidFor(doc, s, typeof at[at.length - 1] === "string" ? at[at.length - 1] as string : undefined)
-          return invalid === undefined ? [] : [invalid.map((v) => ({ why: `${at.join(".")} broken`, body: encode(setAt(valid.body, at, v)) }))]
+          const invalid = invalidFor(
+            doc,
+            s,
+            typeof at[at.length - 1] === "string" ? (at[at.length - 1] as string) : undefined
+          )
+          return invalid === undefined
+            ? []
+            : [invalid.map((v) => ({ why: `${at.join(".")} broken`, body: encode(setAt(valid.body, at, v)) }))]
         })
         const missing = requiredPaths(doc, all).map((at) =>
           fc.constant({ why: `${at.join(".")} missing`, body: encode(deleteAt(valid.body, at)) })
@@ -556,16 +681,29 @@ for (const database of databases()) {
         const top = nonNull(doc, schema).node
         const duplicated = topLevel.flatMap((key) => {
           const invalid = invalidFor(doc, top.properties?.[key] ?? {}, key)
-          return invalid === undefined ? [] : [invalid.map((v) => ({
-            why: `${key} duplicated, the last invalid`,
-            body: encode(new Dup([...Object.entries(valid.body as object), [key, v]]))
-          }))]
+          return invalid === undefined
+            ? []
+            : [
+                invalid.map((v) => ({
+                  why: `${key} duplicated, the last invalid`,
+                  body: encode(new Dup([...Object.entries(valid.body as object), [key, v]]))
+                }))
+              ]
         })
-        const notAnObject = fc.oneof(
-          fc.jsonValue({ maxDepth: 3 }).filter((v) => v === null || typeof v !== "object" || Array.isArray(v)),
-          deepNesting,
-          fc.constantFrom(new Raw("{"), new Raw("{\"a\":}"), new Raw("{'a':1}"), new Raw("{\"a\":1,}"), new Raw("NaN"), new Raw("\u0000"))
-        ).map((v) => ({ why: "not an object", body: encode(v) }))
+        const notAnObject = fc
+          .oneof(
+            fc.jsonValue({ maxDepth: 3 }).filter((v) => v === null || typeof v !== "object" || Array.isArray(v)),
+            deepNesting,
+            fc.constantFrom(
+              new Raw("{"),
+              new Raw('{"a":}'),
+              new Raw("{'a':1}"),
+              new Raw('{"a":1,}'),
+              new Raw("NaN"),
+              new Raw("\u0000")
+            )
+          )
+          .map((v) => ({ why: "not an object", body: encode(v) }))
         const cases = fc.oneof(...broken, ...missing, ...duplicated, notAnObject)
         await unchanged(async () => {
           await fc.assert(
@@ -581,14 +719,18 @@ for (const database of databases()) {
           await expectErrorBody(tooLarge, `${route} over 1 MiB`)
           const chunked = new ReadableStream({
             start(controller) {
-              for (let i = 0; i < big.length; i += 65536) controller.enqueue(new TextEncoder().encode(big.slice(i, i + 65536)))
+              for (let i = 0; i < big.length; i += 65536)
+                controller.enqueue(new TextEncoder().encode(big.slice(i, i + 65536)))
               controller.close()
             }
           })
           const tooLargeChunked = await server.fetch(url, { method, apiKey: world.org.apiKey, body: chunked })
           expect(tooLargeChunked.status).toBe(413)
           await expectErrorBody(tooLargeChunked, `${route} chunked over 1 MiB`)
-          await expectErrorBody(await send(method, url, "customer=x", { "content-type": "text/plain" }), `${route} text/plain`)
+          await expectErrorBody(
+            await send(method, url, "customer=x", { "content-type": "text/plain" }),
+            `${route} text/plain`
+          )
           await expectErrorBody(
             await send(method, url, new Uint8Array([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x7d])),
             `${route} invalid UTF-8`
@@ -606,23 +748,29 @@ for (const database of databases()) {
           const valid = bases[route]
           expect({ route, base: valid !== undefined }).toEqual({ route, base: true })
           const url = fill(path, valid!.path)
-          const one = fc.constantFrom(...params).chain((param) =>
-            invalidParam(doc, param).map((value) => ({ ...valid!.query, [param.name]: value }))
-          )
-          const required = params.filter((p) => p.required).map((p) => {
-            const { [p.name]: _, ...rest } = valid!.query ?? {}
-            return fc.constant(rest as Record<string, string>)
-          })
+          const one = fc
+            .constantFrom(...params)
+            .chain((param) => invalidParam(doc, param).map((value) => ({ ...valid!.query, [param.name]: value })))
+          const required = params
+            .filter((p) => p.required)
+            .map((p) => {
+              const { [p.name]: _, ...rest } = valid!.query ?? {}
+              return fc.constant(rest as Record<string, string>)
+            })
           // Raw percent-encoding garbage in a parameter that must parse (a number or one of a list).
           const strict = params.find((p) => ["limit", "offset", "range", "granularity", "groupBy"].includes(p.name))
-          const mangled = strict === undefined ? [] : [
-            fc.constantFrom("%ZZ", "%", "%00", "%E0%A4%A", "%C0%AE", "%FF%FE").map((raw) => ({ raw: `${strict.name}=${raw}` }))
-          ]
+          const mangled =
+            strict === undefined
+              ? []
+              : [
+                  fc
+                    .constantFrom("%ZZ", "%", "%00", "%E0%A4%A", "%C0%AE", "%FF%FE")
+                    .map((raw) => ({ raw: `${strict.name}=${raw}` }))
+                ]
           await fc.assert(
             fc.asyncProperty(fc.oneof(one, ...required, ...mangled), async (query) => {
-              const target = "raw" in query
-                ? `${url}?${query.raw as string}`
-                : url + queryString(query as Record<string, string>)
+              const target =
+                "raw" in query ? `${url}?${query.raw as string}` : url + queryString(query as Record<string, string>)
               await expectErrorBody(
                 await send(method, target, method === "POST" ? "{}" : undefined),
                 `${route} ${target.slice(0, 200)}`
@@ -661,9 +809,21 @@ for (const database of databases()) {
       const body = fc.oneof(
         fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)),
         fc.constantFrom(
-          JSON.stringify({ event: "charge.success", data: { reference: world.pendingReference, amount: 1, currency: "NGN" } }),
+          JSON.stringify({
+            event: "charge.success",
+            data: { reference: world.pendingReference, amount: 1, currency: "NGN" }
+          }),
           JSON.stringify({ id: "evt_1", type: "checkout.session.completed", data: { object: { id: "cs_1" } } }),
-          JSON.stringify({ id: "sim", type: "payment.succeeded", data: { reference: world.pendingReference, amount: 1, currency: "NGN", metadata: { organization_id: world.org.id } } })
+          JSON.stringify({
+            id: "sim",
+            type: "payment.succeeded",
+            data: {
+              reference: world.pendingReference,
+              amount: 1,
+              currency: "NGN",
+              metadata: { organization_id: world.org.id }
+            }
+          })
         ),
         fc.uint8Array({ maxLength: 200 }),
         deepNesting.map((r) => r.text)
@@ -672,19 +832,27 @@ for (const database of databases()) {
         fc.constant({}),
         hex(0, 200).map((s) => ({ "x-paystack-signature": s })),
         hex(64, 64).map((s) => ({ "x-simulated-signature": s })),
-        fc.tuple(fc.integer({ min: 0, max: 2 ** 40 }), hex(0, 64))
+        fc
+          .tuple(fc.integer({ min: 0, max: 2 ** 40 }), hex(0, 64))
           .map(([t, s]) => ({ "stripe-signature": `t=${t},v1=${s}` })),
         unicode(0, 40).map((s) => ({ "stripe-signature": s.replace(/[^\x20-\x7e]/g, "?") }))
       )
       await unchanged(async () => {
         await fc.assert(
-          fc.asyncProperty(fc.constantFrom(...webhookRoutes), org, provider, body, signature, async (route, o, p, b, headers) => {
-            const target = fill(route.path, { organizationId: o, provider: p })
-            await expectErrorBody(
-              await send("POST", target, b, { "content-type": "application/json", ...headers }),
-              `${route.route} ${target} ${typeof b === "string" ? b.slice(0, 100) : "bytes"}`
-            )
-          }),
+          fc.asyncProperty(
+            fc.constantFrom(...webhookRoutes),
+            org,
+            provider,
+            body,
+            signature,
+            async (route, o, p, b, headers) => {
+              const target = fill(route.path, { organizationId: o, provider: p })
+              await expectErrorBody(
+                await send("POST", target, b, { "content-type": "application/json", ...headers }),
+                `${route.route} ${target} ${typeof b === "string" ? b.slice(0, 100) : "bytes"}`
+              )
+            }
+          ),
           { numRuns: RUNS * 3 }
         )
       })
@@ -692,10 +860,17 @@ for (const database of databases()) {
 
     test("idempotency keys and oversized headers are refused in the error body", async () => {
       await unchanged(async () => {
-        const body = JSON.stringify({ customer: world.customers[0]!.externalId, feature: `${world.prefix}tokens`, value: 1 })
+        const body = JSON.stringify({
+          customer: world.customers[0]!.externalId,
+          feature: `${world.prefix}tokens`,
+          value: 1
+        })
         for (const route of ["/v1/track", "/v1/check"]) {
           for (const key of ["", "k".repeat(256)]) {
-            await expectErrorBody(await send("POST", route, body, { "idempotency-key": key }), `${route} idempotency-key ${key.length}`)
+            await expectErrorBody(
+              await send("POST", route, body, { "idempotency-key": key }),
+              `${route} idempotency-key ${key.length}`
+            )
           }
         }
         // Over our 8 KiB header limit (below Bun's 16 KiB): the error body, before anything runs.

@@ -138,11 +138,17 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
 
   const paystackByB = (id: number) => {
     const rawBody = paystackEventFor(a, id)
-    return { rawBody, headers: { "content-type": "application/json", "x-paystack-signature": paystackSign(SECRETS.b, rawBody) } }
+    return {
+      rawBody,
+      headers: { "content-type": "application/json", "x-paystack-signature": paystackSign(SECRETS.b, rawBody) }
+    }
   }
   const simulated = (id: string, secret: string) => {
     const rawBody = simulatedEventFor(a, id)
-    return { rawBody, headers: { "content-type": "application/json", [SIGNATURE_HEADER]: simulatedSign(secret, rawBody) } }
+    return {
+      rawBody,
+      headers: { "content-type": "application/json", [SIGNATURE_HEADER]: simulatedSign(secret, rawBody) }
+    }
   }
 
   const reads: Record<string, ReadonlyArray<Attack>> = {
@@ -273,7 +279,11 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
     ],
     "GET /v1/subscriptions": [
       { method: "GET", path: "/v1/subscriptions", expect: list },
-      ...aRefs.map((r): Attack => ({ method: "GET", path: `/v1/subscriptions${q({ customer: r })}`, expect: NOT_FOUND }))
+      ...aRefs.map((r): Attack => ({
+        method: "GET",
+        path: `/v1/subscriptions${q({ customer: r })}`,
+        expect: NOT_FOUND
+      }))
     ],
     "POST /v1/subscriptions/{id}/checkout": aSubs.map((id) => ({
       method: "POST",
@@ -294,11 +304,19 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
     })),
     "GET /v1/billing/invoices": [
       { method: "GET", path: "/v1/billing/invoices", expect: list },
-      ...aRefs.map((r): Attack => ({ method: "GET", path: `/v1/billing/invoices${q({ customer: r })}`, expect: NOT_FOUND }))
+      ...aRefs.map((r): Attack => ({
+        method: "GET",
+        path: `/v1/billing/invoices${q({ customer: r })}`,
+        expect: NOT_FOUND
+      }))
     ],
     "GET /v1/billing/usage": [
       { method: "GET", path: "/v1/billing/usage", expect: list },
-      ...aRefs.map((r): Attack => ({ method: "GET", path: `/v1/billing/usage${q({ customer: r })}`, expect: NOT_FOUND }))
+      ...aRefs.map((r): Attack => ({
+        method: "GET",
+        path: `/v1/billing/usage${q({ customer: r })}`,
+        expect: NOT_FOUND
+      }))
     ],
     "POST /v1/billing/invoice/{id}/pay": [a.invoice!.id, a.invoice!.number].map((id) => ({
       method: "POST",
@@ -356,9 +374,17 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
     // Outbound events: A's endpoints and events, by id, from B.
     "GET /v1/webhook-endpoints": [
       { method: "GET", path: "/v1/webhook-endpoints", expect: list },
-      { method: "GET", path: `/v1/webhook-endpoints${q({ limit: "100", startingAfter: "whe_zzzzzzzzzzzzzzzzzzzzzzzzzz" })}`, expect: list }
+      {
+        method: "GET",
+        path: `/v1/webhook-endpoints${q({ limit: "100", startingAfter: "whe_zzzzzzzzzzzzzzzzzzzzzzzzzz" })}`,
+        expect: list
+      }
     ],
-    "GET /v1/webhook-endpoints/{id}": a.webhookEndpoints.map((id) => ({ method: "GET", path: `/v1/webhook-endpoints/${enc(id)}`, expect: NO_SUCH })),
+    "GET /v1/webhook-endpoints/{id}": a.webhookEndpoints.map((id) => ({
+      method: "GET",
+      path: `/v1/webhook-endpoints/${enc(id)}`,
+      expect: NO_SUCH
+    })),
     "POST /v1/webhook-endpoints/{id}": a.webhookEndpoints.map((id) => ({
       method: "POST",
       path: `/v1/webhook-endpoints/${enc(id)}`,
@@ -389,7 +415,12 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
     "GET /v1/events/{id}": [{ method: "GET", path: `/v1/events/${enc(a.eventId)}`, expect: NO_SUCH }],
     "POST /v1/events/{id}/resend": [
       { method: "POST", path: `/v1/events/${enc(a.eventId)}/resend`, body: {}, expect: NO_SUCH },
-      { method: "POST", path: `/v1/events/${enc(a.eventId)}/resend`, body: { endpoint: b.webhookEndpoints[0] }, expect: NO_SUCH },
+      {
+        method: "POST",
+        path: `/v1/events/${enc(a.eventId)}/resend`,
+        body: { endpoint: b.webhookEndpoints[0] },
+        expect: NO_SUCH
+      },
       ...a.webhookEndpoints.map((endpoint): Attack => ({
         method: "POST",
         path: `/v1/events/${enc(b.eventId)}/resend`,
@@ -452,37 +483,55 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
 
   // B creates its own objects under A's names: allowed, and still nothing of A's is seen or changed.
   const creates: Record<string, ReadonlyArray<Attack>> = {
-    "POST /v1/webhook-endpoints": [{
-      method: "POST",
-      path: "/v1/webhook-endpoints",
-      body: { url: `https://example.com/${p}hooks-1`, description: `${p}endpoint 1` },
-      expect: { status: [200] }
-    }],
-    "POST /v1/customers": [
-      { method: "POST", path: "/v1/customers", body: { id: a1.externalId, email: a1.email }, expect: { status: [200] } },
-      { method: "POST", path: "/v1/customers", body: { id: a2.externalId, email: a2.email.toUpperCase() }, expect: { status: [200] } }
+    "POST /v1/webhook-endpoints": [
+      {
+        method: "POST",
+        path: "/v1/webhook-endpoints",
+        body: { url: `https://example.com/${p}hooks-1`, description: `${p}endpoint 1` },
+        expect: { status: [200] }
+      }
     ],
-    "POST /v1/sync": [{
-      method: "POST",
-      path: "/v1/sync",
-      body: {
-        features: [{ slug: `${p}tokens`, name: "Tokens of B", type: "metered" }],
-        plans: [{ slug: `${p}basic`, name: "Basic of B", features: [{ slug: `${p}tokens`, limit: 1 }] }]
+    "POST /v1/customers": [
+      {
+        method: "POST",
+        path: "/v1/customers",
+        body: { id: a1.externalId, email: a1.email },
+        expect: { status: [200] }
       },
-      expect: { status: [200] }
-    }],
-    "POST /v1/check": [{
-      method: "POST",
-      path: "/v1/check",
-      body: { customer: a1.id, feature: bTokens, sendEvent: true, customerData: { email: `x-${a1.email}` } },
-      expect: { status: [200] }
-    }],
-    "POST /v1/track": [{
-      method: "POST",
-      path: "/v1/track",
-      body: { customer: a2.id, feature: bTokens, customerData: { email: a2.email } },
-      expect: { status: [200] }
-    }]
+      {
+        method: "POST",
+        path: "/v1/customers",
+        body: { id: a2.externalId, email: a2.email.toUpperCase() },
+        expect: { status: [200] }
+      }
+    ],
+    "POST /v1/sync": [
+      {
+        method: "POST",
+        path: "/v1/sync",
+        body: {
+          features: [{ slug: `${p}tokens`, name: "Tokens of B", type: "metered" }],
+          plans: [{ slug: `${p}basic`, name: "Basic of B", features: [{ slug: `${p}tokens`, limit: 1 }] }]
+        },
+        expect: { status: [200] }
+      }
+    ],
+    "POST /v1/check": [
+      {
+        method: "POST",
+        path: "/v1/check",
+        body: { customer: a1.id, feature: bTokens, sendEvent: true, customerData: { email: `x-${a1.email}` } },
+        expect: { status: [200] }
+      }
+    ],
+    "POST /v1/track": [
+      {
+        method: "POST",
+        path: "/v1/track",
+        body: { customer: a2.id, feature: bTokens, customerData: { email: a2.email } },
+        expect: { status: [200] }
+      }
+    ]
   }
   return { reads, creates }
 }
@@ -512,16 +561,26 @@ for (const database of databases()) {
       a = await buildWorld(server, { prefix: "a-", payments: true })
       b = await buildWorld(server, { prefix: "b-", payments: false })
       // Each organization's own Paystack account (after A's payments, which went through the simulated provider).
-      managedSimulatedSecret = await server.run(Effect.gen(function*() {
-        const accounts = yield* ProviderAccounts
-        yield* accounts.set(a.org.id, "paystack", { secretKey: SECRETS.a, webhookSecret: null, baseUrl: "http://127.0.0.1:9" })
-        yield* accounts.set(b.org.id, "paystack", { secretKey: SECRETS.b, webhookSecret: null, baseUrl: "http://127.0.0.1:9" })
-        const managed = accounts.managed("simulated")
-        if (managed._tag === "None") throw new Error("no simulated provider on sandbox")
-        return managed.value.webhookSecret!
-      }))
+      managedSimulatedSecret = await server.run(
+        Effect.gen(function* () {
+          const accounts = yield* ProviderAccounts
+          yield* accounts.set(a.org.id, "paystack", {
+            secretKey: SECRETS.a,
+            webhookSecret: null,
+            baseUrl: "http://127.0.0.1:9"
+          })
+          yield* accounts.set(b.org.id, "paystack", {
+            secretKey: SECRETS.b,
+            webhookSecret: null,
+            baseUrl: "http://127.0.0.1:9"
+          })
+          const managed = accounts.managed("simulated")
+          if (managed._tag === "None") throw new Error("no simulated provider on sandbox")
+          return managed.value.webhookSecret!
+        })
+      )
       const response = await server.fetch("/openapi.json")
-      doc = await response.json() as Document
+      doc = (await response.json()) as Document
     }, 60_000)
     afterAll(() => server.close())
 
@@ -552,12 +611,20 @@ for (const database of databases()) {
           if (status === 200 && body.allowed !== false) problems.push("not a denial")
           if (status >= 400 && body.success !== false) problems.push("not an error body")
         }
-        if (attack.expect.skipped && !(body.received === true && body.skipped === true)) problems.push("webhook not skipped")
+        if (attack.expect.skipped && !(body.received === true && body.skipped === true))
+          problems.push("webhook not skipped")
       }
-      const request = decodeURIComponent(attack.path) + (attack.rawBody ?? JSON.stringify(attack.body ?? "")) + JSON.stringify(attack.headers ?? {})
-      const leaked = secrets.filter((s) => text.includes(s) && !request.includes(s) && !request.toLowerCase().includes(s.toLowerCase()))
+      const request =
+        decodeURIComponent(attack.path) +
+        (attack.rawBody ?? JSON.stringify(attack.body ?? "")) +
+        JSON.stringify(attack.headers ?? {})
+      const leaked = secrets.filter(
+        (s) => text.includes(s) && !request.includes(s) && !request.toLowerCase().includes(s.toLowerCase())
+      )
       if (leaked.length > 0) problems.push(`reveals ${leaked.join(", ")}`)
-      return problems.length === 0 ? undefined : `${attack.method} ${attack.path} ${attack.rawBody === undefined ? JSON.stringify(attack.body ?? "") : "(webhook)"}: ${problems.join("; ")} — ${text.slice(0, 300)}`
+      return problems.length === 0
+        ? undefined
+        : `${attack.method} ${attack.path} ${attack.rawBody === undefined ? JSON.stringify(attack.body ?? "") : "(webhook)"}: ${problems.join("; ")} — ${text.slice(0, 300)}`
     }
 
     test("every route of the OpenAPI document, called with B's key on A's objects, finds nothing and changes nothing", async () => {
@@ -568,7 +635,8 @@ for (const database of databases()) {
       expect(routes.filter((r) => !(r in reads) && !(r in creates))).toEqual([])
       expect(Object.keys({ ...reads, ...creates }).filter((r) => !routes.includes(r))).toEqual([])
       for (const [route, attacks] of [...Object.entries(reads), ...Object.entries(creates)]) {
-        for (const attack of attacks) expect(`${route}: ${matches(route, attack.method, attack.path)}`).toBe(`${route}: true`)
+        for (const attack of attacks)
+          expect(`${route}: ${matches(route, attack.method, attack.path)}`).toBe(`${route}: true`)
       }
 
       const secrets = secretsOf(a)
@@ -622,7 +690,11 @@ for (const database of databases()) {
 
     test("control: the same event, signed with A's own secret on A's route, does complete A's checkout", async () => {
       // Shows the webhook attacks above were effective events, refused only because of whose they were.
-      const before = await getJson(server, a.org.apiKey, `/v1/subscriptions${q({ customer: a.customers[1]!.externalId })}`)
+      const before = await getJson(
+        server,
+        a.org.apiKey,
+        `/v1/subscriptions${q({ customer: a.customers[1]!.externalId })}`
+      )
       expect(before.body.subscriptions.find((s: any) => s.id === a.subscriptions.pending).status).toBe("pending")
       const rawBody = paystackEventFor(a, 9100)
       const response = await server.fetch(`/webhooks/${a.org.slug}/paystack`, {
@@ -631,7 +703,11 @@ for (const database of databases()) {
         headers: { "content-type": "application/json", "x-paystack-signature": paystackSign(SECRETS.a, rawBody) }
       })
       expect(await response.json()).toEqual({ success: true, received: true, skipped: false })
-      const after = await getJson(server, a.org.apiKey, `/v1/subscriptions${q({ customer: a.customers[1]!.externalId })}`)
+      const after = await getJson(
+        server,
+        a.org.apiKey,
+        `/v1/subscriptions${q({ customer: a.customers[1]!.externalId })}`
+      )
       expect(after.body.subscriptions.find((s: any) => s.id === a.subscriptions.pending).status).toBe("active")
     })
   })

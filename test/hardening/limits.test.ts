@@ -27,7 +27,7 @@ const frozenClock = (start = Date.UTC(2030, 0, 1)) => {
 }
 
 const expectErrorBody = async (response: Response, status: number, code: string) => {
-  const body = await response.json() as Record<string, unknown>
+  const body = (await response.json()) as Record<string, unknown>
   expect({ status: response.status, body }).toMatchObject({ status, body: { success: false, code } })
   expect(body.error).toBeString()
   expect(body.message).toBeString()
@@ -72,9 +72,15 @@ describe("configuration", () => {
 
   test("RATE_LIMIT_RPS, RATE_LIMIT_BURST and REQUEST_TIMEOUT_MS, with their defaults", async () => {
     const defaults = await load({})
-    expect(defaults).toMatchObject({ _tag: "Success", value: { rateLimitRps: 0, rateLimitBurst: 0, requestTimeoutMs: 30_000 } })
+    expect(defaults).toMatchObject({
+      _tag: "Success",
+      value: { rateLimitRps: 0, rateLimitBurst: 0, requestTimeoutMs: 30_000 }
+    })
     const set = await load({ RATE_LIMIT_RPS: "50", RATE_LIMIT_BURST: "200", REQUEST_TIMEOUT_MS: "1500" })
-    expect(set).toMatchObject({ _tag: "Success", value: { rateLimitRps: 50, rateLimitBurst: 200, requestTimeoutMs: 1500 } })
+    expect(set).toMatchObject({
+      _tag: "Success",
+      value: { rateLimitRps: 50, rateLimitBurst: 200, requestTimeoutMs: 1500 }
+    })
     for (const bad of [{ RATE_LIMIT_RPS: "-1" }, { REQUEST_TIMEOUT_MS: "-5" }, { RATE_LIMIT_BURST: "many" }]) {
       expect(Exit.isFailure(await load(bad))).toBe(true)
     }
@@ -114,7 +120,7 @@ describe("per-key rate limiting", () => {
     time.advance(10_000)
     const after = await post(server, a.apiKey, "/v1/customers", { email: "later@example.com" })
     expect(after.status).toBe(200)
-    const customers = await (await list(a.apiKey)).json() as any
+    const customers = (await (await list(a.apiKey)).json()) as any
     expect(customers.data.map((c: any) => c.email)).toEqual(["later@example.com"])
   })
 
@@ -130,7 +136,9 @@ describe("without RATE_LIMIT_RPS", () => {
     const server = await startServer({ dataDir: ":memory:" })
     try {
       const { apiKey } = await server.createOrg()
-      const statuses = await Promise.all(Array.from({ length: 50 }, () => server.fetch("/v1/customers", { apiKey }).then((r) => r.status)))
+      const statuses = await Promise.all(
+        Array.from({ length: 50 }, () => server.fetch("/v1/customers", { apiKey }).then((r) => r.status))
+      )
       expect(new Set(statuses)).toEqual(new Set([200]))
     } finally {
       await server.close()
@@ -153,17 +161,21 @@ for (const database of databases()) {
     const holdLock = async (organizationId: string) => {
       const release = Effect.runSync(Deferred.make<void>())
       const locked = Effect.runSync(Deferred.make<void>())
-      const held = server.run(Effect.gen(function*() {
-        const sql = yield* SqlClient.SqlClient
-        yield* sql.withTransaction(Effect.gen(function*() {
-          yield* sql.onDialectOrElse({
-            pg: () => sql`SELECT id FROM organizations WHERE id = ${organizationId} FOR UPDATE`,
-            orElse: () => sql`UPDATE organizations SET updated_at = updated_at WHERE id = ${organizationId}`
-          })
-          yield* Deferred.succeed(locked, undefined)
-          yield* Deferred.await(release)
-        }))
-      }))
+      const held = server.run(
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql.withTransaction(
+            Effect.gen(function* () {
+              yield* sql.onDialectOrElse({
+                pg: () => sql`SELECT id FROM organizations WHERE id = ${organizationId} FOR UPDATE`,
+                orElse: () => sql`UPDATE organizations SET updated_at = updated_at WHERE id = ${organizationId}`
+              })
+              yield* Deferred.succeed(locked, undefined)
+              yield* Deferred.await(release)
+            })
+          )
+        })
+      )
       await Effect.runPromise(Deferred.await(locked))
       return async () => {
         await Effect.runPromise(Deferred.succeed(release, undefined))
@@ -213,16 +225,24 @@ describe("secrets are compared in constant time, and keys are never stored", () 
       const simAccount = { provider: "simulated" as const, secretKey: "s", webhookSecret: "whsec_sim" }
       const good = sign("whsec_sim", body)
       const bad = good.slice(0, -1) + (good.endsWith("0") ? "1" : "0")
-      expect(await Effect.runPromise(simulated.verifySignature(simAccount, body, { "x-simulated-signature": good }, 0))).toBe(true)
-      expect(await Effect.runPromise(simulated.verifySignature(simAccount, body, { "x-simulated-signature": bad }, 0))).toBe(false)
+      expect(
+        await Effect.runPromise(simulated.verifySignature(simAccount, body, { "x-simulated-signature": good }, 0))
+      ).toBe(true)
+      expect(
+        await Effect.runPromise(simulated.verifySignature(simAccount, body, { "x-simulated-signature": bad }, 0))
+      ).toBe(false)
       expect(spy).toHaveBeenCalledTimes(4)
 
       const paystack = await Effect.runPromise(makePaystackAdapterEffect().pipe(Effect.provide(FetchHttpClient.layer)))
       const psAccount = { provider: "paystack" as const, secretKey: "sk_test_ps", webhookSecret: null }
       const psGood = nodeCrypto.createHmac("sha512", "sk_test_ps").update(body).digest("hex")
       const psBad = psGood.slice(0, -1) + (psGood.endsWith("0") ? "1" : "0")
-      expect(await Effect.runPromise(paystack.verifySignature(psAccount, body, { "x-paystack-signature": psGood }, 0))).toBe(true)
-      expect(await Effect.runPromise(paystack.verifySignature(psAccount, body, { "x-paystack-signature": psBad }, 0))).toBe(false)
+      expect(
+        await Effect.runPromise(paystack.verifySignature(psAccount, body, { "x-paystack-signature": psGood }, 0))
+      ).toBe(true)
+      expect(
+        await Effect.runPromise(paystack.verifySignature(psAccount, body, { "x-paystack-signature": psBad }, 0))
+      ).toBe(false)
       expect(spy).toHaveBeenCalledTimes(6)
     } finally {
       spy.mockRestore()
@@ -253,7 +273,12 @@ describe("request headers", () => {
       const before = await orgState(server, org.id)
       const body = JSON.stringify({ email: "big@example.com" })
       const send = (padding: number) =>
-        server.fetch("/v1/customers", { method: "POST", apiKey: org.apiKey, body, headers: { "x-padding": "p".repeat(padding) } })
+        server.fetch("/v1/customers", {
+          method: "POST",
+          apiKey: org.apiKey,
+          body,
+          headers: { "x-padding": "p".repeat(padding) }
+        })
       await expectErrorBody(await send(9 * 1024), 400, "invalid_request")
       const huge = await send(20 * 1024)
       expect(huge.status).toBeGreaterThanOrEqual(400)

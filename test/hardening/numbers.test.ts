@@ -56,7 +56,9 @@ const numericFields = (doc: Document, schema: Node, path: Path = []): Array<{ pa
   if (node.type === "number" || node.type === "integer") return [{ path, schema: node }]
   if (node.type === "array") return numericFields(doc, node.items ?? {}, [...path, 0])
   if (node.type === "object" && node.properties !== undefined) {
-    return Object.entries(node.properties as Record<string, Node>).flatMap(([key, s]) => numericFields(doc, s, [...path, key]))
+    return Object.entries(node.properties as Record<string, Node>).flatMap(([key, s]) =>
+      numericFields(doc, s, [...path, key])
+    )
   }
   return []
 }
@@ -79,7 +81,9 @@ const encode = (value: unknown): string => {
   if (value instanceof Raw) return value.text
   if (Array.isArray(value)) return `[${value.map(encode).join(",")}]`
   if (value !== null && typeof value === "object") {
-    return `{${Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}:${encode(v)}`).join(",")}}`
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${JSON.stringify(k)}:${encode(v)}`)
+      .join(",")}}`
   }
   return JSON.stringify(value) ?? "null"
 }
@@ -95,8 +99,10 @@ interface Rule {
 const ruleOf = (node: Node): Rule => {
   const text = `${node.description ?? ""} ${node.outerDescription ?? ""}`
   const decimals = /at most (\d+) decimal places/.exec(text)
-  expect({ node, bounded: typeof node.maximum === "number" && (node.minimum !== undefined || node.exclusiveMinimum !== undefined) })
-    .toMatchObject({ bounded: true })
+  expect({
+    node,
+    bounded: typeof node.maximum === "number" && (node.minimum !== undefined || node.exclusiveMinimum !== undefined)
+  }).toMatchObject({ bounded: true })
   return {
     ...(node.minimum === undefined ? {} : { min: node.minimum }),
     ...(node.exclusiveMinimum === undefined ? {} : { exclusiveMin: node.exclusiveMinimum }),
@@ -143,8 +149,14 @@ const valueFor = (rule: Rule): fc.Arbitrary<string> => {
   )
   const fraction = fc.oneof(
     fc.constant(""),
-    fc.integer({ min: 1, max: 6 }).chain((d) => fc.stringMatching(new RegExp(`^[0-9]{${d}}$`))).map((f) => `.${f}`),
-    fc.integer({ min: 7, max: 9 }).chain((d) => fc.stringMatching(new RegExp(`^[0-9]{${d - 1}}[1-9]$`))).map((f) => `.${f}`)
+    fc
+      .integer({ min: 1, max: 6 })
+      .chain((d) => fc.stringMatching(new RegExp(`^[0-9]{${d}}$`)))
+      .map((f) => `.${f}`),
+    fc
+      .integer({ min: 7, max: 9 })
+      .chain((d) => fc.stringMatching(new RegExp(`^[0-9]{${d - 1}}[1-9]$`)))
+      .map((f) => `.${f}`)
   )
   return fc.tuple(whole, fraction).map(([w, f]) => `${w}${f}`)
 }
@@ -165,7 +177,9 @@ for (const database of databases()) {
         { slug: "renders", name: "Renders", type: "metered" }
       ],
       creditSystems: [{ slug: "fz-credits", name: "Credits", features: [{ feature: "renders", creditCost: 2 }] }],
-      creditPacks: [{ slug: "fz-pack", name: "Pack", credits: 1, price: 1, currency: "NGN", creditSystem: "fz-credits" }],
+      creditPacks: [
+        { slug: "fz-pack", name: "Pack", credits: 1, price: 1, currency: "NGN", creditSystem: "fz-credits" }
+      ],
       // The first item of every list has every number (the document's array fields are walked at index 0).
       plans: [
         {
@@ -175,20 +189,25 @@ for (const database of databases()) {
           currency: "NGN",
           interval: "monthly",
           trialDays: 0,
-          features: [{
-            slug: "units",
-            limit: 10,
-            trialLimit: 1,
-            usageModel: "usage_based",
-            ratingModel: "graduated",
-            pricePerUnit: 1,
-            billingUnits: 1,
-            tiers: [{ upTo: 5, unitPrice: 1, flatFee: 0 }, { upTo: null, unitPrice: 2, flatFee: 1 }],
-            overage: "charge",
-            overagePrice: 1,
-            maxOverageUnits: 5,
-            creditCost: 1
-          }]
+          features: [
+            {
+              slug: "units",
+              limit: 10,
+              trialLimit: 1,
+              usageModel: "usage_based",
+              ratingModel: "graduated",
+              pricePerUnit: 1,
+              billingUnits: 1,
+              tiers: [
+                { upTo: 5, unitPrice: 1, flatFee: 0 },
+                { upTo: null, unitPrice: 2, flatFee: 1 }
+              ],
+              overage: "charge",
+              overagePrice: 1,
+              maxOverageUnits: 5,
+              creditCost: 1
+            }
+          ]
         },
         // Every customer gets unlimited units, so every accepted value of check and track is drawn and stored.
         { slug: "open", name: "Open", autoEnable: true, currency: "NGN", features: [{ slug: "units", limit: null }] }
@@ -196,7 +215,10 @@ for (const database of databases()) {
     }
 
     /** A valid request per route with numeric fields; each case changes one number in it. */
-    const bases = (): Record<string, { body?: unknown; query?: Record<string, string>; path?: Record<string, string> }> => ({
+    const bases = (): Record<
+      string,
+      { body?: unknown; query?: Record<string, string>; path?: Record<string, string> }
+    > => ({
       "POST /v1/sync": { body: catalog },
       // A new customer each time (customerData), so no window fills up across cases.
       "POST /v1/check": {
@@ -227,35 +249,52 @@ for (const database of databases()) {
         case "POST /v1/sync": {
           const [kind, , field, ...rest] = path as [string, number, string, ...Array<string | number>]
           if (kind === "creditSystems") {
-            const [row] = await rows((sql) => sql`SELECT features FROM credit_systems WHERE organization_id = ${orgId} AND slug = 'fz-credits'`)
+            const [row] = await rows(
+              (sql) => sql`SELECT features FROM credit_systems WHERE organization_id = ${orgId} AND slug = 'fz-credits'`
+            )
             return getAt(JSON.parse(row.features), [0, ...rest])
           }
           if (kind === "creditPacks") {
-            const [row] = await rows((sql) => sql`SELECT credits, price FROM credit_packs WHERE organization_id = ${orgId} AND slug = 'fz-pack'`)
+            const [row] = await rows(
+              (sql) =>
+                sql`SELECT credits, price FROM credit_packs WHERE organization_id = ${orgId} AND slug = 'fz-pack'`
+            )
             return row[field]
           }
-          const [row] = await rows((sql) => sql`SELECT price, trial_days, features FROM plans WHERE organization_id = ${orgId} AND slug = 'fz-plan'`)
+          const [row] = await rows(
+            (sql) =>
+              sql`SELECT price, trial_days, features FROM plans WHERE organization_id = ${orgId} AND slug = 'fz-plan'`
+          )
           if (field === "features") return getAt(JSON.parse(row.features), rest)
           return row[field]
         }
         case "POST /v1/check":
         case "POST /v1/track": {
-          const [event] = await rows((sql) => sql`SELECT e.value FROM usage_events e JOIN customers c
+          const [event] = await rows(
+            (sql) => sql`SELECT e.value FROM usage_events e JOIN customers c
               ON c.organization_id = e.organization_id AND c.id = e.customer_id
-            WHERE e.organization_id = ${orgId} AND c.external_id = ${body.customer}`)
+            WHERE e.organization_id = ${orgId} AND c.external_id = ${body.customer}`
+          )
           return event === undefined ? undefined : format(fromMicro(event.value))
         }
         case "POST /v1/customers/overage-limit": {
-          const [row] = await rows((sql) => sql`SELECT overage_max_amount FROM customers WHERE organization_id = ${orgId} AND external_id = 'c'`)
+          const [row] = await rows(
+            (sql) =>
+              sql`SELECT overage_max_amount FROM customers WHERE organization_id = ${orgId} AND external_id = 'c'`
+          )
           return row.overageMaxAmount
         }
         case "POST /v1/customers/feature-config": {
-          const [row] = await rows((sql) => sql`SELECT max_overage_units FROM customer_feature_configs WHERE organization_id = ${orgId}`)
+          const [row] = await rows(
+            (sql) => sql`SELECT max_overage_units FROM customer_feature_configs WHERE organization_id = ${orgId}`
+          )
           return format(fromMicro(row.maxOverageUnits))
         }
         case "POST /v1/addon": {
           const reference = new URL(answer.checkoutUrl).pathname.split("/").pop()
-          const [row] = await rows((sql) => sql`SELECT quantity FROM checkouts WHERE organization_id = ${orgId} AND reference = ${reference}`)
+          const [row] = await rows(
+            (sql) => sql`SELECT quantity FROM checkouts WHERE organization_id = ${orgId} AND reference = ${reference}`
+          )
           return row.quantity
         }
         case "GET /v1/customers":
@@ -275,7 +314,8 @@ for (const database of databases()) {
         Object.entries(methods).flatMap(([method, operation]) => {
           const route = `${method.toUpperCase()} ${path}`
           const body = operation.requestBody?.content?.["application/json"]?.schema
-          const inBody = body === undefined ? [] : numericFields(doc, body).map((f) => ({ route, in: "body" as const, ...f }))
+          const inBody =
+            body === undefined ? [] : numericFields(doc, body).map((f) => ({ route, in: "body" as const, ...f }))
           const inQuery = (operation.parameters ?? [])
             .filter((p: Node) => p.in === "query" && ["number", "integer"].includes(deref(doc, p.schema).type))
             .map((p: Node) => ({ route, in: "query" as const, path: [p.name] as Path, schema: deref(doc, p.schema) }))
@@ -299,17 +339,22 @@ for (const database of databases()) {
         body = encode(setAt(base!.body, field.path, new Raw(text)))
       }
       const response = await server.fetch(url, { method, apiKey, ...(body === undefined ? {} : { body }) })
-      const answer = await response.json() as any
+      const answer = (await response.json()) as any
       const result = { where, status: response.status }
       expect(result.status).toBeLessThan(500)
       if (!admits(rule, Number(text))) {
         expect({ ...result, code: answer.code }).toEqual({ ...result, status: 400, code: "invalid_request" })
-        const message = (answer.details as Array<{ path: string; message: string }>).find((d) => d.path === formatPath(field.path))
-          ?.message
-        const named = /^must (be at most|be at least|be greater than|be an integer|have at most \d+ decimal places)/.test(message ?? "")
+        const message = (answer.details as Array<{ path: string; message: string }>).find(
+          (d) => d.path === formatPath(field.path)
+        )?.message
+        const named =
+          /^must (be at most|be at least|be greater than|be an integer|have at most \d+ decimal places)/.test(
+            message ?? ""
+          )
         expect({ where, message, named }).toEqual({ where, message, named: true })
         // The bound itself is in the message when it is the bound that was passed.
-        if (Number(text) > rule.max) expect({ where, message }).toEqual({ where, message: `must be at most ${rule.max}` })
+        if (Number(text) > rule.max)
+          expect({ where, message }).toEqual({ where, message: `must be at most ${rule.max}` })
         return "refused" as const
       }
       expect({ ...result, answer: response.status < 300 ? "" : answer }).toEqual({ ...result, status: 200, answer: "" })
@@ -324,11 +369,19 @@ for (const database of databases()) {
       apiKey = org.apiKey
       orgId = org.id
       await syncCatalog(server, apiKey, catalog)
-      const created = await server.fetch("/v1/customers", { method: "POST", apiKey, body: JSON.stringify({ id: "c", email: "c@example.com" }) })
+      const created = await server.fetch("/v1/customers", {
+        method: "POST",
+        apiKey,
+        body: JSON.stringify({ id: "c", email: "c@example.com" })
+      })
       expect(created.status).toBe(200)
-      const endpoint = await server.fetch("/v1/webhook-endpoints", { method: "POST", apiKey, body: JSON.stringify({ url: "https://example.com/hooks" }) })
-      endpointId = (await endpoint.json() as any).id
-      doc = await (await server.fetch("/openapi.json")).json() as Document
+      const endpoint = await server.fetch("/v1/webhook-endpoints", {
+        method: "POST",
+        apiKey,
+        body: JSON.stringify({ url: "https://example.com/hooks" })
+      })
+      endpointId = ((await endpoint.json()) as any).id
+      doc = (await (await server.fetch("/openapi.json")).json()) as Document
     }, 60_000)
     afterAll(() => server.close())
 
@@ -338,8 +391,10 @@ for (const database of databases()) {
       expect(all.length).toBeGreaterThanOrEqual(22)
       for (const field of all) {
         const rule = ruleOf(field.schema)
-        expect({ field: `${field.route} ${formatPath(field.path)}`, finite: Number.isFinite(rule.max) && rule.decimals <= 6 })
-          .toMatchObject({ finite: true })
+        expect({
+          field: `${field.route} ${formatPath(field.path)}`,
+          finite: Number.isFinite(rule.max) && rule.decimals <= 6
+        }).toMatchObject({ finite: true })
       }
     })
 
@@ -371,7 +426,7 @@ for (const database of databases()) {
 // Sums and products past a bound, and values stored before the bounds
 // ---------------------------------------------------------------------------------------------------------------
 
-const json = async (response: Response) => ({ status: response.status, body: await response.json() as any })
+const json = async (response: Response) => ({ status: response.status, body: (await response.json()) as any })
 
 for (const database of databases()) {
   describe(`bounds of sums, products and stored values on ${database.name}`, () => {
@@ -385,7 +440,12 @@ for (const database of databases()) {
       const created = await server.createOrg()
       await syncCatalog(server, created.apiKey, catalog)
       const send = (path: string, body?: unknown, method = body === undefined ? "GET" : "POST") =>
-        server.fetch(path, { method, apiKey: created.apiKey, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+        server
+          .fetch(path, {
+            method,
+            apiKey: created.apiKey,
+            ...(body === undefined ? {} : { body: JSON.stringify(body) })
+          })
           .then(json)
       return { ...created, send }
     }
@@ -402,17 +462,30 @@ for (const database of databases()) {
           { slug: "big2", name: "Big 2", isAddon: true, features: [{ slug: "tok", limit: 1e12 }] }
         ]
       })
-      for (const product of ["a", "b"]) expect((await send("/v1/attach", { customer: "x", product, customerData: {} })).status).toBe(200)
+      for (const product of ["a", "b"])
+        expect((await send("/v1/attach", { customer: "x", product, customerData: {} })).status).toBe(200)
       // 0.1 + 0.2 is 0.3, not 0.30000000000000004 (which would have rounded up to 0.300001 of allowance).
-      expect((await send("/v1/check", { customer: "x", feature: "tok", value: 0.3 })).body)
-        .toMatchObject({ allowed: true, limit: 0.3, balance: 0.3 })
-      expect((await send("/v1/track", { customer: "x", feature: "tok", value: 0.3 })).body).toMatchObject({ allowed: true, balance: 0 })
-      expect((await send("/v1/track", { customer: "x", feature: "tok", value: 0.000001 })).body)
-        .toMatchObject({ allowed: false, code: "limit_exceeded" })
+      expect((await send("/v1/check", { customer: "x", feature: "tok", value: 0.3 })).body).toMatchObject({
+        allowed: true,
+        limit: 0.3,
+        balance: 0.3
+      })
+      expect((await send("/v1/track", { customer: "x", feature: "tok", value: 0.3 })).body).toMatchObject({
+        allowed: true,
+        balance: 0
+      })
+      expect((await send("/v1/track", { customer: "x", feature: "tok", value: 0.000001 })).body).toMatchObject({
+        allowed: false,
+        code: "limit_exceeded"
+      })
 
-      for (const product of ["big1", "big2"]) expect((await send("/v1/attach", { customer: "y", product, customerData: {} })).status).toBe(200)
-      expect((await send("/v1/track", { customer: "y", feature: "tok", value: 9e9 })).body)
-        .toMatchObject({ allowed: true, limit: 2e12, balance: 2e12 - 9e9 })
+      for (const product of ["big1", "big2"])
+        expect((await send("/v1/attach", { customer: "y", product, customerData: {} })).status).toBe(200)
+      expect((await send("/v1/track", { customer: "y", feature: "tok", value: 9e9 })).body).toMatchObject({
+        allowed: true,
+        limit: 2e12,
+        balance: 2e12 - 9e9
+      })
     })
 
     test("value × creditCost is at most 1e12 credits; a window counts at most 9e12", async () => {
@@ -421,13 +494,15 @@ for (const database of databases()) {
         creditSystems: [{ slug: "cr", name: "Credits", features: [{ feature: "gen", creditCost: 1e12 }] }],
         plans: [{ slug: "open", name: "Open", autoEnable: true, features: [{ slug: "cr", limit: null }] }]
       })
-      const ask = (path: string, value: number) => send(path, { customer: "x", feature: "gen", value, customerData: {} })
+      const ask = (path: string, value: number) =>
+        send(path, { customer: "x", feature: "gen", value, customerData: {} })
       expect((await ask("/v1/check", 1)).body).toMatchObject({ allowed: true })
       const tooDear = await ask("/v1/check", 1.000001)
       expect(tooDear).toMatchObject({ status: 400, body: { code: "invalid_request", details: [{ path: "value" }] } })
       expect(tooDear.body.details[0].message).toContain("1000001000000 credits")
       expect(tooDear.body.details[0].message).toContain("at most 1000000000000 credits")
-      for (let i = 1; i <= 9; i++) expect((await ask("/v1/track", 1)).body).toMatchObject({ allowed: true, usage: i * 1e12 })
+      for (let i = 1; i <= 9; i++)
+        expect((await ask("/v1/track", 1)).body).toMatchObject({ allowed: true, usage: i * 1e12 })
       // The window holds 9e12 credits now: one more micro-credit would pass what it counts. Refused, nothing recorded.
       for (const path of ["/v1/track", "/v1/check"]) {
         const past = await ask(path, 0.000001)
@@ -443,14 +518,22 @@ for (const database of databases()) {
         creditSystems: [{ slug: "cr", name: "Credits", features: [{ feature: "gen", creditCost: 3333333333.333333 }] }],
         plans: [{ slug: "p", name: "P", autoEnable: true, features: [{ slug: "cr", limit: 1e12 }] }]
       })
-      expect((await send("/v1/track", { customer: "x", feature: "gen", value: 3, customerData: {} })).body)
-        .toMatchObject({ allowed: true, usage: 9999999999.999999 })
-      const [balance] = await sql((s) => s`SELECT CAST(used AS TEXT) AS used FROM balances WHERE organization_id = ${id}`)
-      const [event] = await sql((s) => s`SELECT CAST(cost AS TEXT) AS cost, CAST(from_plan AS TEXT) AS from_plan
-        FROM usage_events WHERE organization_id = ${id}`)
+      expect(
+        (await send("/v1/track", { customer: "x", feature: "gen", value: 3, customerData: {} })).body
+      ).toMatchObject({ allowed: true, usage: 9999999999.999999 })
+      const [balance] = await sql(
+        (s) => s`SELECT CAST(used AS TEXT) AS used FROM balances WHERE organization_id = ${id}`
+      )
+      const [event] = await sql(
+        (s) => s`SELECT CAST(cost AS TEXT) AS cost, CAST(from_plan AS TEXT) AS from_plan
+        FROM usage_events WHERE organization_id = ${id}`
+      )
       // 9,999,999,999.999999 credits: a double holds 10,000,000,000 or 9,999,999,999.999998, never this.
-      expect({ used: balance!.used, cost: event!.cost, fromPlan: event!.fromPlan })
-        .toEqual({ used: "9999999999999999", cost: "9999999999999999", fromPlan: "9999999999999999" })
+      expect({ used: balance!.used, cost: event!.cost, fromPlan: event!.fromPlan }).toEqual({
+        used: "9999999999999999",
+        cost: "9999999999999999",
+        fromPlan: "9999999999999999"
+      })
     })
 
     test("a grant or a purchase that would overfill a balance is a 400, before any payment", async () => {
@@ -466,7 +549,10 @@ for (const database of databases()) {
       })
       expect((await send("/v1/customers", { id: "x", email: "x@example.com" })).status).toBe(200)
       // 1e9 × 1000 = 1e12: the bound itself fits; 1e12 × 2 does not, whatever the balance.
-      expect((await send("/v1/addon", { customer: "x", pack: "milli", quantity: 1000 })).body).toMatchObject({ requiresCheckout: true, credits: 1e12 })
+      expect((await send("/v1/addon", { customer: "x", pack: "milli", quantity: 1000 })).body).toMatchObject({
+        requiresCheckout: true,
+        credits: 1e12
+      })
       const double = await send("/v1/addon", { customer: "x", pack: "huge", quantity: 2 })
       expect(double).toMatchObject({ status: 400, body: { code: "invalid_request", details: [{ path: "quantity" }] } })
       expect(double.body.details[0].message).toContain("past 1000000000000")
@@ -474,18 +560,32 @@ for (const database of databases()) {
       const grant = (amount: number, kind: CreditKind = "addon") =>
         server.run(Effect.either(Effect.flatMap(Credits, (credits) => credits.grant(id, "x", "cr", amount, kind))))
       expect(await grant(1e12)).toMatchObject({ _tag: "Right", right: { addonBalance: 1e12 } })
-      expect(await grant(0.000001)).toMatchObject({ _tag: "Left", left: { _tag: "InvalidInput", issues: [{ path: "amount" }] } })
-      expect(await grant(1e12 + 1, "bonus")).toMatchObject({ _tag: "Left", left: { _tag: "InvalidInput", issues: [{ path: "amount" }] } })
-      expect(await grant(1e12, "bonus")).toMatchObject({ _tag: "Right", right: { bonusBalance: 1e12, addonBalance: 1e12 } })
+      expect(await grant(0.000001)).toMatchObject({
+        _tag: "Left",
+        left: { _tag: "InvalidInput", issues: [{ path: "amount" }] }
+      })
+      expect(await grant(1e12 + 1, "bonus")).toMatchObject({
+        _tag: "Left",
+        left: { _tag: "InvalidInput", issues: [{ path: "amount" }] }
+      })
+      expect(await grant(1e12, "bonus")).toMatchObject({
+        _tag: "Right",
+        right: { bonusBalance: 1e12, addonBalance: 1e12 }
+      })
 
       const checkouts = () => sql((s) => s`SELECT id FROM checkouts WHERE organization_id = ${id}`)
       const before = (await checkouts()).length
       const full = await send("/v1/addon", { customer: "x", pack: "milli", quantity: 1 })
       expect(full).toMatchObject({ status: 400, body: { code: "invalid_request", details: [{ path: "quantity" }] } })
-      expect(full.body.message).toContain("would bring the purchased credits of 'cr' to 1001000000000, past 1000000000000")
+      expect(full.body.message).toContain(
+        "would bring the purchased credits of 'cr' to 1001000000000, past 1000000000000"
+      )
       expect((await checkouts()).length).toBe(before)
       // Both balances at their bound are drawn as usual.
-      expect((await send("/v1/track", { customer: "x", feature: "gen", value: 9e9 })).body).toMatchObject({ allowed: true, code: "addon_credits_used" })
+      expect((await send("/v1/track", { customer: "x", feature: "gen", value: 9e9 })).body).toMatchObject({
+        allowed: true,
+        code: "addon_credits_used"
+      })
     })
 
     test("a 15-minute rollup past what a BIGINT holds is held at its maximum: never a 5xx, the events exact", async () => {
@@ -494,56 +594,110 @@ for (const database of databases()) {
           { slug: "seats", name: "Seats", type: "metered", meterType: "non_consumable" },
           { slug: "tok", name: "Tokens", type: "metered" }
         ],
-        plans: [{ slug: "p", name: "P", autoEnable: true, features: [{ slug: "seats", limit: null }, { slug: "tok", limit: null }] }]
+        plans: [
+          {
+            slug: "p",
+            name: "P",
+            autoEnable: true,
+            features: [
+              { slug: "seats", limit: null },
+              { slug: "tok", limit: null }
+            ]
+          }
+        ]
       })
       const INT64_MAX = "9223372036854775807"
       // Each path that writes a rollup: a non-consumable's event, the balance writer's step, an idempotent track.
-      const tracks: Array<[string, Record<string, string>]> = [["seats", {}], ["tok", {}], ["tok", { "idempotency-key": "k" }]]
+      const tracks: Array<[string, Record<string, string>]> = [
+        ["seats", {}],
+        ["tok", {}],
+        ["tok", { "idempotency-key": "k" }]
+      ]
       for (const [feature, headers] of tracks) {
         expect((await send("/v1/track", { customer: "c", feature, value: 1, customerData: {} })).status).toBe(200)
         // 1,025 tracks of 9e9 in one quarter of an hour, at once.
-        await sql((s) => s`UPDATE usage_rollups SET value = ${"9223372036854775000"}
-          WHERE organization_id = ${id} AND value < ${"9000000000000000000"}`)
-        const r = await server.fetch("/v1/track", { method: "POST", apiKey, headers, body: JSON.stringify({ customer: "c", feature, value: 9e9 }) })
+        await sql(
+          (s) => s`UPDATE usage_rollups SET value = ${"9223372036854775000"}
+          WHERE organization_id = ${id} AND value < ${"9000000000000000000"}`
+        )
+        const r = await server.fetch("/v1/track", {
+          method: "POST",
+          apiKey,
+          headers,
+          body: JSON.stringify({ customer: "c", feature, value: 9e9 })
+        })
         expect({ feature, headers, status: r.status }).toEqual({ feature, headers, status: 200 })
       }
-      const rollups = await sql((s) => s`SELECT CAST(value AS TEXT) AS value FROM usage_rollups WHERE organization_id = ${id}`)
+      const rollups = await sql(
+        (s) => s`SELECT CAST(value AS TEXT) AS value FROM usage_rollups WHERE organization_id = ${id}`
+      )
       expect(rollups.map((r: any) => r.value)).toEqual([INT64_MAX, INT64_MAX])
-      const events = await sql((s) => s`SELECT CAST(value AS TEXT) AS value FROM usage_events WHERE organization_id = ${id}`)
-      expect(events.map((e: any) => e.value).sort()).toEqual([...Array(3).fill("1000000"), ...Array(3).fill("9000000000000000")])
+      const events = await sql(
+        (s) => s`SELECT CAST(value AS TEXT) AS value FROM usage_events WHERE organization_id = ${id}`
+      )
+      expect(events.map((e: any) => e.value).sort()).toEqual([
+        ...Array(3).fill("1000000"),
+        ...Array(3).fill("9000000000000000")
+      ])
       expect((await send("/v1/customers/c/usage/history?range=7d")).status).toBe(200)
     })
 
     test("the usage of a billing span adds up exactly past 2^63 micro-units (SQLite's SUM would fail there)", async () => {
       const { id } = await org({ features: [{ slug: "t", name: "T", type: "metered" }], plans: [] })
       // Ten events of the largest cost one request may have (1e12 credits): 1e19 micro-units in all.
-      await sql((s) => Effect.forEach(Array.from({ length: 10 }, (_, i) => i), (i) =>
-        s`INSERT INTO usage_events (organization_id, id, customer_id, feature_id, subject_id, entity_id, value, cost,
+      await sql((s) =>
+        Effect.forEach(
+          Array.from({ length: 10 }, (_, i) => i),
+          (i) =>
+            s`INSERT INTO usage_events (organization_id, id, customer_id, feature_id, subject_id, entity_id, value, cost,
             from_plan, from_bonus, from_addon, overage, billable, metadata, invoice_id, created_at, plan_id)
           VALUES (${id}, ${`evt_${i}`}, 'cus_x', 'feat_x', 'crs_x', NULL, 1000000, ${"1000000000000000000"}, 0, 0, 0, 0,
-            1, '{}', NULL, ${1000 + i}, NULL)`, { discard: true }))
-      const total = await server.run(Effect.flatMap(InvoicesRepo, (repo) =>
-        repo.usageInSpan(id, { customerId: "cus_x", subjectId: "crs_x", planId: null, from: 0, to: 10_000 })))
+            1, '{}', NULL, ${1000 + i}, NULL)`,
+          { discard: true }
+        )
+      )
+      const total = await server.run(
+        Effect.flatMap(InvoicesRepo, (repo) =>
+          repo.usageInSpan(id, { customerId: "cus_x", subjectId: "crs_x", planId: null, from: 0, to: 10_000 })
+        )
+      )
       expect(total).toBe(10_000_000_000_000_000_000n)
     })
 
     test("values stored before the bounds: reported (organization, table, row, field), read as their bound, never a 5xx", async () => {
       const { id, apiKey, send } = await org({
         defaultProvider: "simulated",
-        features: [{ slug: "t", name: "T", type: "metered" }, { slug: "gen", name: "Gen", type: "metered" }],
+        features: [
+          { slug: "t", name: "T", type: "metered" },
+          { slug: "gen", name: "Gen", type: "metered" }
+        ],
         creditSystems: [{ slug: "cr", name: "Credits", features: [{ feature: "gen", creditCost: 1 }] }],
         creditPacks: [{ slug: "pk", name: "Pack", credits: 10, price: 100, currency: "NGN", creditSystem: "cr" }],
-        plans: [{
-          slug: "free",
-          name: "Free",
-          autoEnable: true,
-          currency: "NGN",
-          features: [{ slug: "t", limit: 5, overage: "charge", overagePrice: 1 }, { slug: "cr", limit: 10 }]
-        }]
+        plans: [
+          {
+            slug: "free",
+            name: "Free",
+            autoEnable: true,
+            currency: "NGN",
+            features: [
+              { slug: "t", limit: 5, overage: "charge", overagePrice: 1 },
+              { slug: "cr", limit: 10 }
+            ]
+          }
+        ]
       })
       expect((await send("/v1/customers", { id: "c", email: "c@example.com" })).status).toBe(200)
       expect((await send("/v1/customers/overage-limit", { customer: "c", maxOverageAmount: 500 })).status).toBe(200)
-      expect((await send("/v1/customers/feature-config", { customer: "c", feature: "t", overage: "charge", maxOverageUnits: 5 })).status).toBe(200)
+      expect(
+        (
+          await send("/v1/customers/feature-config", {
+            customer: "c",
+            feature: "t",
+            overage: "charge",
+            maxOverageUnits: 5
+          })
+        ).status
+      ).toBe(200)
       expect((await send("/v1/track", { customer: "c", feature: "gen", value: 1 })).status).toBe(200)
       const bought = await send("/v1/addon", { customer: "c", pack: "pk", quantity: 1 })
       expect(bought.body.requiresCheckout).toBe(true)
@@ -551,23 +705,27 @@ for (const database of databases()) {
 
       // What the service accepted before numbers had bounds, written as it was stored then.
       const sqlite = database.name === "sqlite"
-      await sql((s) => Effect.gen(function*() {
-        const [plan] = yield* s<any>`SELECT id, features FROM plans WHERE organization_id = ${id}`
-        const features = JSON.parse(plan.features)
-        features[0].limit = 1e100
-        features[0].overagePrice = "1e+100"
-        features[1].limit = 1e308
-        yield* s`UPDATE plans SET features = ${JSON.stringify(features)}, trial_days = 99999999 WHERE organization_id = ${id}`
-        yield* s`UPDATE credit_systems SET features = ${JSON.stringify([{ feature: "gen", creditCost: 1e100 }])} WHERE organization_id = ${id}`
-        yield* s`UPDATE credit_packs SET credits = '1e+100', price = '1e+30' WHERE organization_id = ${id}`
-        yield* s`UPDATE customers SET overage_max_amount = '1e+100' WHERE organization_id = ${id}`
-        yield* s`UPDATE customer_feature_configs SET max_overage_units = 5000000000000000 WHERE organization_id = ${id}`
-        // SQLite kept a purchase of 1e22 credits as a REAL; PostgreSQL a balance past the bound, in its BIGINT.
-        yield* s.unsafe(`UPDATE balances SET addon = ${sqlite ? "1e22" : "9000000000000000000"} WHERE organization_id = '${id}'`)
-        yield* s`UPDATE checkouts SET quantity = 2147483647 WHERE organization_id = ${id}`
-        // As after a restart: the catalog is read again.
-        yield* s`UPDATE organizations SET catalog_version = catalog_version + 1 WHERE id = ${id}`
-      }))
+      await sql((s) =>
+        Effect.gen(function* () {
+          const [plan] = yield* s<any>`SELECT id, features FROM plans WHERE organization_id = ${id}`
+          const features = JSON.parse(plan.features)
+          features[0].limit = 1e100
+          features[0].overagePrice = "1e+100"
+          features[1].limit = 1e308
+          yield* s`UPDATE plans SET features = ${JSON.stringify(features)}, trial_days = 99999999 WHERE organization_id = ${id}`
+          yield* s`UPDATE credit_systems SET features = ${JSON.stringify([{ feature: "gen", creditCost: 1e100 }])} WHERE organization_id = ${id}`
+          yield* s`UPDATE credit_packs SET credits = '1e+100', price = '1e+30' WHERE organization_id = ${id}`
+          yield* s`UPDATE customers SET overage_max_amount = '1e+100' WHERE organization_id = ${id}`
+          yield* s`UPDATE customer_feature_configs SET max_overage_units = 5000000000000000 WHERE organization_id = ${id}`
+          // SQLite kept a purchase of 1e22 credits as a REAL; PostgreSQL a balance past the bound, in its BIGINT.
+          yield* s.unsafe(
+            `UPDATE balances SET addon = ${sqlite ? "1e22" : "9000000000000000000"} WHERE organization_id = '${id}'`
+          )
+          yield* s`UPDATE checkouts SET quantity = 2147483647 WHERE organization_id = ${id}`
+          // As after a restart: the catalog is read again.
+          yield* s`UPDATE organizations SET catalog_version = catalog_version + 1 WHERE id = ${id}`
+        })
+      )
 
       const found = (await server.run(findOutOfRange)).filter((f) => f.organizationId === id)
       expect(found.map((f) => `${f.table} ${f.field}`).sort()).toEqual([
@@ -583,32 +741,44 @@ for (const database of databases()) {
         "plans features[1].limit",
         "plans trial_days"
       ])
-      expect(found.find((f) => f.table === "customers")).toMatchObject({ id: customerId, value: "1e+100", bound: "more than 0 to 1000000000000, an integer" })
+      expect(found.find((f) => f.table === "customers")).toMatchObject({
+        id: customerId,
+        value: "1e+100",
+        bound: "more than 0 to 1000000000000, an integer"
+      })
 
       // Migration 0010 is this scan with one warning per row.
       const warnings: Array<Record<string, unknown>> = []
       // In place of the service's JSON logger (src/platform/logging.ts), at every level.
       const capture = Logger.make(({ annotations, logLevel, message }) => {
-        if (logLevel._tag === "Warning") warnings.push({ message, ...Object.fromEntries(HashMap.toEntries(annotations)) })
+        if (logLevel._tag === "Warning")
+          warnings.push({ message, ...Object.fromEntries(HashMap.toEntries(annotations)) })
       })
-      await server.run(migration0010.pipe(
-        Effect.locally(FiberRef.currentLoggers, HashSet.make(capture)),
-        Effect.locally(FiberRef.currentMinimumLogLevel, LogLevel.All)
-      ))
+      await server.run(
+        migration0010.pipe(
+          Effect.locally(FiberRef.currentLoggers, HashSet.make(capture)),
+          Effect.locally(FiberRef.currentMinimumLogLevel, LogLevel.All)
+        )
+      )
       const mine = warnings.filter((w) => w.organizationId === id)
       expect(mine).toHaveLength(found.length)
-      expect(mine).toContainEqual(expect.objectContaining({
-        message: ["stored value out of range"],
-        table: "plans",
-        field: "features[0].limit",
-        value: "1e+100",
-        bound: "0 to 1000000000000, at most 6 decimal places"
-      }))
+      expect(mine).toContainEqual(
+        expect.objectContaining({
+          message: ["stored value out of range"],
+          table: "plans",
+          field: "features[0].limit",
+          value: "1e+100",
+          bound: "0 to 1000000000000, at most 6 decimal places"
+        })
+      )
 
       // Every read still answers, with the bound in place of what cannot be computed with.
       const check = await send("/v1/check", { customer: "c", feature: "t", value: 1 })
       expect(check).toMatchObject({ status: 200, body: { allowed: true, limit: 1e12 } })
-      expect((await send("/v1/track", { customer: "c", feature: "t", value: 9e9 })).body).toMatchObject({ allowed: true, usage: 9e9 })
+      expect((await send("/v1/track", { customer: "c", feature: "t", value: 9e9 })).body).toMatchObject({
+        allowed: true,
+        usage: 9e9
+      })
       expect((await send("/v1/check", { customer: "c", feature: "gen", value: 1 })).body).toMatchObject({
         allowed: true,
         credits: { costPerUnit: 1e12, addonBalance: sqlite ? 1e12 : 9e12 }
@@ -619,25 +789,51 @@ for (const database of databases()) {
         body: { billing: { overageLimit: { maxOverageAmount: 1e12 }, featureConfigs: [{ maxOverageUnits: 1e9 }] } }
       })
       expect((await send("/v1/credit-packs")).body.data).toMatchObject([{ credits: 1e12, price: 1e12 }])
-      expect((await send("/v1/credit-systems")).body.creditSystems).toMatchObject([{ features: [{ creditCost: 1e12 }] }])
-      for (const path of ["/v1/customers", "/v1/subscriptions?customer=c", "/v1/billing/usage", "/v1/customers/c/usage/history", "/v1/wallet?customer=c"]) {
+      expect((await send("/v1/credit-systems")).body.creditSystems).toMatchObject([
+        { features: [{ creditCost: 1e12 }] }
+      ])
+      for (const path of [
+        "/v1/customers",
+        "/v1/subscriptions?customer=c",
+        "/v1/billing/usage",
+        "/v1/customers/c/usage/history",
+        "/v1/wallet?customer=c"
+      ]) {
         expect({ path, status: (await send(path)).status }).toEqual({ path, status: 200 })
       }
       // A purchase or a grant into a balance already past its bound is refused, not stored further past it.
       expect((await send("/v1/addon", { customer: "c", pack: "pk", quantity: 1 })).status).toBe(400)
-      const attach = await server.fetch("/v1/attach", { method: "POST", apiKey, body: JSON.stringify({ customer: "d", product: "free", customerData: {} }) })
+      const attach = await server.fetch("/v1/attach", {
+        method: "POST",
+        apiKey,
+        body: JSON.stringify({ customer: "d", product: "free", customerData: {} })
+      })
       expect(attach.status).toBe(200)
       // 99,999,999 trial days (past what a date can hold) are read as 3,650.
-      const trialEndsAt = Date.parse((await attach.json() as any).subscription.trialEndsAt)
+      const trialEndsAt = Date.parse(((await attach.json()) as any).subscription.trialEndsAt)
       expect(Math.round((trialEndsAt - Date.now()) / 86_400_000)).toBe(3650)
 
       // The vendor's next sync of the catalog puts the catalog's numbers back within their bounds.
       await syncCatalog(server, apiKey, {
         defaultProvider: "simulated",
-        features: [{ slug: "t", name: "T", type: "metered" }, { slug: "gen", name: "Gen", type: "metered" }],
+        features: [
+          { slug: "t", name: "T", type: "metered" },
+          { slug: "gen", name: "Gen", type: "metered" }
+        ],
         creditSystems: [{ slug: "cr", name: "Credits", features: [{ feature: "gen", creditCost: 1 }] }],
         creditPacks: [{ slug: "pk", name: "Pack", credits: 10, price: 100, currency: "NGN", creditSystem: "cr" }],
-        plans: [{ slug: "free", name: "Free", autoEnable: true, currency: "NGN", features: [{ slug: "t", limit: 5 }, { slug: "cr", limit: 10 }] }]
+        plans: [
+          {
+            slug: "free",
+            name: "Free",
+            autoEnable: true,
+            currency: "NGN",
+            features: [
+              { slug: "t", limit: 5 },
+              { slug: "cr", limit: 10 }
+            ]
+          }
+        ]
       })
       const after = (await server.run(findOutOfRange)).filter((f) => f.organizationId === id).map((f) => f.table)
       expect([...new Set(after)].sort()).toEqual(["balances", "checkouts", "customer_feature_configs", "customers"])
@@ -655,18 +851,42 @@ describe("start-up after an upgrade: migration 0010 logs every stored value out 
     const created = JSON.parse(await cli(env, "org", "create", "acme", "--json"))
     // As a database upgraded from before the bounds: a limit of 1e100 stored, and 0010 not applied yet.
     const db = new Database(join(dir, "data", "billing.db"))
-    const plan = JSON.stringify([{ slug: "t", enabled: true, limit: 1e100, trialLimit: null, reset: "monthly", usageModel: "included", ratingModel: "package", pricePerUnit: null, billingUnits: 1, tiers: null, overage: "block", overagePrice: null, maxOverageUnits: null, creditCost: null }])
-    db.run(`INSERT INTO features (organization_id, id, slug, name, type, meter_type, unit, created_at, updated_at)
-      VALUES (?, 'feat_1', 't', 'T', 'metered', 'consumable', NULL, 0, 0)`, [created.organization.id])
-    db.run(`INSERT INTO plans (organization_id, id, slug, name, description, price, currency, interval, billing_type, auto_enable,
+    const plan = JSON.stringify([
+      {
+        slug: "t",
+        enabled: true,
+        limit: 1e100,
+        trialLimit: null,
+        reset: "monthly",
+        usageModel: "included",
+        ratingModel: "package",
+        pricePerUnit: null,
+        billingUnits: 1,
+        tiers: null,
+        overage: "block",
+        overagePrice: null,
+        maxOverageUnits: null,
+        creditCost: null
+      }
+    ])
+    db.run(
+      `INSERT INTO features (organization_id, id, slug, name, type, meter_type, unit, created_at, updated_at)
+      VALUES (?, 'feat_1', 't', 'T', 'metered', 'consumable', NULL, 0, 0)`,
+      [created.organization.id]
+    )
+    db.run(
+      `INSERT INTO plans (organization_id, id, slug, name, description, price, currency, interval, billing_type, auto_enable,
         is_addon, plan_group, trial_days, provider, metadata, features, created_at, updated_at)
-      VALUES (?, 'plan_1', 'free', 'Free', NULL, '0', '', '', 'recurring', 1, 0, NULL, NULL, NULL, '{}', ?, 0, 0)`, [created.organization.id, plan])
+      VALUES (?, 'plan_1', 'free', 'Free', NULL, '0', '', '', 'recurring', 1, 0, NULL, NULL, NULL, '{}', ?, 0, 0)`,
+      [created.organization.id, plan]
+    )
     db.run(`UPDATE organizations SET catalog_version = catalog_version + 1 WHERE id = ?`, [created.organization.id])
     // The Migrator runs only migrations above the highest applied one: forget 0010 and every later one, and undo what
     // the later ones made (a later migration that creates something must be undone here too).
     db.run(`DELETE FROM effect_sql_migrations WHERE migration_id >= 10`)
     db.run(`DROP TABLE payment_reversals`)
-    for (const table of ["outbound_events", "webhook_endpoints", "webhook_deliveries", "webhook_attempts"]) db.run(`DROP TABLE ${table}`)
+    for (const table of ["outbound_events", "webhook_endpoints", "webhook_deliveries", "webhook_attempts"])
+      db.run(`DROP TABLE ${table}`)
     db.close()
 
     const service = await startService({ ...env, LOG_LEVEL: "warn" })
@@ -676,21 +896,32 @@ describe("start-up after an upgrade: migration 0010 logs every stored value out 
         headers: { authorization: `Bearer ${created.apiKey}`, "content-type": "application/json" },
         body: JSON.stringify({ customer: "c", feature: "t", customerData: {} })
       })
-      expect({ status: check.status, body: await check.json() }).toMatchObject({ status: 200, body: { allowed: true, limit: 1e12 } })
+      expect({ status: check.status, body: await check.json() }).toMatchObject({
+        status: 200,
+        body: { allowed: true, limit: 1e12 }
+      })
     } finally {
       await service.kill()
     }
-    const warnings = service.output().split("\n").filter((line) => line.includes("stored value out of range")).map((line) => JSON.parse(line))
-    expect(warnings).toEqual([expect.objectContaining({
-      logLevel: "WARN",
-      annotations: expect.objectContaining({
-        organizationId: created.organization.id,
-        table: "plans",
-        id: "plan_1",
-        field: "features[0].limit",
-        value: "1e+100"
+    const warnings = service
+      .output()
+      .split("\n")
+      .filter((line) => line.includes("stored value out of range"))
+      .map((line) => JSON.parse(line))
+    expect(warnings).toEqual([
+      expect.objectContaining({
+        logLevel: "WARN",
+        annotations: expect.objectContaining({
+          organizationId: created.organization.id,
+          table: "plans",
+          id: "plan_1",
+          field: "features[0].limit",
+          value: "1e+100"
+        })
       })
-    })])
-    expect(JSON.parse(await cli(env, "out-of-range", "--json")).outOfRange).toMatchObject([{ table: "plans", field: "features[0].limit" }])
+    ])
+    expect(JSON.parse(await cli(env, "out-of-range", "--json")).outOfRange).toMatchObject([
+      { table: "plans", field: "features[0].limit" }
+    ])
   }, 60_000)
 })

@@ -21,7 +21,9 @@ const serverUrl = process.env.DATABASE_URL?.trim()
 const postgresBin = (): string => {
   const root = "/usr/lib/postgresql"
   if (existsSync(root)) {
-    const versions = readdirSync(root).filter((v) => existsSync(join(root, v, "bin", "pg_ctl"))).sort((a, b) => Number(b) - Number(a))
+    const versions = readdirSync(root)
+      .filter((v) => existsSync(join(root, v, "bin", "pg_ctl")))
+      .sort((a, b) => Number(b) - Number(a))
     if (versions.length > 0) return join(root, versions[0]!, "bin")
   }
   const config = Bun.spawnSync(["pg_config", "--bindir"])
@@ -30,7 +32,8 @@ const postgresBin = (): string => {
 }
 
 /** PostgreSQL refuses to run as root: as root (CI), its commands run as the `postgres` user. */
-const asPostgres = (command: Array<string>) => (process.getuid?.() === 0 ? ["runuser", "-u", "postgres", "--", ...command] : command)
+const asPostgres = (command: Array<string>) =>
+  process.getuid?.() === 0 ? ["runuser", "-u", "postgres", "--", ...command] : command
 
 const run = (command: Array<string>) => {
   const result = Bun.spawnSync(command, { stdout: "pipe", stderr: "pipe" })
@@ -51,7 +54,16 @@ const makeCluster = () => {
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     start: () => {
-      pgCtl("-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, "-l", join(dir, "log"), "-w", "-t", "60", "start")
+      pgCtl(
+        "-o",
+        `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
+        "-l",
+        join(dir, "log"),
+        "-w",
+        "-t",
+        "60",
+        "start"
+      )
       up = true
     },
     stop: () => {
@@ -103,7 +115,7 @@ if (serverUrl) {
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         signal: AbortSignal.timeout(20_000)
       })
-      return { status: response.status, body: await response.json() as any }
+      return { status: response.status, body: (await response.json()) as any }
     }
 
     const unavailable = { success: false, error: "Service Unavailable", code: "unavailable" }
@@ -111,12 +123,18 @@ if (serverUrl) {
     test("while PostgreSQL is down: 503 unavailable, /ready too; back up: the same process serves again", async () => {
       service = await startService(env)
       const pid = service.process.pid
-      expect((await request("POST", "/v1/sync", {
-        features: [{ slug: "tokens", name: "Tokens", type: "metered" }],
-        plans: [{ slug: "free", name: "Free", autoEnable: true, features: [{ slug: "tokens", limit: 1000 }] }]
-      })).status).toBe(200)
+      expect(
+        (
+          await request("POST", "/v1/sync", {
+            features: [{ slug: "tokens", name: "Tokens", type: "metered" }],
+            plans: [{ slug: "free", name: "Free", autoEnable: true, features: [{ slug: "tokens", limit: 1000 }] }]
+          })
+        ).status
+      ).toBe(200)
       expect((await request("POST", "/v1/customers", { id: "ada", email: "ada@example.com" })).status).toBe(200)
-      expect((await request("POST", "/v1/track", { customer: "ada", feature: "tokens", value: 5 })).body.allowed).toBe(true)
+      expect((await request("POST", "/v1/track", { customer: "ada", feature: "tokens", value: 5 })).body.allowed).toBe(
+        true
+      )
       expect(await request("GET", "/ready")).toEqual({ status: 200, body: { status: "ready", database: "postgresql" } })
 
       // Load running across the stop: every answer is a 200 or a 503, never a 500 or a hang.
@@ -124,13 +142,20 @@ if (serverUrl) {
       let next = 0
       let loading = true
       const track = (n: number) =>
-        request("POST", "/v1/track", { customer: "ada", feature: "tokens", value: 1 }, { "idempotency-key": `outage-${n}` })
-      const load = Promise.all(Array.from({ length: 4 }, async () => {
-        while (loading) {
-          const n = next++
-          statuses.set(n, (await track(n)).status)
-        }
-      }))
+        request(
+          "POST",
+          "/v1/track",
+          { customer: "ada", feature: "tokens", value: 1 },
+          { "idempotency-key": `outage-${n}` }
+        )
+      const load = Promise.all(
+        Array.from({ length: 4 }, async () => {
+          while (loading) {
+            const n = next++
+            statuses.set(n, (await track(n)).status)
+          }
+        })
+      )
       while ([...statuses.values()].filter((s) => s === 200).length < 40) await Bun.sleep(5)
 
       cluster.stop()
@@ -182,10 +207,12 @@ if (serverUrl) {
       }
       const check = await request("POST", "/v1/check", { customer: "ada", feature: "tokens", value: 0 })
       expect(check.body).toMatchObject({ allowed: true, usage: 5 + statuses.size })
-      expect((await request("POST", "/v1/track", { customer: "ada", feature: "tokens", value: 2 })).body).toMatchObject({
-        allowed: true,
-        usage: 7 + statuses.size
-      })
+      expect((await request("POST", "/v1/track", { customer: "ada", feature: "tokens", value: 2 })).body).toMatchObject(
+        {
+          allowed: true,
+          usage: 7 + statuses.size
+        }
+      )
       await service.kill("SIGTERM")
     }, 90_000)
   })

@@ -36,7 +36,19 @@ describe("logs never contain keys, secrets, signatures or SQL", () => {
     // A provider that refuses connections: every call to it fails (and must not log the key it carried).
     const deadProvider = `http://127.0.0.1:${freePort()}`
     await cli(env, "provider", "set", "acme", "paystack", "--secret-key", secrets.paystack, "--base-url", deadProvider)
-    await cli(env, "provider", "set", "acme", "stripe", "--secret-key", secrets.stripe, "--webhook-secret", secrets.stripeWebhook, "--base-url", deadProvider)
+    await cli(
+      env,
+      "provider",
+      "set",
+      "acme",
+      "stripe",
+      "--secret-key",
+      secrets.stripe,
+      "--webhook-secret",
+      secrets.stripeWebhook,
+      "--base-url",
+      deadProvider
+    )
 
     service = await startService({ ...env, LOG_LEVEL: "debug" })
     const call = async (name: string, path: string, init: RequestInit & { key?: string } = {}) => {
@@ -56,11 +68,24 @@ describe("logs never contain keys, secrets, signatures or SQL", () => {
         features: [{ slug: "tokens", name: "Tokens", type: "metered" }],
         plans: [
           { slug: "free", name: "Free", autoEnable: true, features: [{ slug: "tokens", limit: 10 }] },
-          { slug: "pro", name: "Pro", price: 100000, currency: "NGN", interval: "monthly", planGroup: "paid", provider: "paystack", features: [] }
+          {
+            slug: "pro",
+            name: "Pro",
+            price: 100000,
+            currency: "NGN",
+            interval: "monthly",
+            planGroup: "paid",
+            provider: "paystack",
+            features: []
+          }
         ]
       })
     })
-    await call("customer", "/v1/customers", { method: "POST", key: apiKey, body: json({ id: "ada", email: "ada@example.com" }) })
+    await call("customer", "/v1/customers", {
+      method: "POST",
+      key: apiKey,
+      body: json({ id: "ada", email: "ada@example.com" })
+    })
     await call("track", "/v1/track", {
       method: "POST",
       key: apiKey,
@@ -68,12 +93,15 @@ describe("logs never contain keys, secrets, signatures or SQL", () => {
       body: json({ customer: "ada", feature: "tokens", value: 3 })
     })
     await call("wrong key", "/v1/customers", { key: secrets.wrongKey })
-    await call("bad body", "/v1/customers", { method: "POST", key: apiKey, body: "{\"email\": " })
+    await call("bad body", "/v1/customers", { method: "POST", key: apiKey, body: '{"email": ' })
     // The provider's API is down: a 502, after a call that carried the Paystack secret.
     await call("attach", "/v1/attach", { method: "POST", key: apiKey, body: json({ customer: "ada", product: "pro" }) })
 
     // Webhooks: correctly signed (Paystack, Stripe, simulated) and forged.
-    const paystackBody = json({ event: "charge.success", data: { id: 1, reference: "nope-1", amount: 100, currency: "NGN", status: "success" } })
+    const paystackBody = json({
+      event: "charge.success",
+      data: { id: 1, reference: "nope-1", amount: 100, currency: "NGN", status: "success" }
+    })
     const paystackSignature = createHmac("sha512", secrets.paystack).update(paystackBody).digest("hex")
     sent.push(paystackSignature)
     await call("paystack webhook", "/webhooks/acme/paystack", {
@@ -83,7 +111,11 @@ describe("logs never contain keys, secrets, signatures or SQL", () => {
     })
     const forged = createHmac("sha512", "not-the-secret").update(paystackBody).digest("hex")
     sent.push(forged)
-    await call("forged webhook", "/webhooks/acme/paystack", { method: "POST", body: paystackBody, headers: { "x-paystack-signature": forged } })
+    await call("forged webhook", "/webhooks/acme/paystack", {
+      method: "POST",
+      body: paystackBody,
+      headers: { "x-paystack-signature": forged }
+    })
     const stripeBody = json({ id: `evt_${tag}`, type: "customer.created", data: { object: { id: "cus_x" } } })
     const t = Math.floor(Date.now() / 1000)
     const stripeSignature = createHmac("sha256", secrets.stripeWebhook).update(`${t}.${stripeBody}`).digest("hex")
@@ -93,9 +125,15 @@ describe("logs never contain keys, secrets, signatures or SQL", () => {
       body: stripeBody,
       headers: { "stripe-signature": `t=${t},v1=${stripeSignature}` }
     })
-    const simulatedSecret = createHmac("sha256", Buffer.from(secrets.encryptionKey, "hex")).update("simulated-webhooks").digest("hex")
+    const simulatedSecret = createHmac("sha256", Buffer.from(secrets.encryptionKey, "hex"))
+      .update("simulated-webhooks")
+      .digest("hex")
     sent.push(simulatedSecret)
-    const simulatedBody = json({ id: `sim_${tag}`, type: "payment.succeeded", data: { reference: "nope", amount: 1, currency: "NGN", metadata: {} } })
+    const simulatedBody = json({
+      id: `sim_${tag}`,
+      type: "payment.succeeded",
+      data: { reference: "nope", amount: 1, currency: "NGN", metadata: {} }
+    })
     const simulatedSignature = createHmac("sha256", simulatedSecret).update(simulatedBody).digest("hex")
     sent.push(simulatedSignature)
     await call("simulated webhook", "/webhooks/sandbox/simulated", {
@@ -135,7 +173,9 @@ describe("logs never contain keys, secrets, signatures or SQL", () => {
     })
     // Debug logging was on and wrote one line per request, plus the failure.
     const lines = output.split("\n").filter((l) => l.startsWith("{"))
-    const requests = lines.map((l) => JSON.parse(l)).filter((l) => l.message === "request" && l.annotations.path !== "/health")
+    const requests = lines
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.message === "request" && l.annotations.path !== "/health")
     expect(requests.length).toBe(Object.keys(statuses).length)
     expect(output).toContain("unexpected failure")
   })
@@ -143,7 +183,9 @@ describe("logs never contain keys, secrets, signatures or SQL", () => {
   test("no key, secret or signature appears in the output", () => {
     const needles: Record<string, string> = { ...secrets, apiKey, apiKeyBody: apiKey.slice("sk_test_".length) }
     sent.forEach((s, i) => (needles[`signature ${i}`] = s))
-    const found = Object.entries(needles).filter(([, value]) => output.includes(value)).map(([name]) => name)
+    const found = Object.entries(needles)
+      .filter(([, value]) => output.includes(value))
+      .map(([name]) => name)
     expect(found).toEqual([])
   })
 

@@ -26,24 +26,26 @@ const stringify = (value: unknown) => JSON.stringify(value, (_k, v) => (typeof v
  * name → its rows as sorted JSON strings. Two equal snapshots mean the organization's data did not change.
  */
 export const orgState = (server: TestServer, organizationId: string) =>
-  server.run(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const tables = yield* sql.onDialectOrElse({
-      pg: () =>
-        sql<{ tableName: string }>`SELECT table_name FROM information_schema.columns
+  server.run(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const tables = yield* sql.onDialectOrElse({
+        pg: () =>
+          sql<{ tableName: string }>`SELECT table_name FROM information_schema.columns
           WHERE column_name = 'organization_id' AND table_schema = current_schema() ORDER BY table_name`,
-      orElse: () =>
-        sql<{ tableName: string }>`SELECT m.name AS table_name FROM sqlite_master m
+        orElse: () =>
+          sql<{ tableName: string }>`SELECT m.name AS table_name FROM sqlite_master m
           JOIN pragma_table_info(m.name) p WHERE m.type = 'table' AND p.name = 'organization_id' ORDER BY m.name`
-    })
-    const state: Record<string, ReadonlyArray<string>> = {}
-    state.organizations = (yield* sql`SELECT * FROM organizations WHERE id = ${organizationId}`).map(stringify)
-    for (const { tableName } of tables) {
-      const rows = yield* sql`SELECT * FROM ${sql(tableName)} WHERE organization_id = ${organizationId}`
-      state[tableName] = rows.map(stringify).sort()
-    }
-    return state
-  }).pipe(Effect.orDie))
+      })
+      const state: Record<string, ReadonlyArray<string>> = {}
+      state.organizations = (yield* sql`SELECT * FROM organizations WHERE id = ${organizationId}`).map(stringify)
+      for (const { tableName } of tables) {
+        const rows = yield* sql`SELECT * FROM ${sql(tableName)} WHERE organization_id = ${organizationId}`
+        state[tableName] = rows.map(stringify).sort()
+      }
+      return state
+    }).pipe(Effect.orDie)
+  )
 
 // ---------------------------------------------------------------------------------------------------------------
 // A world of objects, built through the API
@@ -109,7 +111,7 @@ export interface World {
 
 export const getJson = async (server: TestServer, apiKey: string, path: string) => {
   const response = await server.fetch(path, { apiKey })
-  return { status: response.status, body: await response.json() as any }
+  return { status: response.status, body: (await response.json()) as any }
 }
 
 /** What a customer's browser does on the simulated provider's hosted page. */
@@ -153,7 +155,11 @@ export const buildWorld = async (
 
   // 150 tokens on a limit of 100: 50 in overage at 2 each, billed.
   const idempotencyKey = `${p}idem-${unique}`
-  await call("/v1/track", { customer: c1.externalId, feature: `${p}tokens`, value: 150 }, { "idempotency-key": idempotencyKey })
+  await call(
+    "/v1/track",
+    { customer: c1.externalId, feature: `${p}tokens`, value: 150 },
+    { "idempotency-key": idempotencyKey }
+  )
   const generated = await call("/v1/billing/invoice", { customer: c1.externalId })
   const invoice = { id: generated.invoice.id as string, number: generated.invoice.number as string }
   expect(generated.invoice.total).toBe(100)
@@ -162,8 +168,17 @@ export const buildWorld = async (
   await call("/v1/track", { customer: c2.externalId, feature: `${p}tokens`, value: 7 })
   const entity = `${p}seat-${unique}`
   await call("/v1/entities", { customer: c1.externalId, feature: `${p}seats`, entity, name: "A seat" })
-  await call("/v1/customers/overage-limit", { customer: c1.externalId, maxOverageAmount: 5000, onLimitReached: "notify" })
-  await call("/v1/customers/feature-config", { customer: c1.externalId, feature: `${p}tokens`, overage: "charge", maxOverageUnits: 500 })
+  await call("/v1/customers/overage-limit", {
+    customer: c1.externalId,
+    maxOverageAmount: 5000,
+    onLimitReached: "notify"
+  })
+  await call("/v1/customers/feature-config", {
+    customer: c1.externalId,
+    feature: `${p}tokens`,
+    overage: "charge",
+    maxOverageUnits: 500
+  })
 
   let active: string | undefined
   let pending: string | undefined
@@ -189,10 +204,17 @@ export const buildWorld = async (
 
   const webhookEndpoints: Array<string> = []
   for (const n of [1, 2]) {
-    const endpoint = await call("/v1/webhook-endpoints", { url: `https://example.com/${p}hooks-${n}`, description: `${p}endpoint ${n}` })
+    const endpoint = await call("/v1/webhook-endpoints", {
+      url: `https://example.com/${p}hooks-${n}`,
+      description: `${p}endpoint ${n}`
+    })
     webhookEndpoints.push(endpoint.id)
   }
-  const events = await getJson(server, apiKey, `/v1/events?type=customer.created&customer=${encodeURIComponent(c1.externalId)}`)
+  const events = await getJson(
+    server,
+    apiKey,
+    `/v1/events?type=customer.created&customer=${encodeURIComponent(c1.externalId)}`
+  )
   const eventId = events.body.data[0].id as string
 
   const subs = await getJson(server, apiKey, `/v1/subscriptions?customer=${encodeURIComponent(c1.externalId)}`)
@@ -313,7 +335,10 @@ export const startService = async (env: Record<string, string>): Promise<Service
   // Bounded: 150 × 100 ms. A service that never comes up fails the test with its output.
   for (let i = 0; i < 150; i++) {
     if (proc.exitCode !== null) break
-    const up = await fetch(`${baseUrl}/health`).then((r) => r.ok, () => false)
+    const up = await fetch(`${baseUrl}/health`).then(
+      (r) => r.ok,
+      () => false
+    )
     if (up) return service
     await Bun.sleep(100)
   }

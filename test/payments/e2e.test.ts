@@ -7,17 +7,24 @@ import { post, syncCatalog } from "../support/catalog.ts"
 import { databases, startServer, type TestServer } from "../support/harness.ts"
 
 const catalog = {
-  features: [{ slug: "api-calls", name: "API calls", type: "metered", unit: "calls" }, { slug: "images", name: "Images", type: "metered" }],
+  features: [
+    { slug: "api-calls", name: "API calls", type: "metered", unit: "calls" },
+    { slug: "images", name: "Images", type: "metered" }
+  ],
   creditSystems: [{ slug: "credits", name: "Credits", features: [{ feature: "images", creditCost: 2 }] }],
-  creditPacks: [{ slug: "starter", name: "Starter credits", credits: 100, price: 20000, currency: "NGN", creditSystem: "credits" }],
-  plans: [{
-    slug: "growth",
-    name: "Growth",
-    price: 1500000,
-    currency: "NGN",
-    interval: "monthly",
-    features: [{ slug: "api-calls", limit: 1000, overage: "charge", overagePrice: 5 }]
-  }]
+  creditPacks: [
+    { slug: "starter", name: "Starter credits", credits: 100, price: 20000, currency: "NGN", creditSystem: "credits" }
+  ],
+  plans: [
+    {
+      slug: "growth",
+      name: "Growth",
+      price: 1500000,
+      currency: "NGN",
+      interval: "monthly",
+      features: [{ slug: "api-calls", limit: 1000, overage: "charge", overagePrice: 5 }]
+    }
+  ]
 }
 
 for (const database of databases()) {
@@ -41,12 +48,23 @@ for (const database of databases()) {
           currency: "NGN",
           metadata: { organization_id: orgId, reference },
           method: {
-            token: "sim_pm_ok_e2e", providerCustomerId: null, email: null, type: "card", brand: "visa", last4: "4242",
-            expMonth: 12, expYear: 2030, reusable: true, fingerprint: "sim_fp_e2e"
+            token: "sim_pm_ok_e2e",
+            providerCustomerId: null,
+            email: null,
+            type: "card",
+            brand: "visa",
+            last4: "4242",
+            expMonth: 12,
+            expYear: 2030,
+            reusable: true,
+            fingerprint: "sim_fp_e2e"
           }
         }
       })
-      return { body, headers: { "content-type": "application/json", [SIGNATURE_HEADER]: sign(account.webhookSecret!, body) } }
+      return {
+        body,
+        headers: { "content-type": "application/json", [SIGNATURE_HEADER]: sign(account.webhookSecret!, body) }
+      }
     }
 
     test("paid plan → checkout → webhook ×5 → active → overage → invoice → paid with the saved card", async () => {
@@ -64,20 +82,31 @@ for (const database of databases()) {
       const event = await paymentEvent(org.id, attached.body.checkoutUrl, 1500000)
       const acks = []
       for (let i = 0; i < 5; i++) {
-        const response = await server.fetch("/webhooks/sandbox/simulated", { method: "POST", body: event.body, headers: event.headers })
+        const response = await server.fetch("/webhooks/sandbox/simulated", {
+          method: "POST",
+          body: event.body,
+          headers: event.headers
+        })
         acks.push(await response.json())
       }
       expect(acks[0]).toEqual({ success: true, received: true, skipped: false })
       for (const later of acks.slice(1)) expect(later).toEqual({ success: true, received: true, skipped: true })
-      const counts = await server.run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql<{ payments: number; methods: number }>`SELECT
+      const counts = await server.run(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            sql<{ payments: number; methods: number }>`SELECT
           (SELECT COUNT(*) FROM payments WHERE organization_id = ${org.id} AND status = 'succeeded') AS payments,
-          (SELECT COUNT(*) FROM payment_methods WHERE organization_id = ${org.id}) AS methods`))
+          (SELECT COUNT(*) FROM payment_methods WHERE organization_id = ${org.id}) AS methods`
+        )
+      )
       expect(counts.map((c) => [Number(c.payments), Number(c.methods)])).toEqual([[1, 1]])
       expect((await get("/v1/subscriptions?customer=acme-user")).subscriptions[0].status).toBe("active")
 
       // 1,000 included, then 40 calls of overage at 5 kobo each.
-      expect((await call("/v1/track", { customer: "acme-user", feature: "api-calls", value: 1000 })).body.code).toBe("tracked")
+      expect((await call("/v1/track", { customer: "acme-user", feature: "api-calls", value: 1000 })).body.code).toBe(
+        "tracked"
+      )
       const over = await call("/v1/track", { customer: "acme-user", feature: "api-calls", value: 40 })
       expect(over.body).toMatchObject({ allowed: true, code: "tracked_overage", usage: 1040, balance: -40 })
 
@@ -92,7 +121,13 @@ for (const database of databases()) {
         lines: [{ feature: "api-calls", quantity: 40, unitPrice: 5, amount: 200 }]
       })
       const paid = await call(`/v1/billing/invoice/${generated.body.invoice.id}/pay`, {})
-      expect(paid.body).toMatchObject({ success: true, paid: true, checkoutUrl: null, code: "invoice_paid", invoice: { status: "paid", total: 200 } })
+      expect(paid.body).toMatchObject({
+        success: true,
+        paid: true,
+        checkoutUrl: null,
+        code: "invoice_paid",
+        invoice: { status: "paid", total: 200 }
+      })
       const [invoice] = (await get("/v1/billing/invoices?customer=acme-user")).invoices
       expect(invoice).toMatchObject({ status: "paid", amountPaid: 200, amountDue: 0 })
       expect(invoice.paidAt).toBeString()
@@ -111,7 +146,11 @@ for (const database of databases()) {
       }
       // A different event for the same payment (a provider's second notification) changes nothing either.
       const other = await paymentEvent(org.id, bought.body.checkoutUrl, 20000)
-      const third = await server.fetch("/webhooks/sandbox/simulated", { method: "POST", body: other.body, headers: other.headers })
+      const third = await server.fetch("/webhooks/sandbox/simulated", {
+        method: "POST",
+        body: other.body,
+        headers: other.headers
+      })
       expect(await third.json()).toMatchObject({ received: true, skipped: true })
       const check = await post(server, org.apiKey, "/v1/check", { customer: "buyer", feature: "images", value: 0 })
       expect(check.body.credits).toMatchObject({ addonBalance: 100, totalBalance: 100 })
@@ -121,10 +160,19 @@ for (const database of databases()) {
       const org = await server.createOrg()
       await syncCatalog(server, org.apiKey, {
         ...catalog,
-        plans: [{ slug: "free-metered", name: "Free", currency: "NGN", autoEnable: true, features: [{ slug: "api-calls", limit: 0, overage: "charge", overagePrice: 3 }] }]
+        plans: [
+          {
+            slug: "free-metered",
+            name: "Free",
+            currency: "NGN",
+            autoEnable: true,
+            features: [{ slug: "api-calls", limit: 0, overage: "charge", overagePrice: 3 }]
+          }
+        ]
       })
       await post(server, org.apiKey, "/v1/customers", { id: "racer", email: "racer@example.com" })
-      for (let i = 0; i < 5; i++) await post(server, org.apiKey, "/v1/track", { customer: "racer", feature: "api-calls", value: 2 })
+      for (let i = 0; i < 5; i++)
+        await post(server, org.apiKey, "/v1/track", { customer: "racer", feature: "api-calls", value: 2 })
       const [a, b] = await Promise.all([
         post(server, org.apiKey, "/v1/billing/invoice", { customer: "racer" }),
         post(server, org.apiKey, "/v1/billing/invoice", { customer: "racer" })
@@ -133,7 +181,9 @@ for (const database of databases()) {
       const winner = a.status === 200 ? a : b
       expect(winner.body.invoice).toMatchObject({ total: 30, lines: [{ quantity: 10 }] })
       expect((a.status === 409 ? a : b).body.code).toBe("nothing_to_invoice")
-      const invoices = (await (await server.fetch("/v1/billing/invoices?customer=racer", { apiKey: org.apiKey })).json() as any).invoices
+      const invoices = (
+        (await (await server.fetch("/v1/billing/invoices?customer=racer", { apiKey: org.apiKey })).json()) as any
+      ).invoices
       expect(invoices).toHaveLength(1)
     })
   })

@@ -7,12 +7,31 @@ import { post, syncCatalog } from "../support/catalog.ts"
 import { databases, startServer, type TestServer } from "../support/harness.ts"
 
 const catalog = {
-  features: [{ slug: "tokens", name: "Tokens", type: "metered" }, { slug: "images", name: "Images", type: "metered" }],
+  features: [
+    { slug: "tokens", name: "Tokens", type: "metered" },
+    { slug: "images", name: "Images", type: "metered" }
+  ],
   creditSystems: [{ slug: "credits", name: "Credits", features: [{ feature: "images", creditCost: 1 }] }],
-  creditPacks: [{ slug: "small", name: "Small pack", credits: 100, price: 50000, currency: "NGN", creditSystem: "credits" }],
+  creditPacks: [
+    { slug: "small", name: "Small pack", credits: 100, price: 50000, currency: "NGN", creditSystem: "credits" }
+  ],
   plans: [
-    { slug: "basic", name: "Basic", price: 500000, currency: "NGN", interval: "monthly", features: [{ slug: "tokens", limit: 1000 }] },
-    { slug: "plus", name: "Plus", price: 900000, currency: "NGN", interval: "monthly", features: [{ slug: "tokens", limit: 5000 }] }
+    {
+      slug: "basic",
+      name: "Basic",
+      price: 500000,
+      currency: "NGN",
+      interval: "monthly",
+      features: [{ slug: "tokens", limit: 1000 }]
+    },
+    {
+      slug: "plus",
+      name: "Plus",
+      price: 900000,
+      currency: "NGN",
+      interval: "monthly",
+      features: [{ slug: "tokens", limit: 5000 }]
+    }
   ]
 }
 
@@ -53,19 +72,29 @@ for (const database of databases()) {
       const attached = await call("/v1/attach", { customer: "buyer", product: "basic" })
       expect(attached.status).toBe(200)
       expect(attached.body.subscription.status).toBe("pending")
-      expect((await call("/v1/check", { customer: "buyer", feature: "tokens" })).body.code).toBe("no_active_subscription")
+      expect((await call("/v1/check", { customer: "buyer", feature: "tokens" })).body.code).toBe(
+        "no_active_subscription"
+      )
       expect(await complete(attached.body.checkoutUrl)).toContain("Payment complete")
       const subs = await get("/v1/subscriptions?customer=buyer")
       expect(subs.subscriptions[0]).toMatchObject({ plan: "basic", status: "active" })
-      expect((await call("/v1/check", { customer: "buyer", feature: "tokens" })).body).toMatchObject({ allowed: true, limit: 1000 })
+      expect((await call("/v1/check", { customer: "buyer", feature: "tokens" })).body).toMatchObject({
+        allowed: true,
+        limit: 1000
+      })
       const wallet = await get("/v1/wallet?customer=buyer")
-      expect(wallet.paymentMethods).toMatchObject([{ provider: "simulated", type: "card", last4: "4242", isDefault: true }])
+      expect(wallet.paymentMethods).toMatchObject([
+        { provider: "simulated", type: "card", last4: "4242", isDefault: true }
+      ])
       expect(JSON.stringify(wallet)).not.toContain("sim_pm_")
       // With a saved card, the next paid plan is charged at once and replaces the old one.
       const upgraded = await call("/v1/attach", { customer: "buyer", product: "plus" })
       expect(upgraded.body).toMatchObject({ checkoutUrl: null, subscription: { plan: "plus", status: "active" } })
       const after = await get("/v1/subscriptions?customer=buyer")
-      expect(after.subscriptions.map((s: any) => [s.plan, s.status]).sort()).toEqual([["basic", "canceled"], ["plus", "active"]])
+      expect(after.subscriptions.map((s: any) => [s.plan, s.status]).sort()).toEqual([
+        ["basic", "canceled"],
+        ["plus", "active"]
+      ])
     })
 
     test("a declined checkout leaves the subscription pending; its checkout route answers the same page, then 409 once paid", async () => {
@@ -79,25 +108,37 @@ for (const database of databases()) {
       expect(retry.body.checkoutUrl).toBe(attached.body.checkoutUrl)
       expect(retry.body.reference).toBeString()
       await complete(retry.body.checkoutUrl)
-      expect((await call(`/v1/subscriptions/${id}/checkout`, {})).body).toMatchObject({ code: "subscription_not_pending" })
+      expect((await call(`/v1/subscriptions/${id}/checkout`, {})).body).toMatchObject({
+        code: "subscription_not_pending"
+      })
     })
 
     test("ten concurrent completions of one checkout: the plan paid once, one saved card, one default", async () => {
       const { call, get, org } = await setup()
       const attached = await call("/v1/attach", { customer: "buyer", product: "basic" })
       const path = new URL(attached.body.checkoutUrl).pathname
-      const completions = await Promise.all(Array.from({ length: 10 }, () =>
-        server.fetch(path, {
-          method: "POST",
-          headers: { "content-type": "application/x-www-form-urlencoded" },
-          body: "outcome=pay&card=ok"
-        })))
+      const completions = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          server.fetch(path, {
+            method: "POST",
+            headers: { "content-type": "application/x-www-form-urlencoded" },
+            body: "outcome=pay&card=ok"
+          })
+        )
+      )
       expect(completions.every((r) => r.status === 200)).toBe(true)
       const wallet = await get("/v1/wallet?customer=buyer")
       expect(wallet.paymentMethods).toHaveLength(1)
       expect(wallet.paymentMethods[0].isDefault).toBe(true)
-      const paid = await server.app.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql<{ n: number }>`SELECT COUNT(*) AS n FROM payments WHERE organization_id = ${org.id} AND status = 'succeeded'`))
+      const paid = await server.app.runtime.runPromise(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            sql<{
+              n: number
+            }>`SELECT COUNT(*) AS n FROM payments WHERE organization_id = ${org.id} AND status = 'succeeded'`
+        )
+      )
       expect(Number(paid[0]!.n)).toBe(1)
       expect((await get("/v1/subscriptions?customer=buyer")).subscriptions[0]).toMatchObject({ status: "active" })
     })
@@ -105,20 +146,37 @@ for (const database of databases()) {
     test("credit packs: checkout adds the credits once; with a saved card they are added at once", async () => {
       const { call, org } = await setup()
       const bought = await call("/v1/addon", { customer: "buyer", pack: "small", quantity: 2 })
-      expect(bought.body).toMatchObject({ success: true, requiresCheckout: true, quantity: 2, credits: 200, balance: null })
+      expect(bought.body).toMatchObject({
+        success: true,
+        requiresCheckout: true,
+        quantity: 2,
+        credits: 200,
+        balance: null
+      })
       const path = new URL(bought.body.checkoutUrl).pathname
       await complete(bought.body.checkoutUrl)
       // The same page again does nothing more.
-      const again = await server.fetch(path, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "outcome=pay" })
+      const again = await server.fetch(path, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: "outcome=pay"
+      })
       expect(await again.text()).toContain("Already completed")
       const check = await call("/v1/check", { customer: "buyer", feature: "images", value: 1 })
       expect(check.body).toMatchObject({ allowed: true, code: "addon_credits_used", credits: { addonBalance: 200 } })
       const instant = await call("/v1/addon", { customer: "buyer", pack: "small" })
       expect(instant.body).toMatchObject({ requiresCheckout: false, checkoutUrl: null, credits: 100, balance: 300 })
       // Paid amounts are recorded in minor units: 2 × 50000, then 50000.
-      const amounts = await server.app.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql<{ amount: string }>`SELECT amount FROM payments WHERE organization_id = ${org.id} AND status = 'succeeded'
-          ORDER BY created_at`))
+      const amounts = await server.app.runtime.runPromise(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            sql<{
+              amount: string
+            }>`SELECT amount FROM payments WHERE organization_id = ${org.id} AND status = 'succeeded'
+          ORDER BY created_at`
+        )
+      )
       expect(amounts.map((a) => Number(a.amount))).toEqual([100000, 50000])
       expect((await call("/v1/addon", { customer: "buyer", pack: "nope" })).body.code).toBe("pack_not_found")
       expect((await call("/v1/addon", { customer: "buyer", pack: "small", currency: "USD" })).status).toBe(400)
@@ -143,7 +201,11 @@ for (const database of databases()) {
       const { call } = await setup()
       const setupSession = await call("/v1/wallet/setup", { customer: "buyer" })
       const path = new URL(setupSession.body.url).pathname
-      await server.fetch(path, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "outcome=pay&card=declining" })
+      await server.fetch(path, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: "outcome=pay&card=declining"
+      })
       const attached = await call("/v1/attach", { customer: "buyer", product: "basic" })
       expect(attached.body.subscription.status).toBe("pending")
       expect(attached.body.checkoutUrl).toContain("/simulated/checkout/")
@@ -164,7 +226,11 @@ for (const database of databases()) {
           data: { reference, amount: 500000, currency: "NGN", metadata }
         })
       const deliver = (path: string, body: string, signature = sign(account.webhookSecret!, body)) =>
-        server.fetch(path, { method: "POST", body, headers: { "content-type": "application/json", [SIGNATURE_HEADER]: signature } })
+        server.fetch(path, {
+          method: "POST",
+          body,
+          headers: { "content-type": "application/json", [SIGNATURE_HEADER]: signature }
+        })
 
       const body = event("evt-1", { organization_id: org.id, reference })
       const forged = await deliver("/webhooks/sandbox/simulated", body, "0".repeat(64))
@@ -177,11 +243,15 @@ for (const database of databases()) {
       const orphan = await deliver("/webhooks/sandbox/simulated", event("evt-2", {}))
       expect(await orphan.json()).toEqual({ success: true, received: true, skipped: true })
       expect((await deliver("/webhooks/sandbox/nope", body)).status).toBe(404)
-      expect(await (await deliver("/webhooks/no-such-org/simulated", body)).json()).toMatchObject({ code: "organization_not_found" })
+      expect(await (await deliver("/webhooks/no-such-org/simulated", body)).json()).toMatchObject({
+        code: "organization_not_found"
+      })
       // By slug on the organization's own route, verified with the same (managed) secret: a replay there too.
       const bySlug = await deliver(`/webhooks/${org.slug}/simulated`, body)
       expect(await bySlug.json()).toEqual({ success: true, received: true, skipped: true })
-      const subs = await (await server.fetch("/v1/subscriptions?customer=buyer", { apiKey: org.apiKey })).json() as any
+      const subs = (await (
+        await server.fetch("/v1/subscriptions?customer=buyer", { apiKey: org.apiKey })
+      ).json()) as any
       expect(subs.subscriptions[0].status).toBe("active")
     })
   })
@@ -197,7 +267,9 @@ describe("live deployments", () => {
       await post(server, org.apiKey, "/v1/customers", { id: "buyer", email: "buyer@example.com" })
       const attached = await post(server, org.apiKey, "/v1/attach", { customer: "buyer", product: "basic" })
       expect(attached).toMatchObject({ status: 422, body: { code: "provider_not_configured" } })
-      const subs = await (await server.fetch("/v1/subscriptions?customer=buyer", { apiKey: org.apiKey })).json() as any
+      const subs = (await (
+        await server.fetch("/v1/subscriptions?customer=buyer", { apiKey: org.apiKey })
+      ).json()) as any
       expect(subs.subscriptions).toEqual([])
       const sandbox = await server.fetch("/webhooks/sandbox/paystack", { method: "POST", body: "{}" })
       expect(sandbox.status).toBe(404)

@@ -8,7 +8,16 @@ import { databases, startServer, type TestServer } from "../support/harness.ts"
  */
 const catalog = {
   features: [{ slug: "tokens", name: "Tokens", type: "metered" }],
-  plans: [{ slug: "basic", name: "Basic", price: 500000, currency: "NGN", interval: "monthly", features: [{ slug: "tokens", limit: 1000 }] }]
+  plans: [
+    {
+      slug: "basic",
+      name: "Basic",
+      price: 500000,
+      currency: "NGN",
+      interval: "monthly",
+      features: [{ slug: "tokens", limit: 1000 }]
+    }
+  ]
 }
 
 for (const database of databases()) {
@@ -27,7 +36,9 @@ for (const database of databases()) {
       const attached = await post(server, org.apiKey, "/v1/attach", { customer: "buyer", product: "basic" })
       expect(attached.body.subscription.status).toBe("pending")
       const status = async () => {
-        const subs = await (await server.fetch("/v1/subscriptions?customer=buyer", { apiKey: org.apiKey })).json() as any
+        const subs = (await (
+          await server.fetch("/v1/subscriptions?customer=buyer", { apiKey: org.apiKey })
+        ).json()) as any
         return subs.subscriptions[0].status as string
       }
       return { org, path: new URL(attached.body.checkoutUrl).pathname, status }
@@ -63,7 +74,11 @@ for (const database of databases()) {
       expect(form.status).toBe(200)
       expect(await first.status()).toBe("active")
       const second = await pending()
-      const json = await fetch(server.baseUrl + second.path, { method: "POST", headers: { "content-type": "application/json" }, body: "" })
+      const json = await fetch(server.baseUrl + second.path, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: ""
+      })
       expect(json.status).toBe(200)
       expect(await second.status()).toBe("active")
     })
@@ -107,9 +122,16 @@ for (const database of databases()) {
 
     test("an unknown reference is an HTML 404 page for a browser, the error body for a client asking for JSON", async () => {
       const { org, path } = await pending()
-      for (const unknown of [`/simulated/checkout/${org.id}/no-such-reference`, `/simulated/setup/${org.id}/no-such-reference`, `/simulated/other/${org.id}/x`]) {
+      for (const unknown of [
+        `/simulated/checkout/${org.id}/no-such-reference`,
+        `/simulated/setup/${org.id}/no-such-reference`,
+        `/simulated/other/${org.id}/x`
+      ]) {
         for (const method of ["GET", "POST"]) {
-          const page = await fetch(server.baseUrl + unknown, { method, headers: { accept: "text/html,application/xhtml+xml,*/*;q=0.8" } })
+          const page = await fetch(server.baseUrl + unknown, {
+            method,
+            headers: { accept: "text/html,application/xhtml+xml,*/*;q=0.8" }
+          })
           expect({ unknown, method, status: page.status }).toEqual({ unknown, method, status: 404 })
           expect(page.headers.get("content-type")).toContain("text/html")
           expect(await page.text()).toContain("<h1>")

@@ -17,9 +17,27 @@ import { databases, startServer, type TestServer } from "../support/harness.ts"
 const catalog = {
   features: [{ slug: "tokens", name: "Tokens", type: "metered" }],
   creditSystems: [{ slug: "credits", name: "Credits", features: [{ feature: "tokens", creditCost: 1 }] }],
-  creditPacks: [{ slug: "pack", name: "Pack", credits: 50, price: 10000, currency: "NGN", creditSystem: "credits", provider: "paystack" }],
+  creditPacks: [
+    {
+      slug: "pack",
+      name: "Pack",
+      credits: 50,
+      price: 10000,
+      currency: "NGN",
+      creditSystem: "credits",
+      provider: "paystack"
+    }
+  ],
   plans: [
-    { slug: "pro", name: "Pro", price: 250000, currency: "NGN", interval: "monthly", provider: "paystack", features: [{ slug: "tokens", limit: 10 }] }
+    {
+      slug: "pro",
+      name: "Pro",
+      price: 250000,
+      currency: "NGN",
+      interval: "monthly",
+      provider: "paystack",
+      features: [{ slug: "tokens", limit: 10 }]
+    }
   ]
 }
 
@@ -44,47 +62,68 @@ for (const db of databases()) {
     /** An organization on the fake Paystack with a customer whose card is saved (one charged authorization). */
     const customerWithCard = async () => {
       const org = await server.createOrg()
-      await server.run(Effect.flatMap(ProviderAccounts, (a) =>
-        a.set(org.id, "paystack", { secretKey: paystack.secretKey, webhookSecret: null, baseUrl: paystack.baseUrl })))
+      await server.run(
+        Effect.flatMap(ProviderAccounts, (a) =>
+          a.set(org.id, "paystack", { secretKey: paystack.secretKey, webhookSecret: null, baseUrl: paystack.baseUrl })
+        )
+      )
       await syncCatalog(server, org.apiKey, catalog)
       const created = await post(server, org.apiKey, "/v1/customers", { id: "ada", email: "ada@example.com" })
       const setup = await post(server, org.apiKey, "/v1/wallet/setup", { customer: "ada", provider: "paystack" })
       expect(setup.status).toBe(200)
       const hook = paystack.complete(setup.body.reference)
       await deliver(org.slug, hook)
-      return { org, customerId: created.body.customer?.id ?? created.body.id as string }
+      return { org, customerId: created.body.customer?.id ?? (created.body.id as string) }
     }
 
     const deliver = async (orgSlug: string, hook: { body: string; headers: Readonly<Record<string, string>> }) => {
-      const response = await server.fetch(`/webhooks/${orgSlug}/paystack`, { method: "POST", body: hook.body, headers: hook.headers })
+      const response = await server.fetch(`/webhooks/${orgSlug}/paystack`, {
+        method: "POST",
+        body: hook.body,
+        headers: hook.headers
+      })
       expect(response.status).toBe(200)
-      return await response.json() as { skipped: boolean }
+      return (await response.json()) as { skipped: boolean }
     }
 
     const openInvoice = (orgId: string, customerId: string, amount = 120000) =>
-      server.run(Effect.flatMap(Invoices, (invoices) =>
-        invoices.createInvoice(orgId, customerId, "NGN", [{
-          feature: "tokens",
-          description: "Overage",
-          quantity: 1,
-          unitPrice: String(amount),
-          amount: BigDecimal.unsafeFromString(String(amount)),
-          periodStart: 0,
-          periodEnd: 0
-        }])))
+      server.run(
+        Effect.flatMap(Invoices, (invoices) =>
+          invoices.createInvoice(orgId, customerId, "NGN", [
+            {
+              feature: "tokens",
+              description: "Overage",
+              quantity: 1,
+              unitPrice: String(amount),
+              amount: BigDecimal.unsafeFromString(String(amount)),
+              periodStart: 0,
+              periodEnd: 0
+            }
+          ])
+        )
+      )
 
     const chargesFor = (amount: number) =>
       paystack.requests.filter((r) => r.path === CHARGE && (r.body as { amount?: number }).amount === amount)
 
     const attempts = (orgId: string, targetId: string) =>
-      server.run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql<{ status: string; reference: string; failureMessage: string | null }>`SELECT status, reference, failure_message
-          FROM payments WHERE organization_id = ${orgId} AND target_id = ${targetId} ORDER BY created_at, id`))
+      server.run(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            sql<{
+              status: string
+              reference: string
+              failureMessage: string | null
+            }>`SELECT status, reference, failure_message
+          FROM payments WHERE organization_id = ${orgId} AND target_id = ${targetId} ORDER BY created_at, id`
+        )
+      )
 
     const pay = (apiKey: string, invoiceId: string) => post(server, apiKey, `/v1/billing/invoice/${invoiceId}/pay`, {})
 
     const invoiceStatus = async (apiKey: string, invoiceId: string) => {
-      const list = await (await server.fetch("/v1/billing/invoices?customer=ada", { apiKey })).json() as any
+      const list = (await (await server.fetch("/v1/billing/invoices?customer=ada", { apiKey })).json()) as any
       return list.invoices.find((i: { id: string }) => i.id === invoiceId).status as string
     }
 
@@ -164,7 +203,9 @@ for (const db of databases()) {
       paystack.failNext({ kind: "pending" })
       const answer = await pay(org.apiKey, invoice.id)
       expect(answer.body).toMatchObject({ paid: false, checkoutUrl: null, code: "payment_processing" })
-      expect([...paystack.transactions.values()].filter((t) => t.source === "initialize")).toHaveLength(initializedBefore)
+      expect([...paystack.transactions.values()].filter((t) => t.source === "initialize")).toHaveLength(
+        initializedBefore
+      )
       const [attempt] = await attempts(org.id, invoice.id)
       const tx = paystack.transactions.get(attempt!.reference)!
       tx.status = "success"
@@ -201,14 +242,23 @@ for (const db of databases()) {
       await post(server, org.apiKey, "/v1/customers", { id: "cy", email: "cy@example.com" })
       const attached = await post(server, org.apiKey, "/v1/attach", { customer: "cy", product: "pro" })
       expect(attached.body.subscription.status).toBe("pending")
-      const page = [...paystack.transactions.values()].find((t) => attached.body.checkoutUrl.endsWith(`/${t.accessCode}`))!
+      const page = [...paystack.transactions.values()].find((t) =>
+        attached.body.checkoutUrl.endsWith(`/${t.accessCode}`)
+      )!
       const back = await fetch(`${attached.body.checkoutUrl}?outcome=decline`, { method: "POST", redirect: "manual" })
       expect(back.status).toBe(200)
       expect(page.status).toBe("failed")
       time.advance(11 * 60_000)
       await server.run(Effect.flatMap(Payments, (p) => p.reconcile))
-      const checkouts = await server.run(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql<{ status: string }>`SELECT status FROM checkouts WHERE organization_id = ${org.id} AND reference = ${page.reference}`))
+      const checkouts = await server.run(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            sql<{
+              status: string
+            }>`SELECT status FROM checkouts WHERE organization_id = ${org.id} AND reference = ${page.reference}`
+        )
+      )
       expect(checkouts.map((c) => c.status)).toEqual(["failed"])
       // Still pending, and payable again: its checkout route opens a new page rather than answering the closed one.
       const id = attached.body.subscription.id as string
@@ -216,7 +266,7 @@ for (const db of databases()) {
       expect(retry.body).toMatchObject({ activatedDirectly: false, code: "checkout_required" })
       expect(retry.body.checkoutUrl).not.toBe(attached.body.checkoutUrl)
       await deliver(org.slug, paystack.complete(retry.body.reference))
-      const subs = await (await server.fetch("/v1/subscriptions?customer=cy", { apiKey: org.apiKey })).json() as any
+      const subs = (await (await server.fetch("/v1/subscriptions?customer=cy", { apiKey: org.apiKey })).json()) as any
       expect(subs.subscriptions[0]).toMatchObject({ plan: "pro", status: "active" })
     })
 
@@ -235,7 +285,9 @@ for (const db of databases()) {
       const answers = await Promise.all(
         Array.from({ length: 10 }, () => post(server, org.apiKey, `/v1/subscriptions/${id}/checkout`, {}))
       )
-      expect(answers.every((a) => a.status === 200 || (a.status === 409 && a.body.code === "subscription_not_pending"))).toBe(true)
+      expect(
+        answers.every((a) => a.status === 200 || (a.status === 409 && a.body.code === "subscription_not_pending"))
+      ).toBe(true)
       expect(answers.filter((a) => a.status === 200 && a.body.activatedDirectly)).toHaveLength(1)
       expect(chargesFor(250000).length - before).toBe(1)
     })
@@ -249,7 +301,7 @@ for (const db of databases()) {
       )
       expect(answers.map((a) => a.status)).toEqual(Array(6).fill(200))
       expect(chargesFor(250000).length - before).toBe(1)
-      const subs = await (await server.fetch("/v1/subscriptions?customer=ada", { apiKey: org.apiKey })).json() as any
+      const subs = (await (await server.fetch("/v1/subscriptions?customer=ada", { apiKey: org.apiKey })).json()) as any
       expect(subs.subscriptions.filter((s: { plan: string }) => s.plan === "pro")).toHaveLength(1)
     })
 
@@ -259,7 +311,9 @@ for (const db of databases()) {
       paystack.failNext({ kind: "delay", ms: 150 }, { times: 1 })
       const key = { "idempotency-key": `pack-${crypto.randomUUID()}` }
       const answers = await Promise.all(
-        Array.from({ length: 5 }, () => post(server, org.apiKey, "/v1/addon", { customer: "ada", pack: "pack", quantity: 3 }, key))
+        Array.from({ length: 5 }, () =>
+          post(server, org.apiKey, "/v1/addon", { customer: "ada", pack: "pack", quantity: 3 }, key)
+        )
       )
       expect(answers.map((a) => a.status)).toEqual(Array(5).fill(200))
       expect(chargesFor(30000).length - before).toBe(1)
@@ -305,29 +359,42 @@ if (postgres !== undefined) {
 
     test("payers of one invoice through both processes, a slow provider: one charge, no 5xx", async () => {
       const org = await a.createOrg()
-      await a.run(Effect.flatMap(ProviderAccounts, (p) =>
-        p.set(org.id, "paystack", { secretKey: paystack.secretKey, webhookSecret: null, baseUrl: paystack.baseUrl })))
+      await a.run(
+        Effect.flatMap(ProviderAccounts, (p) =>
+          p.set(org.id, "paystack", { secretKey: paystack.secretKey, webhookSecret: null, baseUrl: paystack.baseUrl })
+        )
+      )
       await syncCatalog(a, org.apiKey, catalog)
       const created = await post(a, org.apiKey, "/v1/customers", { id: "ada", email: "ada@example.com" })
       const setup = await post(a, org.apiKey, "/v1/wallet/setup", { customer: "ada", provider: "paystack" })
       const hook = paystack.complete(setup.body.reference)
       await b.fetch(`/webhooks/${org.slug}/paystack`, { method: "POST", body: hook.body, headers: hook.headers })
-      const invoice = await a.run(Effect.flatMap(Invoices, (invoices) =>
-        invoices.createInvoice(org.id, created.body.customer?.id ?? created.body.id, "NGN", [{
-          feature: "tokens",
-          description: "Overage",
-          quantity: 1,
-          unitPrice: "130001",
-          amount: BigDecimal.unsafeFromString("130001"),
-          periodStart: 0,
-          periodEnd: 0
-        }])))
+      const invoice = await a.run(
+        Effect.flatMap(Invoices, (invoices) =>
+          invoices.createInvoice(org.id, created.body.customer?.id ?? created.body.id, "NGN", [
+            {
+              feature: "tokens",
+              description: "Overage",
+              quantity: 1,
+              unitPrice: "130001",
+              amount: BigDecimal.unsafeFromString("130001"),
+              periodStart: 0,
+              periodEnd: 0
+            }
+          ])
+        )
+      )
       paystack.failNext({ kind: "delay", ms: 200 })
-      const answers = await Promise.all(Array.from({ length: 12 }, (_, i) =>
-        post(i % 2 === 0 ? a : b, org.apiKey, `/v1/billing/invoice/${invoice.id}/pay`, {})))
+      const answers = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          post(i % 2 === 0 ? a : b, org.apiKey, `/v1/billing/invoice/${invoice.id}/pay`, {})
+        )
+      )
       expect(answers.map((r) => r.status)).toEqual(Array(12).fill(200))
       expect(answers.filter((r) => r.body.code === "invoice_paid")).toHaveLength(1)
-      const charges = paystack.requests.filter((r) => r.path === CHARGE && (r.body as { amount?: number }).amount === 130001)
+      const charges = paystack.requests.filter(
+        (r) => r.path === CHARGE && (r.body as { amount?: number }).amount === 130001
+      )
       expect(charges).toHaveLength(1)
     })
   })

@@ -136,14 +136,20 @@ describe("createCheckout", () => {
     const small = await failureOf(adapter.createCheckout(account, checkoutRequest({ amount: 4_999 })))
     expect(small.reason).toBe("rejected")
     expect(small.message).toContain("Invalid Amount Sent")
-    expect((await run(adapter.createCheckout(account, checkoutRequest({ amount: 5_000 })))).checkoutUrl).toStartWith(fake.baseUrl)
+    expect((await run(adapter.createCheckout(account, checkoutRequest({ amount: 5_000 })))).checkoutUrl).toStartWith(
+      fake.baseUrl
+    )
     const auth = fake.seedAuthorization("ada@example.com")
-    expect((await failureOf(adapter.charge(account, chargeRequest(auth.authorization_code, { amount: 100 })))).reason).toBe("rejected")
+    expect(
+      (await failureOf(adapter.charge(account, chargeRequest(auth.authorization_code, { amount: 100 })))).reason
+    ).toBe("rejected")
     const ghana = startFakePaystack({ currencies: ["GHS"] })
     try {
       const pesewas = await run(adapter.createCheckout(ghana.account, checkoutRequest({ currency: "GHS", amount: 10 })))
       expect(pesewas.checkoutUrl).toStartWith(ghana.baseUrl)
-      expect((await failureOf(adapter.createCheckout(ghana.account, checkoutRequest({ currency: "GHS", amount: 9 })))).reason).toBe("rejected")
+      expect(
+        (await failureOf(adapter.createCheckout(ghana.account, checkoutRequest({ currency: "GHS", amount: 9 })))).reason
+      ).toBe("rejected")
     } finally {
       await ghana.stop()
     }
@@ -239,7 +245,10 @@ describe("charge", () => {
       method: { token: auth.authorization_code, providerCustomerId: null, email: "bob@example.com" }
     })
     const result = await run(adapter.charge(account, request))
-    expect(result).toEqual({ _tag: "MethodGone", message: expect.stringContaining("Email does not match Authorization code") })
+    expect(result).toEqual({
+      _tag: "MethodGone",
+      message: expect.stringContaining("Email does not match Authorization code")
+    })
     expect(await run(adapter.charge(account, chargeRequest("AUTH_unknown")))).toMatchObject({ _tag: "MethodGone" })
     // Other refusals are not about the method.
     fake.failNext({ kind: "reject", message: "Invalid Amount Sent" }, { path: "/transaction/charge_authorization" })
@@ -399,7 +408,9 @@ describe("refund and removeMethod", () => {
   })
 
   test("removing an unknown authorization is rejected", async () => {
-    const e = await failureOf(adapter.removeMethod(account, { token: "AUTH_nope", providerCustomerId: null, email: null }))
+    const e = await failureOf(
+      adapter.removeMethod(account, { token: "AUTH_nope", providerCustomerId: null, email: null })
+    )
     expect(e.reason).toBe("rejected")
   })
 })
@@ -495,7 +506,11 @@ describe("parseEvent", () => {
     expect(event._tag === "PaymentSucceeded" && event.metadata).toEqual(metadata)
   })
 
-  for (const [as, wire] of [["zero", 0], ["empty", ""], ["null", null]] as const) {
+  for (const [as, wire] of [
+    ["zero", 0],
+    ["empty", ""],
+    ["null", null]
+  ] as const) {
     test(`charge.success with metadata ${JSON.stringify(wire)} has empty metadata`, async () => {
       const { hook } = await paid(as)
       expect(hook.event.data.metadata).toBe(wire)
@@ -548,8 +563,16 @@ describe("parseEvent", () => {
     // Paystack announces no failure: the fake has nothing to send, and verify is how a decline is learned.
     expect(() => fake.webhookFor(request.reference)).toThrow()
     const invented = fake.webhook("charge.failed", { id: 7, reference: request.reference, status: "failed", metadata })
-    expect(await run(adapter.routeEvent(invented.rawBody))).toEqual({ type: "charge.failed", handled: false, organizationId: "org_1" })
-    expect(await parse(invented.rawBody)).toEqual({ _tag: "Ignored", eventKey: "charge.failed:7", type: "charge.failed" })
+    expect(await run(adapter.routeEvent(invented.rawBody))).toEqual({
+      type: "charge.failed",
+      handled: false,
+      organizationId: "org_1"
+    })
+    expect(await parse(invented.rawBody)).toEqual({
+      _tag: "Ignored",
+      eventKey: "charge.failed:7",
+      type: "charge.failed"
+    })
   })
 
   test("refund.processed is a Refunded increment of the transaction it names (amount sent as a string)", async () => {
@@ -560,7 +583,11 @@ describe("parseEvent", () => {
     const refund = fake.refunds.at(-1)!
     const hook = fake.refundProcessed(refund.id)
     expect(hook.event.data.amount).toBe("15000")
-    expect(await run(adapter.routeEvent(hook.rawBody))).toEqual({ type: "refund.processed", handled: true, organizationId: null })
+    expect(await run(adapter.routeEvent(hook.rawBody))).toEqual({
+      type: "refund.processed",
+      handled: true,
+      organizationId: null
+    })
     expect(await parse(hook.rawBody)).toEqual({
       _tag: "Refunded",
       eventKey: `refund.processed:${refund.refundReference}`,
@@ -580,7 +607,11 @@ describe("parseEvent", () => {
     await run(adapter.createCheckout(account, request))
     fake.complete(request.reference)
     const opened = fake.dispute(request.reference)
-    expect(await run(adapter.routeEvent(opened.rawBody))).toEqual({ type: "charge.dispute.create", handled: true, organizationId: "org_1" })
+    expect(await run(adapter.routeEvent(opened.rawBody))).toEqual({
+      type: "charge.dispute.create",
+      handled: true,
+      organizationId: "org_1"
+    })
     expect(await parse(opened.rawBody)).toEqual({
       _tag: "Disputed",
       eventKey: `charge.dispute.create:${opened.disputeId}`,
@@ -589,7 +620,11 @@ describe("parseEvent", () => {
       metadata
     })
     const declined = await parse(fake.resolveDispute(opened.disputeId, "declined").rawBody)
-    expect(declined).toEqual({ _tag: "Ignored", eventKey: `charge.dispute.resolve:${opened.disputeId}`, type: "charge.dispute.resolve" })
+    expect(declined).toEqual({
+      _tag: "Ignored",
+      eventKey: `charge.dispute.resolve:${opened.disputeId}`,
+      type: "charge.dispute.resolve"
+    })
     expect(await parse(fake.resolveDispute(opened.disputeId, "merchant-accepted").rawBody)).toMatchObject({
       _tag: "Refunded",
       reference: request.reference,
@@ -610,17 +645,34 @@ describe("parseEvent", () => {
 
   test("routing reads the event type and our organization id (from metadata in any of its forms) only", async () => {
     const route = (event: unknown) => run(adapter.routeEvent(bytes(JSON.stringify(event))))
-    const noCurrency = { event: "charge.success", data: { reference: "r", metadata: JSON.stringify({ organization_id: "org_1" }) } }
+    const noCurrency = {
+      event: "charge.success",
+      data: { reference: "r", metadata: JSON.stringify({ organization_id: "org_1" }) }
+    }
     expect(await route(noCurrency)).toEqual({ type: "charge.success", handled: true, organizationId: "org_1" })
-    expect(await route({ event: "charge.success", data: { metadata: 0 } })).toEqual({ type: "charge.success", handled: true, organizationId: null })
-    expect(await route({ event: "transfer.success" })).toEqual({ type: "transfer.success", handled: false, organizationId: null })
+    expect(await route({ event: "charge.success", data: { metadata: 0 } })).toEqual({
+      type: "charge.success",
+      handled: true,
+      organizationId: null
+    })
+    expect(await route({ event: "transfer.success" })).toEqual({
+      type: "transfer.success",
+      handled: false,
+      organizationId: null
+    })
     for (const raw of ["{not json", "[]", JSON.stringify({ data: {} })]) {
       expect((await failureOf(adapter.routeEvent(bytes(raw)))).reason).toBe("rejected")
     }
   })
 
   test("malformed bodies are rejected", async () => {
-    for (const raw of ["{not json", "", "[]", JSON.stringify({ data: {} }), JSON.stringify({ event: "charge.success", data: {} })]) {
+    for (const raw of [
+      "{not json",
+      "",
+      "[]",
+      JSON.stringify({ data: {} }),
+      JSON.stringify({ event: "charge.success", data: {} })
+    ]) {
       const e = await failureOf(adapter.parseEvent(bytes(raw)))
       expect(e.reason).toBe("rejected")
     }
@@ -651,9 +703,14 @@ describe("hosted page (as a customer pays)", () => {
       const delivered = received[0]!
       const raw = new TextEncoder().encode(delivered.body)
       expect(
-        await run(adapter.verifySignature(hosted.account, raw, { "x-paystack-signature": delivered.signature ?? undefined }, 0))
+        await run(
+          adapter.verifySignature(hosted.account, raw, { "x-paystack-signature": delivered.signature ?? undefined }, 0)
+        )
       ).toBe(true)
-      expect(await run(adapter.parseEvent(raw))).toMatchObject({ _tag: "PaymentSucceeded", reference: request.reference })
+      expect(await run(adapter.parseEvent(raw))).toMatchObject({
+        _tag: "PaymentSucceeded",
+        reference: request.reference
+      })
 
       // A declined card sends nothing; the transaction says so when verified.
       const declined = checkoutRequest()

@@ -16,8 +16,24 @@ const catalog = (provider: string, currency: string) => ({
   creditSystems: [{ slug: "credits", name: "Credits", features: [{ feature: "tokens", creditCost: 1 }] }],
   creditPacks: [{ slug: "pack", name: "Pack", credits: 50, price: 10000, currency, creditSystem: "credits", provider }],
   plans: [
-    { slug: "pro", name: "Pro", price: 250000, currency, interval: "monthly", provider, features: [{ slug: "tokens", limit: 10 }] },
-    { slug: "max", name: "Max", price: 450000, currency, interval: "monthly", provider, features: [{ slug: "tokens", limit: 99 }] }
+    {
+      slug: "pro",
+      name: "Pro",
+      price: 250000,
+      currency,
+      interval: "monthly",
+      provider,
+      features: [{ slug: "tokens", limit: 10 }]
+    },
+    {
+      slug: "max",
+      name: "Max",
+      price: 450000,
+      currency,
+      interval: "monthly",
+      provider,
+      features: [{ slug: "tokens", limit: 99 }]
+    }
   ]
 })
 
@@ -35,29 +51,53 @@ describe("Paystack end to end", () => {
 
   test("checkout, signed webhook, saved authorization, off-session charge, packs", async () => {
     const org = await server.createOrg()
-    await server.run(Effect.flatMap(ProviderAccounts, (a) =>
-      a.set(org.id, "paystack", { secretKey: paystack.secretKey, webhookSecret: null, baseUrl: paystack.baseUrl })))
+    await server.run(
+      Effect.flatMap(ProviderAccounts, (a) =>
+        a.set(org.id, "paystack", { secretKey: paystack.secretKey, webhookSecret: null, baseUrl: paystack.baseUrl })
+      )
+    )
     await syncCatalog(server, org.apiKey, catalog("paystack", "NGN"))
     await post(server, org.apiKey, "/v1/customers", { id: "ada", email: "ada@example.com" })
 
-    const attached = await post(server, org.apiKey, "/v1/attach", { customer: "ada", product: "pro", callbackUrl: "https://vendor.example/done" })
+    const attached = await post(server, org.apiKey, "/v1/attach", {
+      customer: "ada",
+      product: "pro",
+      callbackUrl: "https://vendor.example/done"
+    })
     expect(attached.body.subscription.status).toBe("pending")
     expect(attached.body.checkoutUrl).toStartWith(paystack.baseUrl)
     const [initialized] = [...paystack.transactions.values()]
-    expect(initialized).toMatchObject({ amount: 250000, currency: "NGN", email: "ada@example.com", callbackUrl: "https://vendor.example/done" })
+    expect(initialized).toMatchObject({
+      amount: 250000,
+      currency: "NGN",
+      email: "ada@example.com",
+      callbackUrl: "https://vendor.example/done"
+    })
 
     const webhook = paystack.complete(initialized!.reference)
-    const forged = await server.fetch(`/webhooks/${org.slug}`, { method: "POST", body: webhook.body, headers: { "x-paystack-signature": "f".repeat(128) } })
+    const forged = await server.fetch(`/webhooks/${org.slug}`, {
+      method: "POST",
+      body: webhook.body,
+      headers: { "x-paystack-signature": "f".repeat(128) }
+    })
     expect(forged.status).toBe(401)
     // The first provider's route (`/webhooks/{org}`) is Paystack's.
-    const delivered = await server.fetch(`/webhooks/${org.slug}`, { method: "POST", body: webhook.body, headers: webhook.headers })
+    const delivered = await server.fetch(`/webhooks/${org.slug}`, {
+      method: "POST",
+      body: webhook.body,
+      headers: webhook.headers
+    })
     expect(await delivered.json()).toEqual({ success: true, received: true, skipped: false })
-    const replay = await server.fetch(`/webhooks/${org.id}/paystack`, { method: "POST", body: webhook.body, headers: webhook.headers })
+    const replay = await server.fetch(`/webhooks/${org.id}/paystack`, {
+      method: "POST",
+      body: webhook.body,
+      headers: webhook.headers
+    })
     expect(await replay.json()).toMatchObject({ skipped: true })
 
-    const subs = await (await server.fetch("/v1/subscriptions?customer=ada", { apiKey: org.apiKey })).json() as any
+    const subs = (await (await server.fetch("/v1/subscriptions?customer=ada", { apiKey: org.apiKey })).json()) as any
     expect(subs.subscriptions[0]).toMatchObject({ plan: "pro", status: "active" })
-    const wallet = await (await server.fetch("/v1/wallet?customer=ada", { apiKey: org.apiKey })).json() as any
+    const wallet = (await (await server.fetch("/v1/wallet?customer=ada", { apiKey: org.apiKey })).json()) as any
     expect(wallet.paymentMethods).toHaveLength(1)
     expect(wallet.paymentMethods[0]).toMatchObject({ provider: "paystack", type: "card" })
 
@@ -73,7 +113,11 @@ describe("Paystack end to end", () => {
     expect(pack.body).toMatchObject({ requiresCheckout: true, credits: 150, balance: null })
     const packTx = [...paystack.transactions.values()].find((t) => t.amount === 30000 && t.source === "initialize")!
     const packHook = paystack.complete(packTx.reference, { metadataAs: "string" })
-    await server.fetch(`/webhooks/${org.slug}/paystack`, { method: "POST", body: packHook.body, headers: packHook.headers })
+    await server.fetch(`/webhooks/${org.slug}/paystack`, {
+      method: "POST",
+      body: packHook.body,
+      headers: packHook.headers
+    })
     const check = await post(server, org.apiKey, "/v1/check", { customer: "ada", feature: "tokens", value: 0 })
     expect(check.body.credits).toBeNull() // tokens are granted directly by the plan
     const balance = await post(server, org.apiKey, "/v1/addon", { customer: "ada", pack: "pack" })
@@ -87,18 +131,25 @@ describe("Paystack card setup", () => {
     const paystack = startFakePaystack({ secretKey: "sk_test_paystack_setup" })
     try {
       const org = await server.createOrg()
-      await server.run(Effect.flatMap(ProviderAccounts, (a) =>
-        a.set(org.id, "paystack", { secretKey: paystack.secretKey, webhookSecret: null, baseUrl: paystack.baseUrl })))
+      await server.run(
+        Effect.flatMap(ProviderAccounts, (a) =>
+          a.set(org.id, "paystack", { secretKey: paystack.secretKey, webhookSecret: null, baseUrl: paystack.baseUrl })
+        )
+      )
       await post(server, org.apiKey, "/v1/customers", { id: "cara", email: "cara@example.com" })
       const setup = await post(server, org.apiKey, "/v1/wallet/setup", { customer: "cara", provider: "paystack" })
       expect(setup.body.url).toStartWith(paystack.baseUrl)
       const transaction = paystack.transactions.get(setup.body.reference)!
       expect(transaction).toMatchObject({ amount: 5000, currency: "NGN", channels: ["card"] })
       const hook = paystack.complete(setup.body.reference)
-      const ack = await server.fetch(`/webhooks/${org.slug}/paystack`, { method: "POST", body: hook.body, headers: hook.headers })
+      const ack = await server.fetch(`/webhooks/${org.slug}/paystack`, {
+        method: "POST",
+        body: hook.body,
+        headers: hook.headers
+      })
       expect(await ack.json()).toMatchObject({ received: true, skipped: false })
       expect(paystack.refunds.map((r) => r.transactionReference)).toEqual([setup.body.reference])
-      const wallet = await (await server.fetch("/v1/wallet?customer=cara", { apiKey: org.apiKey })).json() as any
+      const wallet = (await (await server.fetch("/v1/wallet?customer=cara", { apiKey: org.apiKey })).json()) as any
       expect(wallet.paymentMethods).toMatchObject([{ provider: "paystack", isDefault: true }])
       // Removing it deactivates the authorization at Paystack.
       await post(server, org.apiKey, "/v1/wallet/remove", { customer: "cara", id: wallet.paymentMethods[0].id })
@@ -124,8 +175,15 @@ describe("Stripe end to end", () => {
 
   test("checkout session, signed webhook (t/v1), saved card, off-session PaymentIntent", async () => {
     const org = await server.createOrg()
-    await server.run(Effect.flatMap(ProviderAccounts, (a) =>
-      a.set(org.id, "stripe", { secretKey: stripe.secretKey, webhookSecret: stripe.webhookSecret, baseUrl: stripe.url })))
+    await server.run(
+      Effect.flatMap(ProviderAccounts, (a) =>
+        a.set(org.id, "stripe", {
+          secretKey: stripe.secretKey,
+          webhookSecret: stripe.webhookSecret,
+          baseUrl: stripe.url
+        })
+      )
+    )
     await syncCatalog(server, org.apiKey, catalog("stripe", "USD"))
     await post(server, org.apiKey, "/v1/customers", { id: "bo", email: "bo@example.com" })
 
@@ -140,16 +198,24 @@ describe("Stripe end to end", () => {
       headers: signed.headers
     })
     expect(tampered.status).toBe(401)
-    const delivered = await server.fetch(`/webhooks/${org.slug}/stripe`, { method: "POST", body: signed.payload, headers: signed.headers })
+    const delivered = await server.fetch(`/webhooks/${org.slug}/stripe`, {
+      method: "POST",
+      body: signed.payload,
+      headers: signed.headers
+    })
     expect(await delivered.json()).toEqual({ success: true, received: true, skipped: false })
     // Stripe also sends payment_intent.succeeded for the same payment: it takes effect once.
     const intent = await stripe.event("payment_intent.succeeded", completion.paymentIntent!)
-    const second = await server.fetch(`/webhooks/${org.slug}/stripe`, { method: "POST", body: intent.payload, headers: intent.headers })
+    const second = await server.fetch(`/webhooks/${org.slug}/stripe`, {
+      method: "POST",
+      body: intent.payload,
+      headers: intent.headers
+    })
     expect(await second.json()).toMatchObject({ received: true, skipped: true })
 
-    const subs = await (await server.fetch("/v1/subscriptions?customer=bo", { apiKey: org.apiKey })).json() as any
+    const subs = (await (await server.fetch("/v1/subscriptions?customer=bo", { apiKey: org.apiKey })).json()) as any
     expect(subs.subscriptions[0]).toMatchObject({ plan: "pro", status: "active" })
-    const wallet = await (await server.fetch("/v1/wallet?customer=bo", { apiKey: org.apiKey })).json() as any
+    const wallet = (await (await server.fetch("/v1/wallet?customer=bo", { apiKey: org.apiKey })).json()) as any
     expect(wallet.paymentMethods).toMatchObject([{ provider: "stripe", type: "card" }])
 
     const upgraded = await post(server, org.apiKey, "/v1/attach", { customer: "bo", product: "max" })
@@ -157,6 +223,11 @@ describe("Stripe end to end", () => {
     const intents = stripe.requests.filter((r) => r.method === "POST" && r.path === "/v1/payment_intents")
     expect(intents).toHaveLength(1)
     expect(intents[0]!.headers["idempotency-key"]).toBeString()
-    expect(intents[0]!.params).toMatchObject({ off_session: "true", confirm: "true", amount: "450000", currency: "usd" })
+    expect(intents[0]!.params).toMatchObject({
+      off_session: "true",
+      confirm: "true",
+      amount: "450000",
+      currency: "usd"
+    })
   })
 })

@@ -8,7 +8,16 @@ import { databases, startServer, type TestServer } from "../support/harness.ts"
 const DAY = 86_400_000
 const catalog = {
   features: [{ slug: "tokens", name: "Tokens", type: "metered" }],
-  plans: [{ slug: "pro", name: "Pro", price: 300000, currency: "NGN", interval: "monthly", features: [{ slug: "tokens", limit: 100 }] }]
+  plans: [
+    {
+      slug: "pro",
+      name: "Pro",
+      price: 300000,
+      currency: "NGN",
+      interval: "monthly",
+      features: [{ slug: "tokens", limit: 100 }]
+    }
+  ]
 }
 
 for (const database of databases()) {
@@ -50,7 +59,12 @@ for (const database of databases()) {
       expect(after.currentPeriodStart).toBe(before.currentPeriodEnd)
       const { invoices } = await get("/v1/billing/invoices?customer=sub")
       expect(invoices).toHaveLength(1)
-      expect(invoices[0]).toMatchObject({ status: "paid", total: 300000, amountDue: 0, lines: [{ feature: "pro", amount: 300000 }] })
+      expect(invoices[0]).toMatchObject({
+        status: "paid",
+        total: 300000,
+        amountDue: 0,
+        lines: [{ feature: "pro", amount: 300000 }]
+      })
       // Nothing is due again until the next period ends.
       expect((await runDue()).renewed).toBe(0)
     })
@@ -76,7 +90,12 @@ for (const database of databases()) {
       const [invoice] = (await get("/v1/billing/invoices?customer=sub")).invoices
       expect(invoice.status).toBe("open")
       const pay = await call(`/v1/billing/invoice/${invoice.id}/pay`, {})
-      expect(pay.body).toMatchObject({ success: true, paid: false, code: "checkout_required", invoice: { id: invoice.id, status: "open", total: 300000 } })
+      expect(pay.body).toMatchObject({
+        success: true,
+        paid: false,
+        code: "checkout_required",
+        invoice: { id: invoice.id, status: "open", total: 300000 }
+      })
       await server.fetch(new URL(pay.body.checkoutUrl).pathname, {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -84,7 +103,11 @@ for (const database of databases()) {
       })
       expect((await subscription()).status).toBe("active")
       const again = await call(`/v1/billing/invoice/${invoice.id}/pay`, {})
-      expect(again.body).toMatchObject({ paid: true, code: "already_paid", invoice: { status: "paid", number: invoice.number } })
+      expect(again.body).toMatchObject({
+        paid: true,
+        code: "already_paid",
+        invoice: { status: "paid", number: invoice.number }
+      })
       expect((await call("/v1/billing/invoice/inv_nope/pay", {})).body.code).toBe("invoice_not_found")
     })
 

@@ -15,8 +15,20 @@ import { databases, startServer, type TestServer } from "../support/harness.ts"
 const catalog = (provider: string) => ({
   features: [{ slug: "images", name: "Images", type: "metered" }],
   creditSystems: [{ slug: "credits", name: "Credits", features: [{ feature: "images", creditCost: 1 }] }],
-  creditPacks: [{ slug: "small", name: "Small", credits: 100, price: 50000, currency: "NGN", creditSystem: "credits", provider }],
-  plans: [{ slug: "pro", name: "Pro", price: 250000, currency: "NGN", interval: "monthly", provider, features: [{ slug: "images", limit: 10 }] }]
+  creditPacks: [
+    { slug: "small", name: "Small", credits: 100, price: 50000, currency: "NGN", creditSystem: "credits", provider }
+  ],
+  plans: [
+    {
+      slug: "pro",
+      name: "Pro",
+      price: 250000,
+      currency: "NGN",
+      interval: "monthly",
+      provider,
+      features: [{ slug: "images", limit: 10 }]
+    }
+  ]
 })
 
 const MANAGED_PAYSTACK = "sk_test_managed_paystack"
@@ -24,7 +36,13 @@ const MANAGED_STRIPE_WHSEC = "whsec_managed"
 
 const paystackSigned = (secret: string, event: unknown) => {
   const body = JSON.stringify(event)
-  return { body, headers: { "content-type": "application/json", "x-paystack-signature": createHmac("sha512", secret).update(body).digest("hex") } }
+  return {
+    body,
+    headers: {
+      "content-type": "application/json",
+      "x-paystack-signature": createHmac("sha512", secret).update(body).digest("hex")
+    }
+  }
 }
 
 const stripeSigned = (secret: string, event: unknown) => {
@@ -75,26 +93,43 @@ for (const database of databases()) {
     test("webhooks of a supported provider with no secret to verify against are 401 invalid_signature", async () => {
       const org = await server.createOrg()
       const event = { event: "charge.success", data: { reference: "r-1", amount: 100, currency: "NGN" } }
-      for (const path of [`/webhooks/${org.slug}/paystack`, `/webhooks/${org.slug}`, `/webhooks/${org.id}/stripe`, "/webhooks/sandbox/paystack", "/webhooks/sandbox/stripe"]) {
-        const response = await server.fetch(path, { method: "POST", body: JSON.stringify(event), headers: { "x-paystack-signature": "ab".repeat(64), "stripe-signature": "t=1,v1=00" } })
+      for (const path of [
+        `/webhooks/${org.slug}/paystack`,
+        `/webhooks/${org.slug}`,
+        `/webhooks/${org.id}/stripe`,
+        "/webhooks/sandbox/paystack",
+        "/webhooks/sandbox/stripe"
+      ]) {
+        const response = await server.fetch(path, {
+          method: "POST",
+          body: JSON.stringify(event),
+          headers: { "x-paystack-signature": "ab".repeat(64), "stripe-signature": "t=1,v1=00" }
+        })
         expect({ path, status: response.status }).toEqual({ path, status: 401 })
         expect(await response.json()).toMatchObject({ success: false, code: "invalid_signature" })
       }
       // Unknown names stay what they are.
-      expect(await (await server.fetch(`/webhooks/${org.slug}/paypal`, { method: "POST", body: "{}" })).json()).toMatchObject({ code: "provider_not_supported" })
-      expect(await (await server.fetch("/webhooks/sandbox/paypal", { method: "POST", body: "{}" })).json()).toMatchObject({ code: "provider_not_supported" })
-      expect(await (await server.fetch("/webhooks/no-such-org-here/paystack", { method: "POST", body: "{}" })).json()).toMatchObject({ code: "organization_not_found" })
+      expect(
+        await (await server.fetch(`/webhooks/${org.slug}/paypal`, { method: "POST", body: "{}" })).json()
+      ).toMatchObject({ code: "provider_not_supported" })
+      expect(
+        await (await server.fetch("/webhooks/sandbox/paypal", { method: "POST", body: "{}" })).json()
+      ).toMatchObject({ code: "provider_not_supported" })
+      expect(
+        await (await server.fetch("/webhooks/no-such-org-here/paystack", { method: "POST", body: "{}" })).json()
+      ).toMatchObject({ code: "organization_not_found" })
     })
 
     describe("the simulated provider's signed webhooks", () => {
-      const secret = () => server.run(Effect.map(ProviderAccounts, (a) => Option.getOrThrow(a.managed("simulated")).webhookSecret!))
+      const secret = () =>
+        server.run(Effect.map(ProviderAccounts, (a) => Option.getOrThrow(a.managed("simulated")).webhookSecret!))
       const deliver = async (path: string, body: string) => {
         const response = await server.fetch(path, {
           method: "POST",
           body,
           headers: { "content-type": "application/json", [SIGNATURE_HEADER]: sign(await secret(), body) }
         })
-        return { status: response.status, body: await response.json() as any }
+        return { status: response.status, body: (await response.json()) as any }
       }
 
       test("an event of a type it does not handle is 200 skipped, on either route, whatever its data", async () => {
@@ -110,7 +145,12 @@ for (const database of databases()) {
         for (const event of unknown) {
           for (const path of ["/webhooks/sandbox/simulated", `/webhooks/${org.slug}/simulated`]) {
             const answer = await deliver(path, JSON.stringify(event))
-            expect({ path, event, ...answer }).toEqual({ path, event, status: 200, body: { success: true, received: true, skipped: true } })
+            expect({ path, event, ...answer }).toEqual({
+              path,
+              event,
+              status: 200,
+              body: { success: true, received: true, skipped: true }
+            })
           }
         }
       })
@@ -128,8 +168,11 @@ for (const database of databases()) {
             body: { success: true, received: true, skipped: true }
           })
         }
-        for (const raw of ["not json", "[]", "null", "\"x\"", "{}"]) {
-          expect(await deliver("/webhooks/sandbox/simulated", raw)).toMatchObject({ status: 200, body: { skipped: true } })
+        for (const raw of ["not json", "[]", "null", '"x"', "{}"]) {
+          expect(await deliver("/webhooks/sandbox/simulated", raw)).toMatchObject({
+            status: 200,
+            body: { skipped: true }
+          })
         }
       })
 
@@ -138,8 +181,16 @@ for (const database of databases()) {
         const metadata = { organization_id: org.id }
         const malformed = [
           { id: "sim_evt_m1", type: "payment.succeeded", data: { metadata } },
-          { id: "sim_evt_m2", type: "payment.succeeded", data: { reference: "r", amount: "100", currency: "NGN", metadata } },
-          { id: "sim_evt_m3", type: "payment.succeeded", data: { reference: { x: 1 }, amount: 100, currency: "NGN", metadata } },
+          {
+            id: "sim_evt_m2",
+            type: "payment.succeeded",
+            data: { reference: "r", amount: "100", currency: "NGN", metadata }
+          },
+          {
+            id: "sim_evt_m3",
+            type: "payment.succeeded",
+            data: { reference: { x: 1 }, amount: 100, currency: "NGN", metadata }
+          },
           { id: "sim_evt_m4", type: "setup.succeeded", data: { reference: "r", metadata } },
           { id: "sim_evt_m5", type: "setup.succeeded", data: { reference: "r", metadata, method: { token: 5 } } },
           { type: "payment.failed", data: { reference: "r", metadata } }
@@ -147,21 +198,38 @@ for (const database of databases()) {
         for (const event of malformed) {
           for (const path of ["/webhooks/sandbox/simulated", `/webhooks/${org.slug}/simulated`]) {
             const answer = await deliver(path, JSON.stringify(event))
-            expect({ path, event, status: answer.status, code: answer.body.code }).toEqual({ path, event, status: 400, code: "invalid_request" })
+            expect({ path, event, status: answer.status, code: answer.body.code }).toEqual({
+              path,
+              event,
+              status: 400,
+              code: "invalid_request"
+            })
           }
         }
         // Strings no database can hold or compare: U+0000, an unpaired surrogate.
         for (const bad of ["a\u0000b", "\ud800"]) {
           const events = [
             { id: bad, type: "payment.succeeded", data: { reference: "r", amount: 1, currency: "NGN", metadata } },
-            { id: "sim_evt_n1", type: "payment.succeeded", data: { reference: bad, amount: 1, currency: "NGN", metadata } },
+            {
+              id: "sim_evt_n1",
+              type: "payment.succeeded",
+              data: { reference: bad, amount: 1, currency: "NGN", metadata }
+            },
             { id: "sim_evt_n2", type: bad, data: { metadata } },
-            { id: "sim_evt_n3", type: "payment.succeeded", data: { reference: "r", amount: 1, currency: "NGN", metadata: { organization_id: bad } } }
+            {
+              id: "sim_evt_n3",
+              type: "payment.succeeded",
+              data: { reference: "r", amount: 1, currency: "NGN", metadata: { organization_id: bad } }
+            }
           ]
           for (const event of events) {
             for (const path of ["/webhooks/sandbox/simulated", `/webhooks/${org.slug}/simulated`]) {
               const answer = await deliver(path, JSON.stringify(event))
-              expect({ path, event, ok: answer.status === 200 || answer.status === 400 }).toEqual({ path, event, ok: true })
+              expect({ path, event, ok: answer.status === 200 || answer.status === 400 }).toEqual({
+                path,
+                event,
+                ok: true
+              })
             }
           }
         }
@@ -199,8 +267,15 @@ for (const database of databases()) {
     })
 
     test("a signed event without organization metadata is skipped, even when a field its handler needs is missing", async () => {
-      const noCurrency = paystackSigned(MANAGED_PAYSTACK, { event: "charge.success", data: { id: 1, reference: "r-1", amount: 100 } })
-      const paystackAnswer = await server.fetch("/webhooks/sandbox/paystack", { method: "POST", body: noCurrency.body, headers: noCurrency.headers })
+      const noCurrency = paystackSigned(MANAGED_PAYSTACK, {
+        event: "charge.success",
+        data: { id: 1, reference: "r-1", amount: 100 }
+      })
+      const paystackAnswer = await server.fetch("/webhooks/sandbox/paystack", {
+        method: "POST",
+        body: noCurrency.body,
+        headers: noCurrency.headers
+      })
       expect({ status: paystackAnswer.status, body: await paystackAnswer.json() }).toEqual({
         status: 200,
         body: { success: true, received: true, skipped: true }
@@ -210,14 +285,25 @@ for (const database of databases()) {
         type: "payment_intent.succeeded",
         data: { object: { id: "pi_1", amount: 100, metadata: { reference: "r-1" } } }
       })
-      const stripeAnswer = await server.fetch("/webhooks/sandbox/stripe", { method: "POST", body: stripeEvent.body, headers: stripeEvent.headers })
+      const stripeAnswer = await server.fetch("/webhooks/sandbox/stripe", {
+        method: "POST",
+        body: stripeEvent.body,
+        headers: stripeEvent.headers
+      })
       expect({ status: stripeAnswer.status, body: await stripeAnswer.json() }).toEqual({
         status: 200,
         body: { success: true, received: true, skipped: true }
       })
       // An unknown organization cannot be routed either.
-      const stranger = paystackSigned(MANAGED_PAYSTACK, { event: "charge.success", data: { reference: "r-2", metadata: { organization_id: "org_nobody" } } })
-      const strangerAnswer = await server.fetch("/webhooks/sandbox/paystack", { method: "POST", body: stranger.body, headers: stranger.headers })
+      const stranger = paystackSigned(MANAGED_PAYSTACK, {
+        event: "charge.success",
+        data: { reference: "r-2", metadata: { organization_id: "org_nobody" } }
+      })
+      const strangerAnswer = await server.fetch("/webhooks/sandbox/paystack", {
+        method: "POST",
+        body: stranger.body,
+        headers: stranger.headers
+      })
       expect(await strangerAnswer.json()).toEqual({ success: true, received: true, skipped: true })
     })
 
@@ -227,7 +313,11 @@ for (const database of databases()) {
         event: "charge.success",
         data: { id: 2, reference: "r-3", amount: 100, metadata: { organization_id: org.id } }
       })
-      const answer = await server.fetch("/webhooks/sandbox/paystack", { method: "POST", body: noCurrency.body, headers: noCurrency.headers })
+      const answer = await server.fetch("/webhooks/sandbox/paystack", {
+        method: "POST",
+        body: noCurrency.body,
+        headers: noCurrency.headers
+      })
       expect(answer.status).toBe(400)
       expect(await answer.json()).toMatchObject({ success: false, code: "invalid_request" })
       const stripeEvent = stripeSigned(MANAGED_STRIPE_WHSEC, {
@@ -235,7 +325,11 @@ for (const database of databases()) {
         type: "payment_intent.succeeded",
         data: { object: { id: "pi_2", amount: 100, metadata: { reference: "r-4", organization_id: org.id } } }
       })
-      const stripeAnswer = await server.fetch("/webhooks/sandbox/stripe", { method: "POST", body: stripeEvent.body, headers: stripeEvent.headers })
+      const stripeAnswer = await server.fetch("/webhooks/sandbox/stripe", {
+        method: "POST",
+        body: stripeEvent.body,
+        headers: stripeEvent.headers
+      })
       expect(stripeAnswer.status).toBe(400)
       await stripeAnswer.text()
     })
@@ -244,7 +338,11 @@ for (const database of databases()) {
       const org = await server.createOrg()
       const stripeEvent = stripeSigned(MANAGED_STRIPE_WHSEC, { type: "customer.created", data: {} })
       for (const path of ["/webhooks/sandbox/stripe", `/webhooks/${org.slug}/stripe`]) {
-        const answer = await server.fetch(path, { method: "POST", body: stripeEvent.body, headers: stripeEvent.headers })
+        const answer = await server.fetch(path, {
+          method: "POST",
+          body: stripeEvent.body,
+          headers: stripeEvent.headers
+        })
         expect({ path, status: answer.status, body: await answer.json() }).toEqual({
           path,
           status: 200,
@@ -265,7 +363,11 @@ describe("live deployments", () => {
       const bought = await post(server, org.apiKey, "/v1/addon", { customer: "buyer", pack: "small" })
       expect(bought).toMatchObject({ status: 422, body: { code: "provider_not_configured" } })
       // Webhooks of a provider the organization has no account for: nothing can verify them.
-      const hook = await server.fetch(`/webhooks/${org.slug}/paystack`, { method: "POST", body: "{}", headers: { "x-paystack-signature": "00" } })
+      const hook = await server.fetch(`/webhooks/${org.slug}/paystack`, {
+        method: "POST",
+        body: "{}",
+        headers: { "x-paystack-signature": "00" }
+      })
       expect(hook.status).toBe(401)
       expect(await hook.json()).toMatchObject({ code: "invalid_signature" })
       expect((await server.fetch(`/webhooks/${org.slug}/simulated`, { method: "POST", body: "{}" })).status).toBe(404)

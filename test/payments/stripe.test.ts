@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { Effect } from "effect"
-import type { CheckoutRequest, PaymentMetadata, ProviderAccount, ProviderEvent } from "../../src/payments/PaymentProvider.ts"
+import type {
+  CheckoutRequest,
+  PaymentMetadata,
+  ProviderAccount,
+  ProviderEvent
+} from "../../src/payments/PaymentProvider.ts"
 import { ProviderError } from "../../src/payments/PaymentProvider.ts"
 import { makeStripeAdapter, referenceQuery } from "../../src/payments/stripe/StripeAdapter.ts"
 import { type FakeStripe, startFakeStripe } from "../support/fakeStripe.ts"
@@ -48,7 +53,10 @@ describe("StripeAdapter", () => {
     expect(all.length).toBeGreaterThan(0)
     return all[all.length - 1]!
   }
-  const chargeRequest = (method: { token: string; providerCustomerId: string | null }, overrides: { reference?: string; amount?: number } = {}) => ({
+  const chargeRequest = (
+    method: { token: string; providerCustomerId: string | null },
+    overrides: { reference?: string; amount?: number } = {}
+  ) => ({
     reference: overrides.reference ?? ref("chg"),
     amount: overrides.amount ?? 2_500,
     currency: "USD",
@@ -74,7 +82,9 @@ describe("StripeAdapter", () => {
       const expectedMetadata = { ...metadata(), reference: request.reference }
       expect(sent.params).toMatchObject({
         mode: "payment",
-        line_items: [{ quantity: "1", price_data: { currency: "usd", unit_amount: "5000", product_data: { name: "Pro plan" } } }],
+        line_items: [
+          { quantity: "1", price_data: { currency: "usd", unit_amount: "5000", product_data: { name: "Pro plan" } } }
+        ],
         payment_intent_data: { setup_future_usage: "off_session", metadata: expectedMetadata },
         customer_creation: "always",
         customer_email: "ada@example.com",
@@ -87,7 +97,11 @@ describe("StripeAdapter", () => {
 
       const session = fake.sessions.get(result.accessCode!)!
       expect(session).toBeDefined()
-      expect(result).toEqual({ checkoutUrl: session["url"] as string, reference: request.reference, accessCode: session["id"] as string })
+      expect(result).toEqual({
+        checkoutUrl: session["url"] as string,
+        reference: request.reference,
+        accessCode: session["id"] as string
+      })
       expect(result.checkoutUrl).toStartWith(`${fake.url}/pay/cs_test_`)
       expect(session["amount_total"]).toBe(5_000)
     })
@@ -114,7 +128,12 @@ describe("StripeAdapter", () => {
     })
 
     test("setup mode without a customer creates one (email, metadata) first, then a setup session", async () => {
-      const request = checkoutRequest({ mode: "setup", amount: 0, currency: "NGN", metadata: { ...metadata(), purpose: "setup" } })
+      const request = checkoutRequest({
+        mode: "setup",
+        amount: 0,
+        currency: "NGN",
+        metadata: { ...metadata(), purpose: "setup" }
+      })
       const customersBefore = fake.customers.size
       const result = await run(adapter.createCheckout(account, request))
       expect(fake.customers.size).toBe(customersBefore + 1)
@@ -144,13 +163,17 @@ describe("StripeAdapter", () => {
     test("setup mode with a known customer creates no customer", async () => {
       const customer = fake.createCustomerWithCard().customer["id"] as string
       const before = fake.requestsTo("POST", "/v1/customers").length
-      const result = await run(adapter.createCheckout(account, checkoutRequest({ mode: "setup", providerCustomerId: customer })))
+      const result = await run(
+        adapter.createCheckout(account, checkoutRequest({ mode: "setup", providerCustomerId: customer }))
+      )
       expect(fake.requestsTo("POST", "/v1/customers").length).toBe(before)
       expect(fake.sessions.get(result.accessCode!)!["customer"]).toBe(customer)
     })
 
     test("a request Stripe refuses is rejected", async () => {
-      const error = await runError(adapter.createCheckout(account, checkoutRequest({ providerCustomerId: "cus_missing" })))
+      const error = await runError(
+        adapter.createCheckout(account, checkoutRequest({ providerCustomerId: "cus_missing" }))
+      )
       expect(error.reason).toBe("rejected")
       expect(error.message).toContain("No such customer")
     })
@@ -185,7 +208,9 @@ describe("StripeAdapter", () => {
     })
 
     test("authentication_required (402) and a requires_action intent both ask for the customer", async () => {
-      const viaError = await run(adapter.charge(account, chargeRequest(savedCard({ behavior: "authentication_required" }))))
+      const viaError = await run(
+        adapter.charge(account, chargeRequest(savedCard({ behavior: "authentication_required" })))
+      )
       expect(viaError._tag).toBe("ActionRequired")
       expect((viaError as { message: string }).message).toContain("requires authentication")
       const viaStatus = await run(adapter.charge(account, chargeRequest(savedCard({ behavior: "requires_action" }))))
@@ -224,7 +249,10 @@ describe("StripeAdapter", () => {
     })
 
     test("an injected 401 is unauthorized", async () => {
-      fake.inject({ status: 401, message: `Invalid API Key provided: ${fake.secretKey}` }, { path: "/v1/payment_intents" })
+      fake.inject(
+        { status: 401, message: `Invalid API Key provided: ${fake.secretKey}` },
+        { path: "/v1/payment_intents" }
+      )
       const error = await runError(adapter.charge(account, chargeRequest(savedCard())))
       expect(error.reason).toBe("unauthorized")
       expect(error.message).not.toContain(fake.secretKey)
@@ -245,7 +273,9 @@ describe("StripeAdapter", () => {
         expect(error.message).toContain("Amount must be")
       }
       expect((await run(adapter.charge(account, chargeRequest(savedCard(), { amount: 50 }))))._tag).toBe("Succeeded")
-      expect((await runError(adapter.createCheckout(account, checkoutRequest({ amount: 30 })))).message).toContain("Amount must be")
+      expect((await runError(adapter.createCheckout(account, checkoutRequest({ amount: 30 })))).message).toContain(
+        "Amount must be"
+      )
       const usdOnly = startFakeStripe({ currencies: ["usd"] })
       try {
         const other = { ...account, secretKey: usdOnly.secretKey, baseUrl: usdOnly.url }
@@ -271,9 +301,17 @@ describe("StripeAdapter", () => {
       let offset = 0
       const clocked = startFakeStripe({ now: () => Date.now() + offset })
       try {
-        const other = { ...account, secretKey: clocked.secretKey, baseUrl: clocked.url, webhookSecret: clocked.webhookSecret }
+        const other = {
+          ...account,
+          secretKey: clocked.secretKey,
+          baseUrl: clocked.url,
+          webhookSecret: clocked.webhookSecret
+        }
         const { customer, paymentMethod } = clocked.createCustomerWithCard()
-        const request = chargeRequest({ token: paymentMethod["id"] as string, providerCustomerId: customer["id"] as string })
+        const request = chargeRequest({
+          token: paymentMethod["id"] as string,
+          providerCustomerId: customer["id"] as string
+        })
         const first = await run(adapter.charge(other, request))
         offset = 23 * 3_600_000
         expect(await run(adapter.charge(other, request))).toEqual(first)
@@ -305,13 +343,17 @@ describe("StripeAdapter", () => {
     })
 
     test("a method Stripe no longer has, or one detached from its customer, is MethodGone; other refusals are rejected", async () => {
-      const missing = await run(adapter.charge(account, chargeRequest({ token: "pm_missing", providerCustomerId: null })))
+      const missing = await run(
+        adapter.charge(account, chargeRequest({ token: "pm_missing", providerCustomerId: null }))
+      )
       expect(missing).toEqual({ _tag: "MethodGone", message: expect.stringContaining("No such PaymentMethod") })
       const method = savedCard()
       await run(adapter.removeMethod(account, { ...method, email: null }))
       const detached = await run(adapter.charge(account, chargeRequest(method)))
       expect(detached).toEqual({ _tag: "MethodGone", message: expect.stringContaining("may not be used again") })
-      const error = await runError(adapter.charge(account, chargeRequest({ token: savedCard().token, providerCustomerId: "cus_missing" })))
+      const error = await runError(
+        adapter.charge(account, chargeRequest({ token: savedCard().token, providerCustomerId: "cus_missing" }))
+      )
       expect(error.reason).toBe("rejected")
     })
   })
@@ -320,7 +362,9 @@ describe("StripeAdapter", () => {
     test("a paid checkout, by our reference and by session id, reports the saved card", async () => {
       const request = checkoutRequest()
       const { accessCode } = await run(adapter.createCheckout(account, request))
-      const done = fake.completeCheckout(accessCode!, { card: { brand: "mastercard", last4: "4444", expMonth: 7, expYear: 2031, fingerprint: "fpMC4444" } })
+      const done = fake.completeCheckout(accessCode!, {
+        card: { brand: "mastercard", last4: "4444", expMonth: 7, expYear: 2031, fingerprint: "fpMC4444" }
+      })
       const expected = {
         token: done.paymentMethod["id"] as string,
         providerCustomerId: done.customer["id"] as string,
@@ -340,7 +384,11 @@ describe("StripeAdapter", () => {
       const search = lastRequest("GET", "/v1/payment_intents/search")
       expect(search.params["query"]).toBe(referenceQuery(request.reference))
 
-      expect(await run(adapter.verify(account, accessCode!))).toEqual({ status: "succeeded", method: expected, ...paid })
+      expect(await run(adapter.verify(account, accessCode!))).toEqual({
+        status: "succeeded",
+        method: expected,
+        ...paid
+      })
       expect(await run(adapter.verify(account, done.paymentIntent!["id"] as string))).toEqual({
         status: "succeeded",
         method: expected,
@@ -383,8 +431,11 @@ describe("StripeAdapter", () => {
       try {
         const other = { ...account, secretKey: laggy.secretKey, baseUrl: laggy.url, webhookSecret: laggy.webhookSecret }
         const { customer, paymentMethod } = laggy.createCustomerWithCard()
-        const request = chargeRequest({ token: paymentMethod["id"] as string, providerCustomerId: customer["id"] as string })
-        const charged = await run(adapter.charge(other, request)) as { providerReference: string }
+        const request = chargeRequest({
+          token: paymentMethod["id"] as string,
+          providerCustomerId: customer["id"] as string
+        })
+        const charged = (await run(adapter.charge(other, request))) as { providerReference: string }
         expect(await run(adapter.verify(other, request.reference))).toEqual({ status: "not_found", method: null })
         // By its own id it is there at once.
         expect((await run(adapter.verify(other, charged.providerReference))).status).toBe("succeeded")
@@ -447,8 +498,12 @@ describe("StripeAdapter", () => {
 
   describe("verifySignature", () => {
     const object = { id: "pi_sig", object: "payment_intent", metadata: { reference: "r1" } }
-    const check = (rawBody: Uint8Array, headers: Record<string, string | undefined>, nowMs = Date.now(), acct = account) =>
-      run(adapter.verifySignature(acct, rawBody, headers, nowMs))
+    const check = (
+      rawBody: Uint8Array,
+      headers: Record<string, string | undefined>,
+      nowMs = Date.now(),
+      acct = account
+    ) => run(adapter.verifySignature(acct, rawBody, headers, nowMs))
 
     test("a genuine event passes, whatever the header's case", async () => {
       const signed = await fake.event("payment_intent.succeeded", object)
@@ -458,7 +513,7 @@ describe("StripeAdapter", () => {
 
     test("a tampered body fails", async () => {
       const signed = await fake.event("payment_intent.succeeded", object)
-      const tampered = new TextEncoder().encode(signed.payload.replace("\"r1\"", "\"r2\""))
+      const tampered = new TextEncoder().encode(signed.payload.replace('"r1"', '"r2"'))
       expect(tampered).not.toEqual(signed.rawBody)
       expect(await check(tampered, signed.headers)).toBe(false)
     })
@@ -500,7 +555,8 @@ describe("StripeAdapter", () => {
   describe("parseEvent", () => {
     const parse = (rawBody: Uint8Array) => run(adapter.parseEvent(rawBody))
     const parseError = (rawBody: Uint8Array) => runError(adapter.parseEvent(rawBody))
-    const encode = (value: unknown) => new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value))
+    const encode = (value: unknown) =>
+      new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value))
 
     test("checkout.session.completed (payment) is PaymentSucceeded, without a method: the event names its intent by id", async () => {
       const request = checkoutRequest({ amount: 12_345, currency: "eur" })
@@ -523,9 +579,15 @@ describe("StripeAdapter", () => {
     test("checkout.session.completed (setup) is Ignored; setup_intent.succeeded names the method by id, completeEvent fetches its card", async () => {
       const request = checkoutRequest({ mode: "setup" })
       const { accessCode } = await run(adapter.createCheckout(account, request))
-      const done = fake.completeCheckout(accessCode!, { card: { brand: "mastercard", last4: "5454", expMonth: 3, expYear: 2032, fingerprint: "fpMC5454" } })
+      const done = fake.completeCheckout(accessCode!, {
+        card: { brand: "mastercard", last4: "5454", expMonth: 3, expYear: 2032, fingerprint: "fpMC5454" }
+      })
       const plain = await fake.eventFor("checkout.session.completed", accessCode!)
-      expect(await parse(plain.rawBody)).toEqual({ _tag: "Ignored", eventKey: plain.event["id"] as string, type: "checkout.session.completed" })
+      expect(await parse(plain.rawBody)).toEqual({
+        _tag: "Ignored",
+        eventKey: plain.event["id"] as string,
+        type: "checkout.session.completed"
+      })
 
       const si = await fake.eventFor("setup_intent.succeeded", done.setupIntent!["id"] as string)
       expect((si.event["data"] as any).object.payment_method).toBe(done.paymentMethod["id"])
@@ -552,7 +614,15 @@ describe("StripeAdapter", () => {
       const completed = await run(adapter.completeEvent(account, parsed))
       expect(completed).toEqual({
         ...(parsed as Extract<ProviderEvent, { _tag: "SetupSucceeded" }>),
-        method: { ...bare, email: "ada@example.com", brand: "mastercard", last4: "5454", expMonth: 3, expYear: 2032, fingerprint: "fpMC5454" }
+        method: {
+          ...bare,
+          email: "ada@example.com",
+          brand: "mastercard",
+          last4: "5454",
+          expMonth: 3,
+          expYear: 2032,
+          fingerprint: "fpMC5454"
+        }
       })
       expect(lastRequest("GET", `/v1/payment_methods/${done.paymentMethod["id"]}`).status).toBe(200)
       // An event that lacks nothing is not completed.
@@ -594,7 +664,7 @@ describe("StripeAdapter", () => {
     test("charge.refunded is a running total per charge; without our reference in its metadata, completeEvent asks the PaymentIntent", async () => {
       const method = savedCard()
       const request = chargeRequest(method, { amount: 3_000 })
-      const pi = (await run(adapter.charge(account, request)) as { providerReference: string }).providerReference
+      const pi = ((await run(adapter.charge(account, request))) as { providerReference: string }).providerReference
       const chargeId = fake.paymentIntents.get(pi)!["latest_charge"] as string
       fake.refund(pi, 1_000)
       const signed = await fake.eventFor("charge.refunded", chargeId)
@@ -615,16 +685,22 @@ describe("StripeAdapter", () => {
       const bare = await fake.event("charge.refunded", { ...fake.charges.get(chargeId)!, metadata: {} })
       const parsed = await parse(bare.rawBody)
       expect(parsed).toMatchObject({ _tag: "Refunded", reference: null, providerPaymentId: pi })
-      expect(await run(adapter.completeEvent(account, parsed))).toEqual({ ...expected, eventKey: bare.event["id"] as string })
+      expect(await run(adapter.completeEvent(account, parsed))).toEqual({
+        ...expected,
+        eventKey: bare.event["id"] as string
+      })
     })
 
     test("disputes name the payment by id: created is Disputed, closed lost is a Refunded of the disputed amount, won is Ignored", async () => {
       const request = chargeRequest(savedCard(), { amount: 4_200 })
-      const pi = (await run(adapter.charge(account, request)) as { providerReference: string }).providerReference
+      const pi = ((await run(adapter.charge(account, request))) as { providerReference: string }).providerReference
       const dispute = fake.openDispute(pi)
       const created = await parse((await fake.eventFor("charge.dispute.created", dispute["id"] as string)).rawBody)
       expect(created).toMatchObject({ _tag: "Disputed", reference: null, providerPaymentId: pi, metadata: {} })
-      expect(await run(adapter.completeEvent(account, created))).toMatchObject({ _tag: "Disputed", reference: request.reference })
+      expect(await run(adapter.completeEvent(account, created))).toMatchObject({
+        _tag: "Disputed",
+        reference: request.reference
+      })
       fake.closeDispute(dispute["id"] as string, "lost")
       const lost = await parse((await fake.eventFor("charge.dispute.closed", dispute["id"] as string)).rawBody)
       expect(lost).toMatchObject({
@@ -638,13 +714,27 @@ describe("StripeAdapter", () => {
       })
       fake.closeDispute(dispute["id"] as string, "won")
       const won = await fake.eventFor("charge.dispute.closed", dispute["id"] as string)
-      expect(await parse(won.rawBody)).toEqual({ _tag: "Ignored", eventKey: won.event["id"] as string, type: "charge.dispute.closed" })
+      expect(await parse(won.rawBody)).toEqual({
+        _tag: "Ignored",
+        eventKey: won.event["id"] as string,
+        type: "charge.dispute.closed"
+      })
     })
 
     test("other types, and objects that are not ours, are Ignored", async () => {
       const other = await fake.event("customer.created", { id: "cus_x", object: "customer" })
-      expect(await parse(other.rawBody)).toEqual({ _tag: "Ignored", eventKey: other.event["id"] as string, type: "customer.created" })
-      const foreign = await fake.event("payment_intent.succeeded", { id: "pi_x", object: "payment_intent", amount: 1, currency: "usd", metadata: {} })
+      expect(await parse(other.rawBody)).toEqual({
+        _tag: "Ignored",
+        eventKey: other.event["id"] as string,
+        type: "customer.created"
+      })
+      const foreign = await fake.event("payment_intent.succeeded", {
+        id: "pi_x",
+        object: "payment_intent",
+        amount: 1,
+        currency: "usd",
+        metadata: {}
+      })
       expect((await parse(foreign.rawBody))._tag).toBe("Ignored")
     })
 
@@ -652,8 +742,14 @@ describe("StripeAdapter", () => {
       expect((await parseError(encode("{not json"))).reason).toBe("rejected")
       expect((await parseError(encode([1, 2]))).reason).toBe("rejected")
       expect((await parseError(encode({ id: "evt_1", type: "payment_intent.succeeded" }))).reason).toBe("rejected")
-      expect((await parseError(encode({ type: "payment_intent.succeeded", data: { object: {} } }))).reason).toBe("rejected")
-      const noCurrency = { id: "evt_2", type: "payment_intent.succeeded", data: { object: { id: "pi_1", amount: 5, metadata: { reference: "r" } } } }
+      expect((await parseError(encode({ type: "payment_intent.succeeded", data: { object: {} } }))).reason).toBe(
+        "rejected"
+      )
+      const noCurrency = {
+        id: "evt_2",
+        type: "payment_intent.succeeded",
+        data: { object: { id: "pi_1", amount: 5, metadata: { reference: "r" } } }
+      }
       expect((await parseError(encode(noCurrency))).reason).toBe("rejected")
     })
 
@@ -665,9 +761,20 @@ describe("StripeAdapter", () => {
 
     test("routing reads the type and our organization id without validating the rest", async () => {
       const route = (body: unknown) => run(adapter.routeEvent(encode(body)))
-      const noCurrency = { type: "payment_intent.succeeded", data: { object: { metadata: { organization_id: "org_1" } } } }
-      expect(await route(noCurrency)).toEqual({ type: "payment_intent.succeeded", handled: true, organizationId: "org_1" })
-      expect(await route({ type: "customer.created", data: 5 })).toEqual({ type: "customer.created", handled: false, organizationId: null })
+      const noCurrency = {
+        type: "payment_intent.succeeded",
+        data: { object: { metadata: { organization_id: "org_1" } } }
+      }
+      expect(await route(noCurrency)).toEqual({
+        type: "payment_intent.succeeded",
+        handled: true,
+        organizationId: "org_1"
+      })
+      expect(await route({ type: "customer.created", data: 5 })).toEqual({
+        type: "customer.created",
+        handled: false,
+        organizationId: null
+      })
       for (const bad of ["{not json", [1], { data: {} }]) {
         expect((await runError(adapter.routeEvent(encode(bad)))).reason).toBe("rejected")
       }

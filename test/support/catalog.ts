@@ -13,7 +13,13 @@ export const syncCatalog = async (server: TestServer, apiKey: string, catalog: R
   return body
 }
 
-export const post = async (server: TestServer, apiKey: string, path: string, body: unknown, headers: Record<string, string> = {}) => {
+export const post = async (
+  server: TestServer,
+  apiKey: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {}
+) => {
   const response = await server.fetch(path, { method: "POST", apiKey, body: JSON.stringify(body), headers })
-  return { status: response.status, body: await response.json() as any }
+  return { status: response.status, body: (await response.json()) as any }
 }

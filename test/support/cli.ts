@@ -10,7 +10,10 @@ export interface CliResult {
  * The management CLI run in this process, as `npm run cli -- <args>` would run it with `env` as its environment:
  * the same parsing, commands and exit codes, without the cost of starting a process per call.
  */
-export const runCli = async (env: Readonly<Record<string, string | undefined>>, ...args: Array<string>): Promise<CliResult> => {
+export const runCli = async (
+  env: Readonly<Record<string, string | undefined>>,
+  ...args: Array<string>
+): Promise<CliResult> => {
   let stdout = ""
   let stderr = ""
   const code = await main(args, {

@@ -24,13 +24,7 @@
 import type { ProviderAccount } from "../../src/payments/PaymentProvider.ts"
 
 export type PaystackActionStatus =
-  | "send_otp"
-  | "send_pin"
-  | "send_phone"
-  | "send_birthday"
-  | "send_address"
-  | "open_url"
-  | "pay_offline"
+  "send_otp" | "send_pin" | "send_phone" | "send_birthday" | "send_address" | "open_url" | "pay_offline"
 
 export type PaystackFailure =
   /** `charge_authorization` answers 200 "Charge attempted" with `data.status: "failed"`. */
@@ -187,7 +181,10 @@ export interface FakePaystack {
   readonly requests: ReadonlyArray<RecordedRequest>
   readonly failNext: (failure: PaystackFailure, options?: FailNextOptions) => void
   /** The customer pays on the hosted page; returns the signed `charge.success` webhook Paystack sends. */
-  readonly complete: (reference: string, options?: CompleteOptions) => SignedWebhook & { readonly authorizationCode: string }
+  readonly complete: (
+    reference: string,
+    options?: CompleteOptions
+  ) => SignedWebhook & { readonly authorizationCode: string }
   /** The customer's card is declined on the hosted page: the transaction is `failed`, and Paystack sends nothing. */
   readonly decline: (reference: string, options?: DeclineOptions) => void
   /** A reusable card authorization for `email`, as if saved by an earlier payment. */
@@ -217,7 +214,8 @@ const randomCode = (length: number) => {
 
 const json = (status: number, body: unknown) =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8" } })
-const ok = (message: string, data?: unknown) => json(200, data === undefined ? { status: true, message } : { status: true, message, data })
+const ok = (message: string, data?: unknown) =>
+  json(200, data === undefined ? { status: true, message } : { status: true, message, data })
 const error = (status: number, message: string, extra: Record<string, unknown> = {}) =>
   json(status, { status: false, message, ...extra })
 
@@ -271,7 +269,9 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
       country_code: "NG",
       brand,
       reusable: card.reusable ?? true,
-      signature: card.signature ?? `SIG_${new Bun.CryptoHasher("sha256").update(`${bin}${last4}${exp_month}${exp_year}`).digest("hex").slice(0, 20)}`,
+      signature:
+        card.signature ??
+        `SIG_${new Bun.CryptoHasher("sha256").update(`${bin}${last4}${exp_month}${exp_year}`).digest("hex").slice(0, 20)}`,
       account_name: null,
       email,
       active: true
@@ -381,7 +381,8 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
     const tx = transactions.get(reference)
     if (tx === undefined) throw new Error(`fakePaystack: no transaction ${reference}`)
     // Paystack's webhooks include no `charge.failed`: only a success is announced.
-    if (tx.status !== "success") throw new Error(`fakePaystack: transaction ${reference} is ${tx.status}, Paystack sends nothing`)
+    if (tx.status !== "success")
+      throw new Error(`fakePaystack: transaction ${reference} is ${tx.status}, Paystack sends nothing`)
     return signed("charge.success", transactionPayload(tx, opts.metadataAs))
   }
 
@@ -519,7 +520,9 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
   }
 
   const amountCheck = (amount: unknown): Response | null =>
-    isPositiveInt(amount) ? null : error(400, "Invalid Amount Sent", { type: "validation_error", code: "invalid_amount" })
+    isPositiveInt(amount)
+      ? null
+      : error(400, "Invalid Amount Sent", { type: "validation_error", code: "invalid_amount" })
 
   const enabled = new Set(options.currencies ?? ["NGN"])
   // Without a currency Paystack charges in the business's default one.
@@ -531,7 +534,9 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
   const minimumCheck = (amount: number, currency: unknown): Response | null => {
     const code = typeof currency === "string" ? currency : "NGN"
     const minimum = PAYSTACK_TRANSACTION_MINIMUMS[code] ?? 1
-    return amount >= minimum ? null : error(400, "Invalid Amount Sent", { type: "validation_error", code: "invalid_amount" })
+    return amount >= minimum
+      ? null
+      : error(400, "Invalid Amount Sent", { type: "validation_error", code: "invalid_amount" })
   }
 
   const newTransaction = (fields: {
@@ -576,7 +581,10 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
   const initialize = (body: Record<string, unknown>): Response => {
     if (!isEmail(body.email)) return error(400, "Invalid Email Address Passed", { type: "validation_error" })
     const amount = intOf(body.amount)
-    const bad = amountCheck(amount) ?? currencyCheck(body.currency) ?? minimumCheck(amount as number, body.currency) ??
+    const bad =
+      amountCheck(amount) ??
+      currencyCheck(body.currency) ??
+      minimumCheck(amount as number, body.currency) ??
       referenceCheck(body.reference)
     if (bad !== null) return bad
     let channels: Array<string> | null = null
@@ -612,7 +620,10 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
     if (typeof body.authorization_code !== "string") {
       return error(400, "Authorization code is required", { type: "validation_error" })
     }
-    const bad = amountCheck(amount) ?? currencyCheck(body.currency) ?? minimumCheck(amount as number, body.currency) ??
+    const bad =
+      amountCheck(amount) ??
+      currencyCheck(body.currency) ??
+      minimumCheck(amount as number, body.currency) ??
       referenceCheck(body.reference)
     if (bad !== null) return bad
     const auth = authorizations.get(body.authorization_code)
@@ -664,14 +675,18 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
 
   const refund = (body: Record<string, unknown>): Response => {
     const key = body.transaction
-    const tx = typeof key === "string" || typeof key === "number"
-      ? transactions.get(String(key)) ?? [...transactions.values()].find((t) => String(t.id) === String(key))
-      : undefined
+    const tx =
+      typeof key === "string" || typeof key === "number"
+        ? (transactions.get(String(key)) ?? [...transactions.values()].find((t) => String(t.id) === String(key)))
+        : undefined
     if (tx === undefined) return error(404, "Transaction not found", { type: "validation_error" })
-    if (tx.status !== "success") return error(400, "Cannot refund an unsuccessful transaction", { type: "validation_error" })
+    if (tx.status !== "success")
+      return error(400, "Cannot refund an unsuccessful transaction", { type: "validation_error" })
     const amount = body.amount === undefined ? tx.amount - tx.refunded : intOf(body.amount)
     if (!isPositiveInt(amount) || amount > tx.amount - tx.refunded) {
-      return error(400, "Refund amount cannot be more than the unrefunded transaction amount", { type: "validation_error" })
+      return error(400, "Refund amount cannot be more than the unrefunded transaction amount", {
+        type: "validation_error"
+      })
     }
     tx.refunded += amount
     const now = new Date().toISOString()
@@ -777,9 +792,9 @@ export const startFakePaystack = (options: FakePaystackOptions = {}): FakePaysta
       return status === 500
         ? error(500, "An error occurred. Please try again later.")
         : new Response(`<html><body><h1>${status} Bad Gateway</h1></body></html>`, {
-          status,
-          headers: { "content-type": "text/html" }
-        })
+            status,
+            headers: { "content-type": "text/html" }
+          })
     }
     if (failure?.kind === "reject") return error(failure.status ?? 400, failure.message, { type: "api_error" })
 

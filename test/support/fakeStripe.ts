@@ -147,7 +147,10 @@ export const parseForm = (encoded: string): Json => {
     if (!isObject(v)) return v
     const keys = Object.keys(v)
     if (keys.length > 0 && keys.every((k) => /^\d+$/.test(k))) {
-      return keys.map(Number).sort((a, b) => a - b).map((k) => arrayify(v[String(k)]))
+      return keys
+        .map(Number)
+        .sort((a, b) => a - b)
+        .map((k) => arrayify(v[String(k)]))
     }
     return Object.fromEntries(keys.map((k) => [k, arrayify(v[k])]))
   }
@@ -181,7 +184,8 @@ const int = (v: unknown, param: string, required = true): number | undefined => 
     return undefined
   }
   const n = Number(v)
-  if (typeof v !== "string" || !/^-?\d+$/.test(v) || !Number.isSafeInteger(n)) throw invalid(`Invalid integer: ${String(v)}`, param)
+  if (typeof v !== "string" || !/^-?\d+$/.test(v) || !Number.isSafeInteger(n))
+    throw invalid(`Invalid integer: ${String(v)}`, param)
   return n
 }
 const metadataParam = (v: unknown): Record<string, string> => {
@@ -254,7 +258,14 @@ export const startFakeStripe = (options: FakeStripeOptions = {}) => {
   // ------------------------------------------------------------------------------------------------------------
 
   const newCustomer = (email: string | null, metadata: Record<string, string>): Json => {
-    const customer: Json = { id: randomId("cus"), object: "customer", email, metadata, created: nowSeconds(), livemode: false }
+    const customer: Json = {
+      id: randomId("cus"),
+      object: "customer",
+      email,
+      metadata,
+      created: nowSeconds(),
+      livemode: false
+    }
     customers.set(customer["id"] as string, customer)
     return customer
   }
@@ -385,7 +396,8 @@ export const startFakeStripe = (options: FakeStripeOptions = {}) => {
 
   const createSession = (p: Json): Json => {
     const mode = str(p["mode"])
-    if (mode !== "payment" && mode !== "setup") throw invalid("Invalid mode: must be one of payment, setup or subscription", "mode")
+    if (mode !== "payment" && mode !== "setup")
+      throw invalid("Invalid mode: must be one of payment, setup or subscription", "mode")
     const successUrl = str(p["success_url"])
     if (!successUrl) throw invalid("Missing required param: success_url.", "success_url", "parameter_missing")
     const customer = str(p["customer"])
@@ -401,14 +413,17 @@ export const startFakeStripe = (options: FakeStripeOptions = {}) => {
     let currency: string | null = str(p["currency"])?.toLowerCase() ?? null
     if (mode === "payment") {
       const items = p["line_items"]
-      if (!Array.isArray(items) || items.length === 0) throw invalid("Missing required param: line_items.", "line_items", "parameter_missing")
+      if (!Array.isArray(items) || items.length === 0)
+        throw invalid("Missing required param: line_items.", "line_items", "parameter_missing")
       amountTotal = 0
       items.forEach((item: unknown, i) => {
-        if (!isObject(item) || !isObject(item["price_data"])) throw invalid("Missing price_data", `line_items[${i}][price_data]`)
+        if (!isObject(item) || !isObject(item["price_data"]))
+          throw invalid("Missing price_data", `line_items[${i}][price_data]`)
         const pd = item["price_data"]
         const itemCurrency = str(pd["currency"])
         if (!itemCurrency) throw invalid("Missing currency", `line_items[${i}][price_data][currency]`)
-        if (itemCurrency !== itemCurrency.toLowerCase()) throw invalid("Invalid currency", `line_items[${i}][price_data][currency]`)
+        if (itemCurrency !== itemCurrency.toLowerCase())
+          throw invalid("Invalid currency", `line_items[${i}][price_data][currency]`)
         const unit = int(pd["unit_amount"], `line_items[${i}][price_data][unit_amount]`)!
         const quantity = int(item["quantity"], `line_items[${i}][quantity]`)!
         if (!isObject(pd["product_data"]) || !str(pd["product_data"]["name"])) {
@@ -420,12 +435,15 @@ export const startFakeStripe = (options: FakeStripeOptions = {}) => {
       })
       currencyCheck(currency!, "line_items[0][price_data][currency]")
       amountCheck(amountTotal, currency!, "line_items")
-      if (p["setup_intent_data"] !== undefined) throw invalid("setup_intent_data can only be used in setup mode.", "setup_intent_data")
+      if (p["setup_intent_data"] !== undefined)
+        throw invalid("setup_intent_data can only be used in setup mode.", "setup_intent_data")
     } else {
       if (!currency) throw invalid("Missing required param: currency.", "currency", "parameter_missing")
       currencyCheck(currency, "currency")
-      if (p["payment_intent_data"] !== undefined) throw invalid("payment_intent_data can only be used in payment mode.", "payment_intent_data")
-      if (p["customer_creation"] !== undefined) throw invalid("customer_creation can only be used in payment mode.", "customer_creation")
+      if (p["payment_intent_data"] !== undefined)
+        throw invalid("payment_intent_data can only be used in payment mode.", "payment_intent_data")
+      if (p["customer_creation"] !== undefined)
+        throw invalid("customer_creation can only be used in payment mode.", "customer_creation")
     }
     const id = randomId("cs_test")
     const session: Json = {
@@ -477,8 +495,14 @@ export const startFakeStripe = (options: FakeStripeOptions = {}) => {
   }
   const amountCheck = (amount: number, currency: string, param: string) => {
     const minimum = STRIPE_MINIMUMS[currency] ?? 1
-    if (amount < minimum) throw invalid(`Amount must be at least ${minimum} ${currency} (minor units)`, param, "amount_too_small")
-    if (amount > STRIPE_MAXIMUM) throw invalid(`Amount must be no more than ${STRIPE_MAXIMUM} ${currency} (minor units)`, param, "amount_too_large")
+    if (amount < minimum)
+      throw invalid(`Amount must be at least ${minimum} ${currency} (minor units)`, param, "amount_too_small")
+    if (amount > STRIPE_MAXIMUM)
+      throw invalid(
+        `Amount must be no more than ${STRIPE_MAXIMUM} ${currency} (minor units)`,
+        param,
+        "amount_too_large"
+      )
   }
 
   const createPaymentIntent = (p: Json): Json => {
@@ -511,7 +535,8 @@ export const startFakeStripe = (options: FakeStripeOptions = {}) => {
       status: pmId ? "requires_confirmation" : "requires_payment_method"
     })
     if (bool(p["confirm"])) {
-      if (!pmId) throw invalid("You cannot confirm this PaymentIntent because it's missing a payment method.", "payment_method")
+      if (!pmId)
+        throw invalid("You cannot confirm this PaymentIntent because it's missing a payment method.", "payment_method")
       confirmOffSession(pi)
     }
     return pi
@@ -542,7 +567,11 @@ export const startFakeStripe = (options: FakeStripeOptions = {}) => {
     const pm = paymentMethods.get(id)
     if (!pm) throw missing("payment_method", id)
     if (pm["customer"] === null) {
-      throw invalid("The payment method you provided is not attached to a customer so detachment is impossible.", undefined, "payment_method_unexpected_state")
+      throw invalid(
+        "The payment method you provided is not attached to a customer so detachment is impossible.",
+        undefined,
+        "payment_method_unexpected_state"
+      )
     }
     pm["customer"] = null
     return pm
@@ -550,15 +579,26 @@ export const startFakeStripe = (options: FakeStripeOptions = {}) => {
 
   const createRefund = (p: Json): Json => {
     const piId = str(p["payment_intent"])
-    if (!piId) throw invalid("One of the following params should be provided for this request: payment_intent or charge.", "payment_intent")
+    if (!piId)
+      throw invalid(
+        "One of the following params should be provided for this request: payment_intent or charge.",
+        "payment_intent"
+      )
     const pi = paymentIntents.get(piId)
     if (!pi) throw missing("payment_intent", piId)
-    if (pi["status"] !== "succeeded") throw invalid(`This PaymentIntent (${piId}) does not have a successful charge to refund.`, "payment_intent")
-    const refunded = [...refunds.values()].filter((r) => r["payment_intent"] === piId).reduce((s, r) => s + (r["amount"] as number), 0)
+    if (pi["status"] !== "succeeded")
+      throw invalid(`This PaymentIntent (${piId}) does not have a successful charge to refund.`, "payment_intent")
+    const refunded = [...refunds.values()]
+      .filter((r) => r["payment_intent"] === piId)
+      .reduce((s, r) => s + (r["amount"] as number), 0)
     const remaining = (pi["amount_received"] as number) - refunded
     const amount = int(p["amount"], "amount", false) ?? remaining
     if (amount <= 0 || amount > remaining) {
-      throw invalid(`Refund amount (${amount}) is greater than unrefunded amount on charge (${remaining})`, "amount", "amount_too_large")
+      throw invalid(
+        `Refund amount (${amount}) is greater than unrefunded amount on charge (${remaining})`,
+        "amount",
+        "amount_too_large"
+      )
     }
     const refund: Json = {
       id: randomId("re"),
@@ -591,16 +631,25 @@ export const startFakeStripe = (options: FakeStripeOptions = {}) => {
     if (method === "POST" && path === "/v1/customers") return createCustomer(p)
     if (method === "POST" && path === "/v1/checkout/sessions") return createSession(p)
     if (method === "GET" && path === "/v1/checkout/sessions") return listSessions(p)
-    if (method === "GET" && (m = /^\/v1\/checkout\/sessions\/([^/]+)$/.exec(path))) return get(sessions, "checkout.session", m[1]!, p["expand"])
+    if (method === "GET" && (m = /^\/v1\/checkout\/sessions\/([^/]+)$/.exec(path)))
+      return get(sessions, "checkout.session", m[1]!, p["expand"])
     if (method === "POST" && path === "/v1/payment_intents") return createPaymentIntent(p)
     if (method === "GET" && path === "/v1/payment_intents/search") return render(searchPaymentIntents(p), p["expand"])
-    if (method === "GET" && (m = /^\/v1\/payment_intents\/([^/]+)$/.exec(path))) return get(paymentIntents, "payment_intent", m[1]!, p["expand"])
-    if (method === "GET" && (m = /^\/v1\/setup_intents\/([^/]+)$/.exec(path))) return get(setupIntents, "setup_intent", m[1]!, p["expand"])
-    if (method === "GET" && (m = /^\/v1\/payment_methods\/([^/]+)$/.exec(path))) return get(paymentMethods, "payment_method", m[1]!, p["expand"])
-    if (method === "POST" && (m = /^\/v1\/payment_methods\/([^/]+)\/detach$/.exec(path))) return clone(detachPaymentMethod(m[1]!))
+    if (method === "GET" && (m = /^\/v1\/payment_intents\/([^/]+)$/.exec(path)))
+      return get(paymentIntents, "payment_intent", m[1]!, p["expand"])
+    if (method === "GET" && (m = /^\/v1\/setup_intents\/([^/]+)$/.exec(path)))
+      return get(setupIntents, "setup_intent", m[1]!, p["expand"])
+    if (method === "GET" && (m = /^\/v1\/payment_methods\/([^/]+)$/.exec(path)))
+      return get(paymentMethods, "payment_method", m[1]!, p["expand"])
+    if (method === "POST" && (m = /^\/v1\/payment_methods\/([^/]+)\/detach$/.exec(path)))
+      return clone(detachPaymentMethod(m[1]!))
     if (method === "POST" && path === "/v1/refunds") return createRefund(p)
-    if (method === "GET" && (m = /^\/v1\/charges\/([^/]+)$/.exec(path))) return get(charges, "charge", m[1]!, p["expand"])
-    throw new ApiError(404, { type: "invalid_request_error", message: `Unrecognized request URL (${method}: ${path}).` })
+    if (method === "GET" && (m = /^\/v1\/charges\/([^/]+)$/.exec(path)))
+      return get(charges, "charge", m[1]!, p["expand"])
+    throw new ApiError(404, {
+      type: "invalid_request_error",
+      message: `Unrecognized request URL (${method}: ${path}).`
+    })
   }
 
   const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
@@ -610,9 +659,11 @@ export const startFakeStripe = (options: FakeStripeOptions = {}) => {
     })
 
   const takeInjection = (method: string, path: string): Injection | undefined => {
-    const i = injections.findIndex(({ match }) =>
-      (match.method === undefined || match.method.toUpperCase() === method) &&
-      (match.path === undefined || path.startsWith(match.path)))
+    const i = injections.findIndex(
+      ({ match }) =>
+        (match.method === undefined || match.method.toUpperCase() === method) &&
+        (match.path === undefined || path.startsWith(match.path))
+    )
     if (i < 0) return undefined
     return injections.splice(i, 1)[0]!.injection
   }
@@ -634,7 +685,9 @@ export const startFakeStripe = (options: FakeStripeOptions = {}) => {
 
     if (method === "GET" && path.startsWith("/pay/")) {
       requests.push({ method, path, headers, rawBody, params, status: 200 })
-      return new Response("<html><body>Fake Stripe Checkout</body></html>", { headers: { "content-type": "text/html" } })
+      return new Response("<html><body>Fake Stripe Checkout</body></html>", {
+        headers: { "content-type": "text/html" }
+      })
     }
 
     const idemKey = method === "POST" ? headers["idempotency-key"] : undefined
@@ -676,8 +729,14 @@ export const startFakeStripe = (options: FakeStripeOptions = {}) => {
         }
       })
     }
-    if (method === "POST" && rawBody !== "" && !(headers["content-type"] ?? "").includes("application/x-www-form-urlencoded")) {
-      return respond(400, { error: { type: "invalid_request_error", message: "Invalid request: bodies must be form-encoded" } })
+    if (
+      method === "POST" &&
+      rawBody !== "" &&
+      !(headers["content-type"] ?? "").includes("application/x-www-form-urlencoded")
+    ) {
+      return respond(400, {
+        error: { type: "invalid_request_error", message: "Invalid request: bodies must be form-encoded" }
+      })
     }
 
     if (idemKey !== undefined) {
@@ -707,7 +766,8 @@ export const startFakeStripe = (options: FakeStripeOptions = {}) => {
     }
     // Stripe saves the outcome once the endpoint began executing: successes, card errors and internal errors (above),
     // not validation errors.
-    if (idemKey !== undefined && (status === 200 || status === 402)) idempotency.set(idemKey, { fingerprint, status, body, savedAt: now() })
+    if (idemKey !== undefined && (status === 200 || status === 402))
+      idempotency.set(idemKey, { fingerprint, status, body, savedAt: now() })
     return respond(status, body, idemKey !== undefined ? { "idempotency-key": idemKey } : {})
   }
 
@@ -716,7 +776,8 @@ export const startFakeStripe = (options: FakeStripeOptions = {}) => {
     hostname: "127.0.0.1",
     fetch: (req) =>
       handle(req).catch((error) =>
-        json(500, { error: { type: "api_error", message: `Fake Stripe crashed: ${String(error)}` } }))
+        json(500, { error: { type: "api_error", message: `Fake Stripe crashed: ${String(error)}` } })
+      )
   })
   baseUrl = `http://127.0.0.1:${server.port}`
 
@@ -732,11 +793,14 @@ export const startFakeStripe = (options: FakeStripeOptions = {}) => {
     const session = sessions.get(sessionId)
     const internals = sessionInternals.get(sessionId)
     if (!session || !internals) throw new Error(`fakeStripe: no session ${sessionId}`)
-    if (session["status"] !== "open") throw new Error(`fakeStripe: session ${sessionId} is ${String(session["status"])}`)
+    if (session["status"] !== "open")
+      throw new Error(`fakeStripe: session ${sessionId} is ${String(session["status"])}`)
     const succeed = (opts.outcome ?? "succeed") === "succeed"
-    const email = (session["customer_email"] as string | null) ??
+    const email =
+      (session["customer_email"] as string | null) ??
       (session["customer"] ? (customers.get(session["customer"] as string)?.["email"] as string | null) : null) ??
-      opts.card?.email ?? "customer@example.com"
+      opts.card?.email ??
+      "customer@example.com"
     let customerId = session["customer"] as string | null
     if (customerId === null) customerId = newCustomer(email, {})["id"] as string
     const customer = customers.get(customerId)!
@@ -759,7 +823,13 @@ export const startFakeStripe = (options: FakeStripeOptions = {}) => {
       setupIntents.set(si["id"] as string, si)
       session["setup_intent"] = si["id"]
       if (succeed) Object.assign(session, { status: "complete", customer: customerId, customer_details: details })
-      return { session: clone(session), customer: clone(customer), paymentMethod: clone(pm), paymentIntent: null, setupIntent: clone(si) }
+      return {
+        session: clone(session),
+        customer: clone(customer),
+        paymentMethod: clone(pm),
+        paymentIntent: null,
+        setupIntent: clone(si)
+      }
     }
 
     const saveCard = internals.paymentIntentData["setup_future_usage"] === "off_session"
@@ -783,10 +853,21 @@ export const startFakeStripe = (options: FakeStripeOptions = {}) => {
         payment_intent: pi["id"]
       })
     } else {
-      pi["last_payment_error"] = { type: "card_error", code: "card_declined", decline_code: "generic_decline", message: DECLINE_MESSAGE }
+      pi["last_payment_error"] = {
+        type: "card_error",
+        code: "card_declined",
+        decline_code: "generic_decline",
+        message: DECLINE_MESSAGE
+      }
       session["payment_intent"] = pi["id"]
     }
-    return { session: clone(session), customer: clone(customer), paymentMethod: clone(pm), paymentIntent: clone(pi), setupIntent: null }
+    return {
+      session: clone(session),
+      customer: clone(customer),
+      paymentMethod: clone(pm),
+      paymentIntent: clone(pi),
+      setupIntent: null
+    }
   }
 
   /** The cardholder disputes a succeeded payment (its Charge): a Dispute as Stripe opens it. */
@@ -890,7 +971,9 @@ export const startFakeStripe = (options: FakeStripeOptions = {}) => {
     disputes,
     /** A refund as made from the Dashboard; `charge.refunded` is then `eventFor("charge.refunded", chargeId)`. */
     refund: (paymentIntentId: string, amount?: number) =>
-      clone(createRefund({ payment_intent: paymentIntentId, ...(amount === undefined ? {} : { amount: String(amount) }) })),
+      clone(
+        createRefund({ payment_intent: paymentIntentId, ...(amount === undefined ? {} : { amount: String(amount) }) })
+      ),
     openDispute,
     closeDispute,
     /** A customer with an attached card (as a finished checkout leaves it), for off-session charges. */

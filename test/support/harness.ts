@@ -66,12 +66,14 @@ export const startServer = async (
     baseUrl,
     run,
     createOrg: (slug = uniqueSlug()) =>
-      run(Effect.gen(function*() {
-        const orgs = yield* Organizations
-        const org = yield* orgs.create(slug)
-        const { apiKey, key } = yield* orgs.createKey(org.id)
-        return { id: org.id, slug: org.slug, apiKey, keyId: key.id }
-      })),
+      run(
+        Effect.gen(function* () {
+          const orgs = yield* Organizations
+          const org = yield* orgs.create(slug)
+          const { apiKey, key } = yield* orgs.createKey(org.id)
+          return { id: org.id, slug: org.slug, apiKey, keyId: key.id }
+        })
+      ),
     client: (apiKey) =>
       Effect.runPromise(
         makeClient(baseUrl, {
@@ -106,4 +108,3 @@ export const failure = async <A, E>(effect: Effect.Effect<A, E, never>): Promise
   if (Either.isRight(result)) throw new Error(`expected a failure, got ${JSON.stringify(result.right)}`)
   return result.left
 }
-

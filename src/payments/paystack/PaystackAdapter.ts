@@ -39,11 +39,11 @@ export interface PaystackAdapterOptions {
 // Lenient wire schemas: only what we read; anything may be missing or null; ids and card fields may be numbers
 // or strings depending on the endpoint.
 
-const LooseString = Schema.transform(
-  Schema.Union(Schema.String, Schema.Number, Schema.Boolean),
-  Schema.String,
-  { strict: true, decode: (v) => String(v), encode: (s) => s }
-)
+const LooseString = Schema.transform(Schema.Union(Schema.String, Schema.Number, Schema.Boolean), Schema.String, {
+  strict: true,
+  decode: (v) => String(v),
+  encode: (s) => s
+})
 const LooseInt = Schema.Union(Schema.Int, Schema.NumberFromString.pipe(Schema.int()))
 const opt = <A, I>(schema: Schema.Schema<A, I>) => Schema.optional(Schema.NullishOr(schema))
 
@@ -189,7 +189,8 @@ const toInt = (s: string | null | undefined): number | null => {
   return Number.isFinite(n) ? n : null
 }
 
-const nonEmpty = (s: string | null | undefined): string | null => (s === null || s === undefined || s.trim() === "" ? null : s)
+const nonEmpty = (s: string | null | undefined): string | null =>
+  s === null || s === undefined || s.trim() === "" ? null : s
 
 const asAuthorization = (raw: unknown): Authorization | null => {
   const r = decodeAuthorization(raw)
@@ -237,7 +238,8 @@ const DECLINED_STATUSES = new Set(["failed", "abandoned", "reversed"])
  * unknown, not reusable, or tied to another email than the one it was saved with. Its messages say "authorization"
  * and one of these words.
  */
-const AUTHORIZATION_GONE = /authorization[^]*\b(inactive|invalid|deactivated|not found|not reusable|does not match)\b|\b(invalid|inactive)\b[^]*authorization/i
+const AUTHORIZATION_GONE =
+  /authorization[^]*\b(inactive|invalid|deactivated|not found|not reusable|does not match)\b|\b(invalid|inactive)\b[^]*authorization/i
 
 const chargeResultOf = (tx: Transaction, reference: string): ChargeResult => {
   const status = (tx.status ?? "").toLowerCase()
@@ -281,7 +283,9 @@ const scrub = (secret: string, text: string) => (secret.length > 0 ? text.split(
 const checkAmount = (amount: number, what: string): Effect.Effect<void, ProviderError> =>
   Number.isSafeInteger(amount) && amount > 0
     ? Effect.void
-    : Effect.fail(new ProviderError({ reason: "rejected", message: `${what} must be a positive integer in minor units` }))
+    : Effect.fail(
+        new ProviderError({ reason: "rejected", message: `${what} must be a positive integer in minor units` })
+      )
 
 // ---------------------------------------------------------------------------------------------------------------
 // The adapter
@@ -314,9 +318,7 @@ export const makePaystackAdapter = (
     if (body !== undefined) request = HttpClientRequest.bodyUnsafeJson(request, body)
 
     return client.execute(request).pipe(
-      Effect.flatMap((response) =>
-        response.text.pipe(Effect.map((text) => ({ status: response.status, text })))
-      ),
+      Effect.flatMap((response) => response.text.pipe(Effect.map((text) => ({ status: response.status, text })))),
       // Transport failures (refused, reset, DNS, unreadable body): nothing of the request is repeated here.
       Effect.catchAll(() => fail("unavailable", "could not reach Paystack")),
       Effect.flatMap(({ status, text }) => {
@@ -359,7 +361,7 @@ export const makePaystackAdapter = (
     name: "paystack",
 
     createCheckout: (account, request) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* checkAmount(request.amount, "amount")
         const data = yield* call(account, "POST", "/transaction/initialize", {
           email: request.email,
@@ -373,7 +375,10 @@ export const makePaystackAdapter = (
         })
         const decoded = Schema.decodeUnknownEither(Initialized)(data)
         if (Either.isLeft(decoded)) {
-          return yield* new ProviderError({ reason: "unavailable", message: "Paystack initialize: unexpected response" })
+          return yield* new ProviderError({
+            reason: "unavailable",
+            message: "Paystack initialize: unexpected response"
+          })
         }
         return {
           checkoutUrl: decoded.right.authorization_url,
@@ -383,7 +388,7 @@ export const makePaystackAdapter = (
       }),
 
     charge: (account, request) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* checkAmount(request.amount, "amount")
         const answered = yield* call(account, "POST", "/transaction/charge_authorization", {
           authorization_code: request.method.token,
@@ -399,7 +404,8 @@ export const makePaystackAdapter = (
           const e = answered.left
           // Nothing was charged: Paystack refused the authorization itself, and will refuse it every time.
           const said = e.message.slice(e.message.indexOf(": ") + 2) // Paystack's words, without our label
-          if (e.reason === "rejected" && AUTHORIZATION_GONE.test(said)) return { _tag: "MethodGone", message: said } as const
+          if (e.reason === "rejected" && AUTHORIZATION_GONE.test(said))
+            return { _tag: "MethodGone", message: said } as const
           return yield* e
         }
         const tx = yield* transactionOf("charge_authorization", answered.right)
@@ -407,7 +413,7 @@ export const makePaystackAdapter = (
       }),
 
     verify: (account, reference) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const data = yield* call(account, "GET", `/transaction/verify/${encodeURIComponent(reference)}`)
         const tx = yield* transactionOf("verify", data)
         const status = verifyStatusOf(tx.status)
@@ -428,7 +434,7 @@ export const makePaystackAdapter = (
       ),
 
     refund: (account, reference, amount) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         if (amount !== null) yield* checkAmount(amount, "refund amount")
         yield* call(account, "POST", "/refund", {
           transaction: reference,
@@ -456,7 +462,8 @@ export const makePaystackAdapter = (
       Effect.map(readWebhookEvent(rawBody), ({ data, event: type }) => {
         // A dispute carries our metadata on its transaction; a refund carries none (on the sandbox route it cannot
         // be routed).
-        const of = (v: unknown) => (typeof v === "object" && v !== null ? (v as { metadata?: unknown; transaction?: unknown }) : null)
+        const of = (v: unknown) =>
+          typeof v === "object" && v !== null ? (v as { metadata?: unknown; transaction?: unknown }) : null
         const metadata = of(data)?.metadata ?? of(of(data)?.transaction)?.metadata ?? null
         return {
           type,
@@ -465,14 +472,14 @@ export const makePaystackAdapter = (
         }
       }),
     parseEvent: (rawBody) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const event = yield* readWebhookEvent(rawBody)
         const type = event.event
         const data = event.data
 
         if (!HANDLED_EVENTS.has(type)) {
           const ids = decodeTransaction(data ?? {})
-          const id = Either.isRight(ids) ? nonEmpty(ids.right.id) ?? nonEmpty(ids.right.reference) : null
+          const id = Either.isRight(ids) ? (nonEmpty(ids.right.id) ?? nonEmpty(ids.right.reference)) : null
           const key = id ?? createHash("sha256").update(rawBody).digest("hex")
           return { _tag: "Ignored", eventKey: `${type}:${key}`, type } satisfies ProviderEvent
         }
@@ -483,8 +490,10 @@ export const makePaystackAdapter = (
           const decodedRefund = decodeRefund(data)
           if (Either.isLeft(decodedRefund)) return yield* rejected("Paystack webhook: malformed refund.processed data")
           const refund = decodedRefund.right
-          const reference = nonEmpty(refund.transaction_reference) ??
-            (Either.getOrNull(decodeTransaction(refund.transaction ?? {}))?.reference ?? null)
+          const reference =
+            nonEmpty(refund.transaction_reference) ??
+            Either.getOrNull(decodeTransaction(refund.transaction ?? {}))?.reference ??
+            null
           const currency = nonEmpty(refund.currency)
           if (reference === null || refund.amount === null || refund.amount === undefined || currency === null) {
             return yield* rejected("Paystack webhook: refund.processed without a transaction, amount or currency")
@@ -513,7 +522,13 @@ export const makePaystackAdapter = (
           const id = nonEmpty(dispute.id) ?? bodyHash()
           const metadata = normalizePaystackMetadata(tx?.metadata)
           if (type === "charge.dispute.create") {
-            return { _tag: "Disputed", eventKey: `${type}:${id}`, reference, providerPaymentId: null, metadata } satisfies ProviderEvent
+            return {
+              _tag: "Disputed",
+              eventKey: `${type}:${id}`,
+              reference,
+              providerPaymentId: null,
+              metadata
+            } satisfies ProviderEvent
           }
           if (!LOST_DISPUTE.has((dispute.resolution ?? "").toLowerCase())) {
             return { _tag: "Ignored", eventKey: `${type}:${id}`, type } satisfies ProviderEvent

@@ -11,7 +11,8 @@ import { ProviderError } from "../PaymentProvider.ts"
  */
 export const SIGNATURE_HEADER = "x-simulated-signature"
 
-export const sign = (secret: string, body: Uint8Array | string) => createHmac("sha256", secret).update(body).digest("hex")
+export const sign = (secret: string, body: Uint8Array | string) =>
+  createHmac("sha256", secret).update(body).digest("hex")
 
 /** Saved simulated methods say how they behave: `sim_pm_ok_…` pays, `sim_pm_declining_…` is declined. */
 export const simulatedMethodToken = (behaviour: "ok" | "declining" | "3ds") =>
@@ -37,7 +38,7 @@ class Malformed extends Error {}
 
 const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
 const str = (value: unknown): string | null => (typeof value === "string" && value !== "" ? value : null)
-const int = (value: unknown): number | null => (Number.isSafeInteger(value) ? value as number : null)
+const int = (value: unknown): number | null => (Number.isSafeInteger(value) ? (value as number) : null)
 const required = <A>(value: A | null, field: string): A => {
   if (value === null) throw new Malformed(`${field} is missing or invalid`)
   return value
@@ -105,8 +106,8 @@ export const makeSimulatedAdapter = (publicUrl: string): PaymentAdapter => ({
       request.method.token.startsWith("sim_pm_declining_")
         ? { _tag: "Declined" as const, message: "The card was declined (simulated)" }
         : request.method.token.startsWith("sim_pm_3ds_")
-        ? { _tag: "ActionRequired" as const, message: "The card needs the customer to authenticate (simulated)" }
-        : { _tag: "Succeeded" as const, providerReference: `sim_tx_${request.reference}` }
+          ? { _tag: "ActionRequired" as const, message: "The card needs the customer to authenticate (simulated)" }
+          : { _tag: "Succeeded" as const, providerReference: `sim_tx_${request.reference}` }
     ),
   verify: () => Effect.succeed({ status: "pending" as const, method: null }),
   refund: () => Effect.void,
@@ -154,7 +155,13 @@ export const makeSimulatedAdapter = (publicUrl: string): PaymentAdapter => ({
               method: data["method"] === undefined || data["method"] === null ? null : methodOf(data["method"])
             }
           case "payment.failed":
-            return { _tag: "PaymentFailed", eventKey: id, reference, message: str(data["message"]) ?? "declined", metadata }
+            return {
+              _tag: "PaymentFailed",
+              eventKey: id,
+              reference,
+              message: str(data["message"]) ?? "declined",
+              metadata
+            }
           default:
             return { _tag: "SetupSucceeded", eventKey: id, reference, metadata, method: methodOf(data["method"]) }
         }

@@ -72,8 +72,9 @@ const scrub = (message: string, secret: string): string => {
 
 const isTimeout = (error: Stripe.errors.StripeError): boolean => {
   const detail = error.detail as { code?: unknown } | undefined
-  return (typeof detail === "object" && detail !== null && detail.code === "ETIMEDOUT") ||
-    /timeout/i.test(error.message)
+  return (
+    (typeof detail === "object" && detail !== null && detail.code === "ETIMEDOUT") || /timeout/i.test(error.message)
+  )
 }
 
 /** Maps anything the SDK throws to a `ProviderError`; the secret never reaches a message. */
@@ -95,7 +96,8 @@ export const toProviderError = (error: unknown, secret: string): ProviderError =
       ? fail("timeout", "Stripe did not answer in time")
       : fail("unavailable", "Could not reach Stripe")
   }
-  if (error instanceof Stripe.errors.StripeRateLimitError) return fail("unavailable", "Stripe is rate limiting requests")
+  if (error instanceof Stripe.errors.StripeRateLimitError)
+    return fail("unavailable", "Stripe is rate limiting requests")
   if (error instanceof Stripe.errors.StripeAPIError) return fail("unavailable", `Stripe API error: ${error.message}`)
   if (error instanceof Stripe.errors.StripeError) {
     if (error.rawType === "idempotency_error") return fail("duplicate", `Stripe idempotency conflict: ${error.message}`)
@@ -205,7 +207,15 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
       try {
         stripe = clientFor(account)
       } catch (error) {
-        return Effect.fail(new ProviderError({ reason: "rejected", message: scrub(`Invalid Stripe account configuration: ${error instanceof Error ? error.message : String(error)}`, account.secretKey) }))
+        return Effect.fail(
+          new ProviderError({
+            reason: "rejected",
+            message: scrub(
+              `Invalid Stripe account configuration: ${error instanceof Error ? error.message : String(error)}`,
+              account.secretKey
+            )
+          })
+        )
       }
       return Effect.tryPromise({ try: () => f(stripe), catch: (error) => toProviderError(error, account.secretKey) })
     }).pipe(
@@ -215,8 +225,11 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
       })
     )
 
-  const createCheckout = (account: ProviderAccount, request: CheckoutRequest): Effect.Effect<CheckoutSession, ProviderError> =>
-    Effect.gen(function*() {
+  const createCheckout = (
+    account: ProviderAccount,
+    request: CheckoutRequest
+  ): Effect.Effect<CheckoutSession, ProviderError> =>
+    Effect.gen(function* () {
       const metadata = withReference(request.metadata, request.reference)
       const currency = request.currency.toLowerCase()
       const url = returnUrl(request.callbackUrl, defaultReturnUrl)
@@ -231,21 +244,26 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
         params = {
           ...common,
           mode: "payment",
-          line_items: [{
-            quantity: 1,
-            price_data: { currency, unit_amount: request.amount, product_data: { name: request.description } }
-          }],
+          line_items: [
+            {
+              quantity: 1,
+              price_data: { currency, unit_amount: request.amount, product_data: { name: request.description } }
+            }
+          ],
           payment_intent_data: { setup_future_usage: "off_session", metadata },
           ...(request.providerCustomerId !== null
             ? { customer: request.providerCustomerId }
             : { customer_creation: "always" as const, customer_email: request.email })
         }
       } else {
-        const customer = request.providerCustomerId ?? (yield* call(account, (stripe) =>
-          stripe.customers.create(
-            { email: request.email, metadata },
-            { idempotencyKey: `${request.reference}:customer` }
-          ))).id
+        const customer =
+          request.providerCustomerId ??
+          (yield* call(account, (stripe) =>
+            stripe.customers.create(
+              { email: request.email, metadata },
+              { idempotencyKey: `${request.reference}:customer` }
+            )
+          )).id
         params = {
           ...common,
           mode: "setup",
@@ -255,9 +273,12 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
         }
       }
       const session = yield* call(account, (stripe) =>
-        stripe.checkout.sessions.create(params, { idempotencyKey: `${request.reference}:checkout` }))
+        stripe.checkout.sessions.create(params, { idempotencyKey: `${request.reference}:checkout` })
+      )
       if (!session.url) {
-        return yield* Effect.fail(new ProviderError({ reason: "rejected", message: "Stripe returned a Checkout Session without a URL" }))
+        return yield* Effect.fail(
+          new ProviderError({ reason: "rejected", message: "Stripe returned a Checkout Session without a URL" })
+        )
       }
       return { checkoutUrl: session.url, reference: request.reference, accessCode: session.id }
     })
@@ -265,15 +286,18 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
   const charge = (account: ProviderAccount, request: ChargeRequest): Effect.Effect<ChargeResult, ProviderError> =>
     call(account, async (stripe): Promise<ChargeResult> => {
       try {
-        const pi = await stripe.paymentIntents.create({
-          amount: request.amount,
-          currency: request.currency.toLowerCase(),
-          payment_method: request.method.token,
-          ...(request.method.providerCustomerId !== null ? { customer: request.method.providerCustomerId } : {}),
-          off_session: true,
-          confirm: true,
-          metadata: withReference(request.metadata, request.reference)
-        }, { idempotencyKey: `${request.reference}:charge` })
+        const pi = await stripe.paymentIntents.create(
+          {
+            amount: request.amount,
+            currency: request.currency.toLowerCase(),
+            payment_method: request.method.token,
+            ...(request.method.providerCustomerId !== null ? { customer: request.method.providerCustomerId } : {}),
+            off_session: true,
+            confirm: true,
+            metadata: withReference(request.metadata, request.reference)
+          },
+          { idempotencyKey: `${request.reference}:charge` }
+        )
         switch (pi.status) {
           case "succeeded":
             return { _tag: "Succeeded", providerReference: pi.id }
@@ -288,7 +312,10 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
         }
       } catch (error) {
         if (methodGone(error)) {
-          return { _tag: "MethodGone", message: scrub(error.message || "The payment method is gone", account.secretKey) }
+          return {
+            _tag: "MethodGone",
+            message: scrub(error.message || "The payment method is gone", account.secretKey)
+          }
         }
         if (error instanceof Stripe.errors.StripeCardError) {
           const message = scrub(error.message || "The card was declined", account.secretKey)
@@ -301,11 +328,12 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
     })
 
   const verifySession = (account: ProviderAccount, sessionId: string): Effect.Effect<VerifyResult, ProviderError> =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const session = yield* call(account, (stripe) =>
         stripe.checkout.sessions.retrieve(sessionId, {
           expand: ["payment_intent.payment_method", "setup_intent.payment_method"]
-        }))
+        })
+      )
       const customer = idOf(session.customer)
       const email = session.customer_details?.email ?? session.customer_email ?? null
       if (session.mode === "setup") {
@@ -313,15 +341,17 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
         if (si === null || typeof si === "string") {
           return { status: session.status === "expired" ? "failed" : "pending", method: null } as const
         }
-        const status: VerifyResult["status"] = si.status === "succeeded"
-          ? "succeeded"
-          : si.status === "canceled" || session.status === "expired"
-          ? "failed"
-          : "pending"
+        const status: VerifyResult["status"] =
+          si.status === "succeeded"
+            ? "succeeded"
+            : si.status === "canceled" || session.status === "expired"
+              ? "failed"
+              : "pending"
         const pm = si.payment_method
-        const method = status === "succeeded" && pm !== null && typeof pm !== "string"
-          ? methodFromPaymentMethod(pm, { customer: idOf(si.customer) ?? customer, email })
-          : null
+        const method =
+          status === "succeeded" && pm !== null && typeof pm !== "string"
+            ? methodFromPaymentMethod(pm, { customer: idOf(si.customer) ?? customer, email })
+            : null
         return { status, method }
       }
       const pi = session.payment_intent
@@ -330,11 +360,12 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
         if (result.status === "pending" && session.status === "expired") return { status: "failed", method: null }
         return result
       }
-      const status: VerifyResult["status"] = session.status === "complete" && session.payment_status === "paid"
-        ? "succeeded"
-        : session.status === "expired"
-        ? "failed"
-        : "pending"
+      const status: VerifyResult["status"] =
+        session.status === "complete" && session.payment_status === "paid"
+          ? "succeeded"
+          : session.status === "expired"
+            ? "failed"
+            : "pending"
       return { status, method: null }
     })
 
@@ -344,9 +375,13 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
   ): VerifyResult => {
     const status = paymentIntentStatus(pi)
     const pm = pi.payment_method
-    const method = status === "succeeded" && pm !== null && typeof pm !== "string"
-      ? methodFromPaymentMethod(pm, { customer: idOf(pi.customer) ?? fallback.customer, email: pi.receipt_email ?? fallback.email })
-      : null
+    const method =
+      status === "succeeded" && pm !== null && typeof pm !== "string"
+        ? methodFromPaymentMethod(pm, {
+            customer: idOf(pi.customer) ?? fallback.customer,
+            email: pi.receipt_email ?? fallback.email
+          })
+        : null
     return { status, method, amount: pi.amount_received || pi.amount, currency: pi.currency.toUpperCase() }
   }
 
@@ -362,9 +397,10 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
         const status = si.status === "succeeded" ? "succeeded" : si.status === "canceled" ? "failed" : "pending"
         return {
           status,
-          method: status === "succeeded" && pm !== null && typeof pm !== "string"
-            ? methodFromPaymentMethod(pm, { customer: idOf(si.customer), email: null })
-            : null
+          method:
+            status === "succeeded" && pm !== null && typeof pm !== "string"
+              ? methodFromPaymentMethod(pm, { customer: idOf(si.customer), email: null })
+              : null
         }
       })
     )
@@ -372,7 +408,8 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
   /** The PaymentIntents carrying our reference, the most conclusive first (succeeded, then in flight, then failed). */
   const searchPaymentIntents = (account: ProviderAccount, reference: string) =>
     call(account, (stripe) =>
-      stripe.paymentIntents.search({ query: referenceQuery(reference), limit: 20, expand: ["data.payment_method"] })).pipe(
+      stripe.paymentIntents.search({ query: referenceQuery(reference), limit: 20, expand: ["data.payment_method"] })
+    ).pipe(
       Effect.map((result) => {
         const rank = (pi: Stripe.PaymentIntent) => {
           const s = paymentIntentStatus(pi)
@@ -406,7 +443,7 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
     if (reference.startsWith("cs_")) return verifySession(account, reference)
     if (reference.startsWith("pi_")) return verifyPaymentIntent(account, reference)
     if (reference.startsWith("seti_")) return verifySetupIntent(account, reference)
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const intents = yield* searchPaymentIntents(account, reference)
       const best = intents[0]
       if (best !== undefined) {
@@ -433,7 +470,7 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
         })
       )
     }
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const succeeded = (yield* searchPaymentIntents(account, reference)).find((pi) => pi.status === "succeeded")
       if (succeeded) return succeeded.id
       const sessionId = yield* findSession(account, reference)
@@ -442,14 +479,19 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
     })
   }
 
-  const refund = (account: ProviderAccount, reference: string, amount: number | null): Effect.Effect<void, ProviderError> =>
-    Effect.gen(function*() {
+  const refund = (
+    account: ProviderAccount,
+    reference: string,
+    amount: number | null
+  ): Effect.Effect<void, ProviderError> =>
+    Effect.gen(function* () {
       const paymentIntent = yield* resolvePaymentIntent(account, reference)
       yield* call(account, (stripe) =>
         stripe.refunds.create(
           { payment_intent: paymentIntent, ...(amount !== null ? { amount } : {}) },
           { idempotencyKey: `${reference}:refund:${amount ?? "full"}` }
-        ))
+        )
+      )
     })
 
   const removeMethod = (account: ProviderAccount, method: SavedMethod): Effect.Effect<void, ProviderError> =>
@@ -461,23 +503,33 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
    * before, so they are fetched here.
    */
   const completeEvent = (account: ProviderAccount, event: ProviderEvent): Effect.Effect<ProviderEvent, ProviderError> =>
-    Effect.gen(function*() {
-      if ((event._tag === "SetupSucceeded" || event._tag === "PaymentSucceeded") && event.method !== null && lacksDetails(event.method)) {
+    Effect.gen(function* () {
+      if (
+        (event._tag === "SetupSucceeded" || event._tag === "PaymentSucceeded") &&
+        event.method !== null &&
+        lacksDetails(event.method)
+      ) {
         const given = event.method
         const pm = yield* call(account, (stripe) => stripe.paymentMethods.retrieve(given.token))
         const method = methodFromPaymentMethod(pm, { customer: given.providerCustomerId, email: given.email })
         return method === null ? event : { ...event, method }
       }
-      if ((event._tag === "Refunded" || event._tag === "Disputed") && event.reference === null && event.providerPaymentId !== null) {
+      if (
+        (event._tag === "Refunded" || event._tag === "Disputed") &&
+        event.reference === null &&
+        event.providerPaymentId !== null
+      ) {
         const found = yield* referenceOfPayment(account, event.providerPaymentId)
-        return found === null ? event : { ...event, reference: found.reference, metadata: { ...found.metadata, ...event.metadata } }
+        return found === null
+          ? event
+          : { ...event, reference: found.reference, metadata: { ...found.metadata, ...event.metadata } }
       }
       return event
     })
 
   /** Our reference of a payment Stripe names by its PaymentIntent (or Charge) id: the metadata we put on it. */
   const referenceOfPayment = (account: ProviderAccount, id: string) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       let paymentIntent: string | null = id.startsWith("pi_") ? id : null
       if (id.startsWith("ch_")) {
         const charge = yield* call(account, (stripe) => stripe.charges.retrieve(id))
@@ -508,7 +560,14 @@ export const makeStripeAdapter = (options: StripeAdapterOptions = {}): PaymentAd
         // Stripe's own check only rejects old timestamps; one from far in the future is refused here too.
         const t = /(?:^|,)\s*t=(\d+)(?:,|$)/.exec(header)?.[1]
         if (t === undefined || Number(t) - Math.floor(nowMs / 1000) > STRIPE_SIGNATURE_TOLERANCE_SECONDS) return false
-        return await signature.verifyHeaderAsync(rawBody, header, secret, STRIPE_SIGNATURE_TOLERANCE_SECONDS, undefined, nowMs)
+        return await signature.verifyHeaderAsync(
+          rawBody,
+          header,
+          secret,
+          STRIPE_SIGNATURE_TOLERANCE_SECONDS,
+          undefined,
+          nowMs
+        )
       } catch {
         return false
       }

@@ -37,11 +37,7 @@ const requireString = (value: unknown, field: string): string => {
 }
 
 /** A MethodDetails from an event's (expanded) PaymentMethod object, or from a bare `pm_…` id and a customer. */
-const methodFromEvent = (
-  pm: unknown,
-  customer: string | null,
-  email: string | null
-): MethodDetails | null => {
+const methodFromEvent = (pm: unknown, customer: string | null, email: string | null): MethodDetails | null => {
   if (typeof pm === "string") {
     if (customer === null) return null
     return {
@@ -104,7 +100,9 @@ const fromCheckoutSession = (eventKey: string, type: string, session: Json): Pro
   // `unpaid` on completion: an asynchronous method, settled later by `checkout.session.async_payment_*`.
   if (str(session["payment_status"]) !== "paid") return { _tag: "Ignored", eventKey, type }
   const pi = session["payment_intent"]
-  const method = isObject(pi) ? methodFromEvent(pi["payment_method"], customerId(pi["customer"]) ?? customer, email) : null
+  const method = isObject(pi)
+    ? methodFromEvent(pi["payment_method"], customerId(pi["customer"]) ?? customer, email)
+    : null
   return {
     _tag: "PaymentSucceeded",
     eventKey,
@@ -122,7 +120,13 @@ const fromPaymentIntent = (eventKey: string, type: string, pi: Json): ProviderEv
   if (reference === null) return { _tag: "Ignored", eventKey, type }
   if (type === "payment_intent.payment_failed") {
     const error = isObject(pi["last_payment_error"]) ? pi["last_payment_error"] : {}
-    return { _tag: "PaymentFailed", eventKey, reference, message: str(error["message"]) ?? "The payment failed", metadata }
+    return {
+      _tag: "PaymentFailed",
+      eventKey,
+      reference,
+      message: str(error["message"]) ?? "The payment failed",
+      metadata
+    }
   }
   const pm = pi["payment_method"]
   return {
@@ -249,7 +253,11 @@ export const parseStripeEvent = (rawBody: Uint8Array): Effect.Effect<ProviderEve
     try: (): ProviderEvent => {
       const { event, type } = readEvent(rawBody)
       if (!HANDLED.has(type)) {
-        return { _tag: "Ignored", eventKey: str(event["id"]) ?? createHash("sha256").update(rawBody).digest("hex"), type }
+        return {
+          _tag: "Ignored",
+          eventKey: str(event["id"]) ?? createHash("sha256").update(rawBody).digest("hex"),
+          type
+        }
       }
       const eventKey = requireString(event["id"], "id")
       const data = event["data"]

@@ -16,7 +16,7 @@ const settingsWith = (env: Record<string, string>, name: string) => {
     Layer.provide(AppConfigTest({ dataDir: join(dir, name) })),
     Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))))
   )
-  const program = Effect.gen(function*() {
+  const program = Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const [journal] = yield* sql<{ journalMode: string }>`PRAGMA journal_mode`
     const [sync] = yield* sql<{ synchronous: number }>`PRAGMA synchronous`
@@ -32,5 +32,10 @@ test("a file database syncs its log at every commit (FULL), as durable as Postgr
 
 test("SQLITE_SYNCHRONOUS=normal syncs only at checkpoints; anything else is refused at start-up", async () => {
   expect(await settingsWith({ SQLITE_SYNCHRONOUS: "normal" }, "normal")).toEqual({ journal: "wal", synchronous: 1 })
-  expect(await settingsWith({ SQLITE_SYNCHRONOUS: "off" }, "off").then(() => "started", () => "refused")).toBe("refused")
+  expect(
+    await settingsWith({ SQLITE_SYNCHRONOUS: "off" }, "off").then(
+      () => "started",
+      () => "refused"
+    )
+  ).toBe("refused")
 })

@@ -24,7 +24,9 @@ const parseInt8 = (value: string): number | bigint => {
 }
 const pgTypes: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: "text" | "binary") =>
-    oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format as "text")) as pg.CustomTypesConfig["getTypeParser"]
+    oid === INT8_OID
+      ? parseInt8
+      : pg.types.getTypeParser(oid, format as "text")) as pg.CustomTypesConfig["getTypeParser"]
 }
 
 export const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
@@ -36,7 +38,7 @@ export const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(mig
  */
 const pgLayer = (url: Redacted.Redacted, tracing: boolean) => {
   const pool = Effect.acquireRelease(
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const pool = new pg.Pool({
         connectionString: Redacted.value(url),
         connectionTimeoutMillis: 5_000,
@@ -50,20 +52,27 @@ const pgLayer = (url: Redacted.Redacted, tracing: boolean) => {
       yield* Effect.tryPromise({
         try: () => pool.query("SELECT 1"),
         catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
-      }).pipe(Effect.timeoutFail({
-        duration: Duration.seconds(5),
-        onTimeout: () => new SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" })
-      }), Effect.tapError(() => Effect.promise(() => pool.end())))
+      }).pipe(
+        Effect.timeoutFail({
+          duration: Duration.seconds(5),
+          onTimeout: () =>
+            new SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" })
+        }),
+        Effect.tapError(() => Effect.promise(() => pool.end()))
+      )
       return pool
     }),
     (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
   )
-  return Layer.unwrapScoped(Effect.map(pool, (pool) =>
-    PgClient.layerFromPool({
-      acquire: Effect.succeed(pool),
-      transformQueryNames: Str.camelToSnake,
-      transformResultNames: Str.snakeToCamel
-    }).pipe(Layer.merge(Layer.succeed(PgPool, { pool, traced: tracing })))))
+  return Layer.unwrapScoped(
+    Effect.map(pool, (pool) =>
+      PgClient.layerFromPool({
+        acquire: Effect.succeed(pool),
+        transformQueryNames: Str.camelToSnake,
+        transformResultNames: Str.snakeToCamel
+      }).pipe(Layer.merge(Layer.succeed(PgPool, { pool, traced: tracing })))
+    )
+  )
 }
 
 /**
@@ -74,11 +83,14 @@ const pgLayer = (url: Redacted.Redacted, tracing: boolean) => {
  * be rolled back by a power loss, for a lower cost per commit (the bench prints it).
  */
 export type SqliteSynchronous = "full" | "normal"
-const sqliteSynchronous = Config.literal("full", "normal")("SQLITE_SYNCHRONOUS").pipe(Config.withDefault("full" as const))
+const sqliteSynchronous = Config.literal(
+  "full",
+  "normal"
+)("SQLITE_SYNCHRONOUS").pipe(Config.withDefault("full" as const))
 
 const sqliteLayer = (filename: string, synchronous: SqliteSynchronous = "full") =>
   Layer.effectDiscard(
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       if (filename !== ":memory:") {
         yield* sql.unsafe("PRAGMA journal_mode = WAL")
@@ -110,12 +122,12 @@ const migrated = <E, R>(client: Layer.Layer<SqlClient.SqlClient, E, R>, logLevel
 
 /** PostgreSQL when DATABASE_URL is set, else SQLite in DATA_DIR; migrated before anything uses it. */
 export const DatabaseLive = Layer.unwrapEffect(
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const config = yield* AppConfig
     return yield* Option.match(config.databaseUrl, {
       onSome: (url) => Effect.succeed(migrated(pgLayer(url, Option.isSome(config.otlpEndpoint)), config.logLevel)),
       onNone: () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           if (config.dataDir === ":memory:") return migrated(sqliteLayer(":memory:"), config.logLevel)
           const synchronous = yield* sqliteSynchronous
           mkdirSync(config.dataDir, { recursive: true })

@@ -14,10 +14,10 @@ export class PgPool extends Context.Tag("PgPool")<PgPool, { readonly pool: pg.Po
 export const poolQuery = <Row>(pool: PgPool["Type"], text: string, values: ReadonlyArray<unknown>) =>
   pool.traced
     ? Effect.withSpan(poolStatement<Row>(pool.pool, text, values), "sql.execute", {
-      kind: "client",
-      attributes: { "db.system.name": "postgresql" },
-      captureStackTrace: false
-    })
+        kind: "client",
+        attributes: { "db.system.name": "postgresql" },
+        captureStackTrace: false
+      })
     : poolStatement<Row>(pool.pool, text, values)
 
 const poolStatement = <Row>(pool: pg.Pool, text: string, values: ReadonlyArray<unknown>) =>

@@ -72,7 +72,7 @@ const microFits = (value: unknown, max: bigint, whole = false): boolean => {
 
 /** Every stored value outside its bound, in a stable order (table, organization, row, field). */
 export const findOutOfRange: Effect.Effect<ReadonlyArray<OutOfRange>, unknown, SqlClient.SqlClient> = Effect.gen(
-  function*() {
+  function* () {
     const sql = yield* SqlClient.SqlClient
     const found: Array<OutOfRange> = []
     const check = (organizationId: string, table: string, id: string, field: string, value: unknown, rule: Rule) => {
@@ -83,7 +83,8 @@ export const findOutOfRange: Effect.Effect<ReadonlyArray<OutOfRange>, unknown, S
     // The catalog: few rows per organization, numbers inside JSON columns.
     for (const row of yield* sql<any>`SELECT organization_id, id, price, trial_days, features FROM plans`) {
       check(row.organizationId, "plans", row.id, "price", String(row.price), MONEY)
-      if (row.trialDays !== null) check(row.organizationId, "plans", row.id, "trial_days", Number(row.trialDays), TRIAL_DAYS)
+      if (row.trialDays !== null)
+        check(row.organizationId, "plans", row.id, "trial_days", Number(row.trialDays), TRIAL_DAYS)
       const features = json(row.features)
       if (!Array.isArray(features)) continue
       features.forEach((pf: any, i: number) => {
@@ -120,19 +121,19 @@ export const findOutOfRange: Effect.Effect<ReadonlyArray<OutOfRange>, unknown, S
     }
 
     // Customers' caps: only those that have one.
-    for (
-      const row of yield* sql<any>`SELECT organization_id, id, overage_max_amount FROM customers
-        WHERE overage_max_amount IS NOT NULL`
-    ) check(row.organizationId, "customers", row.id, "overage_max_amount", String(row.overageMaxAmount), POSITIVE_MONEY)
+    for (const row of yield* sql<any>`SELECT organization_id, id, overage_max_amount FROM customers
+        WHERE overage_max_amount IS NOT NULL`)
+      check(row.organizationId, "customers", row.id, "overage_max_amount", String(row.overageMaxAmount), POSITIVE_MONEY)
 
     // Micro-unit BIGINTs, read as text so a SQLite REAL shows as what it is ("1.0e+22"): a whole count up to 1e9.
     const text = (column: string) =>
-      sql.onDialectOrElse({ pg: () => sql.literal(`${column}::text`), orElse: () => sql.literal(`CAST(${column} AS TEXT)`) })
-    for (
-      const row of yield* sql<any>`SELECT organization_id, customer_id, feature_id, ${
-        text("max_overage_units")
-      } AS max_overage_units FROM customer_feature_configs WHERE max_overage_units IS NOT NULL`
-    ) {
+      sql.onDialectOrElse({
+        pg: () => sql.literal(`${column}::text`),
+        orElse: () => sql.literal(`CAST(${column} AS TEXT)`)
+      })
+    for (const row of yield* sql<any>`SELECT organization_id, customer_id, feature_id, ${text(
+      "max_overage_units"
+    )} AS max_overage_units FROM customer_feature_configs WHERE max_overage_units IS NOT NULL`) {
       if (!microFits(row.maxOverageUnits, COUNT_MAX_MICRO, true)) {
         found.push({
           organizationId: row.organizationId,
@@ -171,10 +172,8 @@ export const findOutOfRange: Effect.Effect<ReadonlyArray<OutOfRange>, unknown, S
     }
 
     // Checkouts of packs bought before `quantity` had a bound (one could still be paid).
-    for (
-      const row of yield* sql<any>`SELECT organization_id, id, ${text("quantity")} AS quantity FROM checkouts
-        WHERE quantity > ${PACK_QUANTITY.max} OR quantity < ${PACK_QUANTITY.min}`
-    ) {
+    for (const row of yield* sql<any>`SELECT organization_id, id, ${text("quantity")} AS quantity FROM checkouts
+        WHERE quantity > ${PACK_QUANTITY.max} OR quantity < ${PACK_QUANTITY.min}`) {
       found.push({
         organizationId: row.organizationId,
         table: "checkouts",
@@ -191,7 +190,7 @@ export const findOutOfRange: Effect.Effect<ReadonlyArray<OutOfRange>, unknown, S
 )
 
 /** One warning per finding (organization, table, row, field, value, bound); start-up goes on. */
-export const reportOutOfRange = Effect.gen(function*() {
+export const reportOutOfRange = Effect.gen(function* () {
   const found = yield* findOutOfRange
   for (const f of found) {
     yield* Effect.logWarning("stored value out of range").pipe(

@@ -70,7 +70,10 @@ export const JsonObjectText = Schema.parseJson(JsonObject)
  * `schema` as the schema of a record type declared elsewhere: the compiler checks that it decodes to exactly `A`
  * (`recordSchema<Feature>()(Schema.Struct({ … }))`), so the record types stay where they are.
  */
-export const recordSchema = <A>() => <I>(schema: Schema.Schema<A, I, never>): Schema.Schema<A, I, never> => schema
+export const recordSchema =
+  <A>() =>
+  <I>(schema: Schema.Schema<A, I, never>): Schema.Schema<A, I, never> =>
+    schema
 
 // ---- decoding rows ----
 
@@ -140,7 +143,7 @@ export const decodeFirstRow = <A, I>(table: string, schema: Schema.Schema<A, I, 
     rows.length === 0
       ? Effect.succeedNone
       : Either.match(decode(rows[0]), {
-        onLeft: (error) => Effect.die(rowShapeError(table, problemsOf(error, false))),
-        onRight: Effect.succeedSome
-      })
+          onLeft: (error) => Effect.die(rowShapeError(table, problemsOf(error, false))),
+          onRight: Effect.succeedSome
+        })
 }

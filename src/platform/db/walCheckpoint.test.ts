@@ -29,7 +29,7 @@ const rowsInMainFile = (table: string) => {
 
 test("the log is copied into the database file by the worker, not by the committing thread", async () => {
   const layer = DatabaseLive.pipe(Layer.provide(AppConfigTest({ dataDir: dir })))
-  const program = Effect.gen(function*() {
+  const program = Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const [setting] = yield* sql<{ walAutocheckpoint: number }>`PRAGMA wal_autocheckpoint`
     yield* sql`CREATE TABLE wal_probe (n INTEGER NOT NULL)`
@@ -53,7 +53,10 @@ test("the log is copied into the database file by the worker, not by the committ
 test("a worker that cannot open the database leaves checkpoints to the service's connection, at SQLite's default", async () => {
   const client = SqliteClient.layer({ filename: join(dir, "fallback.db") })
   const layer = walCheckpointer(join(dir, "missing", "billing.db")).pipe(Layer.provideMerge(client))
-  const program = Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ wal_autocheckpoint: number }>`PRAGMA wal_autocheckpoint`)
+  const program = Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<{ wal_autocheckpoint: number }>`PRAGMA wal_autocheckpoint`
+  )
   const [setting] = await Effect.runPromise(Effect.scoped(Effect.provide(program, layer)))
   expect(setting!.wal_autocheckpoint).toBe(1_000)
 })

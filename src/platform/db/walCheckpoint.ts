@@ -47,12 +47,12 @@ const firstAnswer = (worker: Worker, answers: ReadonlyArray<string>, within: Dur
  */
 export const walCheckpointer = (filename: string) =>
   Layer.scopedDiscard(
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const worker = yield* Effect.acquireRelease(
         Effect.sync(() => new Worker(new URL("./walCheckpointWorker.ts", import.meta.url).href)),
         (worker) =>
-          Effect.gen(function*() {
+          Effect.gen(function* () {
             worker.postMessage("stop")
             // The last checkpoint leaves the file whole; a worker that does not answer is ended regardless.
             yield* firstAnswer(worker, ["stopped"], "2 seconds")

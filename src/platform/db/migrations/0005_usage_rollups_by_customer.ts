@@ -3,7 +3,7 @@ import { Effect } from "effect"
 
 // History reads one customer's rollups by time: a covering index answers them without visiting the heap
 // (PostgreSQL's INCLUDE; on SQLite the same columns as index keys).
-export default Effect.gen(function*() {
+export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   yield* sql.onDialectOrElse({
     pg: () =>

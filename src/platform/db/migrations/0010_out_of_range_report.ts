@@ -14,11 +14,15 @@ import { onPostgres } from "./statements.ts"
  *    for the other paths).
  */
 const OVERFLOWING = "DO UPDATE SET value = usage_rollups.value + excluded.value,"
-const SATURATING = "DO UPDATE SET value = LEAST(usage_rollups.value::NUMERIC + excluded.value, 9223372036854775807)::BIGINT,"
+const SATURATING =
+  "DO UPDATE SET value = LEAST(usage_rollups.value::NUMERIC + excluded.value, 9223372036854775807)::BIGINT,"
 
 export const COMMIT_BALANCES_SATURATING = (() => {
   if (!COMMIT_BALANCES_FUNCTION.includes(OVERFLOWING)) throw new Error("0010: commit_balances is not the one of 0006")
-  return COMMIT_BALANCES_FUNCTION.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION").replace(OVERFLOWING, SATURATING)
+  return COMMIT_BALANCES_FUNCTION.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION").replace(
+    OVERFLOWING,
+    SATURATING
+  )
 })()
 
 export default Effect.zipRight(onPostgres(COMMIT_BALANCES_SATURATING), Effect.asVoid(reportOutOfRange))

@@ -8,11 +8,13 @@ import { Effect } from "effect"
  * key is how we learn the organization.
  */
 export const statements = (...ddl: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     for (const statement of ddl) yield* sql.unsafe(statement)
   })
 
 /** The same DDL on PostgreSQL only (functions the hot path calls there; SQLite runs their statements inline). */
 export const onPostgres = (...ddl: ReadonlyArray<string>) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) => sql.onDialectOrElse({ pg: () => statements(...ddl), orElse: () => Effect.void }))
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.onDialectOrElse({ pg: () => statements(...ddl), orElse: () => Effect.void })
+  )
