@@ -9,6 +9,7 @@ import m0006 from "./0006_hot_path.ts"
 import m0007 from "./0007_batched_reads.ts"
 import m0008 from "./0008_payment_attempts.ts"
 import m0010 from "./0010_out_of_range_report.ts"
+import m0014 from "./0014_hot_statements.ts"
 
 /**
  * The schema's versions in order, one file each. A migration that has landed is never edited: a change is a new file.
@@ -25,5 +26,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0008_payment_attempts": m0008,
   // The Migrator skips every id at or below the highest one a database has applied: a migration numbered below
   // 0010 that lands after it would never run on a database that already ran 0010.
-  "0010_out_of_range_report": m0010
+  "0010_out_of_range_report": m0010,
+  "0014_hot_statements": m0014
 }
