@@ -4,8 +4,7 @@
  * a raw-driver loop (`Bun.sql`, prepared statements) with the same parameters, on the same rows. What this loop
  * reaches is what the database can do for the service's exact work; the service's rate over it is its efficiency.
  *
- * Keep `current` identical to what the service runs (src/http/Authentication.ts, src/entitlements/EntitlementsRepo.ts,
- * migration 0005's `track_usage`). `v1` is the statement sequence of the first version (before issue 7), kept as a
+ * Keep `current` identical to what the service runs (src/http/Authentication.ts, src/entitlements/hotStatements.ts). `v1` is the statement sequence of the first version (before issue 7), kept as a
  * fixed reference: one key lookup, three reads, and a transaction holding the balance's row lock across five
  * client round trips. (Its UPDATE also bumps `balances.version`, as every writer of a balance must now, so the two
  * can run against the same rows as the service.)
@@ -76,7 +75,7 @@ const v1: CeilingScript = async (db, ctx, customer) => {
 /**
  * This version (the statements PostgreSQL logs for one allowed track of an existing customer, `log_statement = all`):
  * one read of everything the decision needs and one guarded write of the balance with its event and rollup, both
- * functions of migration 0006. The service writes many draws in one such call when they arrive together; the
+ * functions of migration 0014 (src/entitlements/hotStatements.ts). The service writes many draws in one such call when they arrive together; the
  * ceiling is one call per request, the database's own work for each request without that help. (The key lookup is cached by the service: one query per key every few seconds, left
  * out.) The parameters are the service's: the decision is made on the version the read returned, and a moved version
  * means reading and deciding again.
@@ -86,14 +85,12 @@ const current: CeilingScript = async (db, ctx, customer) => {
   const f = ctx.featureId
   const v = String(ctx.valueMicro)
   for (let attempt = 0; attempt < 100; attempt++) {
-    const [read] = await db.unsafe("SELECT entitlement_context($1, $2, $3, $4, $5) AS context", [
-      org,
-      customer.externalId,
-      customer.externalId.toLowerCase(),
-      f,
-      f
+    const [read] = await db.unsafe("SELECT entitlement_reads($1) AS contexts", [
+      JSON.stringify([
+        { org, ref: customer.externalId, refLower: customer.externalId.toLowerCase(), feature: f, subjects: f }
+      ])
     ])
-    const balance = read.context.balances[0]
+    const balance = read.contexts[0].balances[0]
     const now = Date.now()
     const events = [
       {

@@ -4,7 +4,13 @@ import type { Customer, CustomerListItem, SetOverageLimit } from "../api/custome
 import { Conflict, customerNotFound, type NotFound } from "../domain/errors.ts"
 import { Outbox } from "../events/Outbox.ts"
 import { Ids } from "../platform/ids.ts"
-import { type CustomerFilter, type CustomerMatches, type CustomerRecord, CustomersRepo } from "./CustomersRepo.ts"
+import {
+  type CustomerFilter,
+  type CustomerMatches,
+  type CustomerRecord,
+  CustomersRepo,
+  type Matchable
+} from "./CustomersRepo.ts"
 
 export interface CustomerInput {
   readonly externalId?: string | undefined
@@ -56,7 +62,7 @@ const emailTaken = (email: string) =>
   new Conflict({ code: "customer_conflict", message: `The email '${email}' belongs to another customer` })
 
 /** The single customer a reference names, if any (pure, over the candidates the store found). */
-export const pickMatch = (m: CustomerMatches): Option.Option<CustomerRecord> | "ambiguous" => {
+export const pickMatch = <C extends Matchable>(m: CustomerMatches<C>): Option.Option<C> | "ambiguous" => {
   if (Option.isSome(m.byId)) return m.byId
   if (Option.isSome(m.byExternalId) && Option.isSome(m.byEmail) && m.byExternalId.value.id !== m.byEmail.value.id) {
     return "ambiguous"

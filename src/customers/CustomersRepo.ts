@@ -27,10 +27,13 @@ export interface CustomerFilter {
 }
 
 /** The candidates a reference can name: by service id, by external id, by email. */
-export interface CustomerMatches {
-  readonly byId: Option.Option<CustomerRecord>
-  readonly byExternalId: Option.Option<CustomerRecord>
-  readonly byEmail: Option.Option<CustomerRecord>
+/** What matching a reference needs of a customer (the entitlement read carries only what it decides on). */
+export type Matchable = Pick<CustomerRecord, "id" | "externalId" | "email">
+
+export interface CustomerMatches<C extends Matchable = CustomerRecord> {
+  readonly byId: Option.Option<C>
+  readonly byExternalId: Option.Option<C>
+  readonly byEmail: Option.Option<C>
 }
 
 export interface CustomersRepoShape {
@@ -115,7 +118,7 @@ export const matching = (sql: SqlClient.SqlClient, organizationId: string, ref: 
       UNION ALL SELECT * FROM customers WHERE organization_id = ${organizationId} AND email_lower = ${ref.toLowerCase()}`
 
 /** Sorts the customers a reference matched into its three candidates. */
-export const matchesOf = (records: ReadonlyArray<CustomerRecord>, ref: string): CustomerMatches => ({
+export const matchesOf = <C extends Matchable>(records: ReadonlyArray<C>, ref: string): CustomerMatches<C> => ({
   byId: Option.fromNullable(records.find((c) => c.id === ref)),
   byExternalId: Option.fromNullable(records.find((c) => c.externalId === ref)),
   byEmail: Option.fromNullable(records.find((c) => c.email?.toLowerCase() === ref.toLowerCase()))

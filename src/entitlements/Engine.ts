@@ -4,7 +4,7 @@ import type { EntitlementCode, EntitlementState } from "../api/entitlements.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import type { Feature } from "../catalog/model.ts"
 import { ambiguous, Customers, pickMatch } from "../customers/Customers.ts"
-import { type CustomerRecord, matchesOf } from "../customers/CustomersRepo.ts"
+import { matchesOf } from "../customers/CustomersRepo.ts"
 import { type Draw, draw } from "../domain/drawing.ts"
 import { Conflict, customerNotFound, InvalidInput } from "../domain/errors.ts"
 import { format, toDecimal } from "../domain/money.ts"
@@ -23,6 +23,7 @@ import {
   type UsageEventRow
 } from "./EntitlementsRepo.ts"
 import { creditsOnlyGrant, type Grant, resolveGrant } from "./grants.ts"
+import type { HotCustomer } from "./hotStatements.ts"
 import { pricingOf } from "../catalog/pricing.ts"
 import { countedState, denial, meteredState, storedState } from "./state.ts"
 
@@ -54,6 +55,24 @@ export interface EntitlementsShape {
 }
 
 export class Entitlements extends Context.Tag("Entitlements")<Entitlements, EntitlementsShape>() {}
+
+/**
+ * What `run` resolved a request to, and what `counted` and `metered` decide over: the request, the customer it names,
+ * the feature, the grant that applies and the customer's override of its terms, the entity, the request's instant,
+ * and whether it runs inside an idempotent request's transaction.
+ */
+interface Resolved {
+  readonly org: string
+  readonly mode: Mode
+  readonly input: EntitlementInput
+  readonly customer: HotCustomer
+  readonly feature: Feature
+  readonly grant: Grant
+  readonly config: Option.Option<FeatureConfigRow>
+  readonly entityId: string | null
+  readonly now: number
+  readonly inTransaction: boolean
+}
 
 const DAY_MS = 86_400_000
 /**
@@ -156,18 +175,9 @@ export const EntitlementsLive = Layer.effect(
     }
 
     /** Boolean and non-consumable features: nothing to draw, a count to compare. */
-    const counted = (
-      org: string,
-      mode: Mode,
-      customer: CustomerRecord,
-      feature: Feature,
-      grant: Grant,
-      config: Option.Option<FeatureConfigRow>,
-      entityId: string | null,
-      input: EntitlementInput,
-      now: number
-    ) =>
+    const counted = (resolved: Resolved) =>
       Effect.gen(function* () {
+        const { org, mode, customer, feature, grant, config, entityId, input, now } = resolved
         const isBoolean = feature.type === "boolean"
         const count = isBoolean ? 0 : yield* repo.countEntities(org, customer.id, feature.id, now)
         const { maxOverageUnits, overageAllowed } = overageTerms(config, grant)
@@ -229,20 +239,9 @@ export const EntitlementsLive = Layer.effect(
      * writer (a guarded write, no lock held across round trips); with a spend cap (a second row to keep exact) or
      * inside an idempotent request's transaction, it takes the balance's row lock for the rest of the transaction.
      */
-    const metered = (
-      org: string,
-      mode: Mode,
-      customer: CustomerRecord,
-      feature: Feature,
-      grant: Grant,
-      config: Option.Option<FeatureConfigRow>,
-      stored: Option.Option<StoredBalance>,
-      entityId: string | null,
-      input: EntitlementInput,
-      now: number,
-      inTransaction: boolean
-    ) =>
+    const metered = (resolved: Resolved, stored: Option.Option<StoredBalance>) =>
       Effect.gen(function* () {
+        const { org, mode, customer, feature, grant, config, entityId, input, now, inTransaction } = resolved
         const subject = grant.subject
         const terms = grant.terms
         const usageModel = terms?.usageModel ?? "included"
@@ -467,11 +466,11 @@ export const EntitlementsLive = Layer.effect(
             if (Option.isNone(found)) return denial("entity_not_found", `The customer has no entity '${input.entity}'`)
             entityId = found.value
           }
-          const balanceOf = (subjectId: string) =>
-            Option.fromNullable(
-              context.balances.find((b) => b.customerId === customer.id && b.subjectId === subjectId)?.balance
-            )
-          const config = Option.fromNullable(context.configs.find((c) => c.customerId === customer.id)?.config)
+          const balanceOf = (subjectId: string): Option.Option<StoredBalance> =>
+            Option.fromNullable(context.balances.find((b) => b.customerId === customer.id && b.subjectId === subjectId))
+          const config: Option.Option<FeatureConfigRow> = Option.fromNullable(
+            context.configs.find((c) => c.customerId === customer.id)
+          )
           const granting = grantingOf(
             context.subscriptions.filter((s) => s.customerId === customer.id),
             snapshot,
@@ -498,22 +497,20 @@ export const EntitlementsLive = Layer.effect(
                 : `No plan of the customer includes '${feature.slug}'`
             )
           }
-          if (feature.type === "boolean" || feature.meterType === "non_consumable") {
-            return yield* counted(org, mode, customer, feature, grant, config, entityId, input, now)
-          }
-          return yield* metered(
+          const resolved: Resolved = {
             org,
             mode,
+            input,
             customer,
             feature,
             grant,
             config,
-            balanceOf(grant.subject.id),
             entityId,
-            input,
             now,
             inTransaction
-          )
+          }
+          if (feature.type === "boolean" || feature.meterType === "non_consumable") return yield* counted(resolved)
+          return yield* metered(resolved, balanceOf(grant.subject.id))
         }
       })
 

@@ -1,12 +1,22 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Option } from "effect"
-import { type CustomerRecord, matching, toCustomerRecord } from "../customers/CustomersRepo.ts"
-import { COUNT_MAX_MICRO, INT64_MAX, storedCapMicro, storedMicro } from "../domain/bounds.ts"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { COUNT_MAX_MICRO, storedCapMicro } from "../domain/bounds.ts"
 import { microParam } from "../domain/quantity.ts"
-import { makeBatcher } from "./Batcher.ts"
-import { PgPool, poolQuery } from "../platform/db/PgPool.ts"
-import type { SubscriptionRecord } from "../subscriptions/model.ts"
-import { toSubscriptionRecord } from "../subscriptions/SubscriptionsRepo.ts"
+import { PgPool } from "../platform/db/PgPool.ts"
+import { type BalanceCommit, makeCommitBalances } from "./hotCommit.ts"
+import { makeContextReader } from "./hotRead.ts"
+import {
+  type EntitlementContext,
+  ROLLUP_MS,
+  ROLLUP_SUM_PG,
+  ROLLUP_SUM_SQLITE,
+  StoredBalanceRow,
+  type UsageEventRow
+} from "./hotStatements.ts"
+
+export type { BalanceCommit } from "./hotCommit.ts"
+export type { EntitlementContext, UsageEventRow } from "./hotStatements.ts"
+export { ROLLUP_MS } from "./hotStatements.ts"
 
 /** One customer's balance of one feature or credit system, in micro-units. */
 export interface BalanceRow {
@@ -21,55 +31,6 @@ export interface BalanceRow {
 /** A balance as stored: `version` grows with every write, so a writer can check nothing moved since it read. */
 export interface StoredBalance extends BalanceRow {
   readonly version: number
-}
-
-/**
- * Everything `check`/`track` reads, in one query: the organization's catalog version, the customers the reference
- * matches, their live subscriptions (oldest first), their config of the feature and their balances of the feature
- * and of its credit systems.
- */
-export interface EntitlementContext {
-  readonly catalogVersion: number
-  readonly customers: ReadonlyArray<CustomerRecord>
-  readonly subscriptions: ReadonlyArray<SubscriptionRecord>
-  readonly configs: ReadonlyArray<{ readonly customerId: string; readonly config: FeatureConfigRow }>
-  readonly balances: ReadonlyArray<{
-    readonly customerId: string
-    readonly subjectId: string
-    readonly balance: StoredBalance
-  }>
-}
-
-/** What one guarded write of a balance records: its new state and the events (and rollups) of the draws. */
-export interface BalanceCommit {
-  readonly organizationId: string
-  readonly customerId: string
-  readonly subjectId: string
-  /** The version the decisions were made on; `null` = the row did not exist. */
-  readonly expectedVersion: number | null
-  readonly next: BalanceRow
-  readonly events: ReadonlyArray<UsageEventRow>
-  readonly now: number
-}
-
-export interface UsageEventRow {
-  readonly organizationId: string
-  readonly id: string
-  readonly customerId: string
-  readonly featureId: string
-  readonly subjectId: string
-  readonly entityId: string | null
-  readonly value: bigint
-  readonly cost: bigint
-  readonly fromPlan: bigint
-  readonly fromBonus: bigint
-  readonly fromAddon: bigint
-  readonly overage: bigint
-  readonly billable: bigint
-  /** The plan whose terms apply to the billable part; null when nothing is billable. */
-  readonly planId: string | null
-  readonly metadata: Record<string, unknown>
-  readonly createdAt: number
 }
 
 export interface FeatureConfigRow {
@@ -170,114 +131,8 @@ export interface EntitlementsRepoShape {
 
 export class EntitlementsRepo extends Context.Tag("EntitlementsRepo")<EntitlementsRepo, EntitlementsRepoShape>() {}
 
-/** Usage rollup resolution: 15 minutes, the finest step of any time zone's offset. */
-export const ROLLUP_MS = 15 * 60_000
-
-/** A BIGINT of micro-units, read without a defect whatever was stored (src/domain/bounds.ts). */
-const big = (v: unknown): bigint => storedMicro(v)
-
-const toBalance = (row: any): StoredBalance => ({
-  windowStart: Number(row.windowStart),
-  windowEnd: row.windowEnd === null ? null : Number(row.windowEnd),
-  used: big(row.used),
-  overage: big(row.overage),
-  bonus: big(row.bonus),
-  addon: big(row.addon),
-  version: Number(row.version ?? 0)
-})
-
-const toFeatureConfig = (r: any): FeatureConfigRow => ({
-  overage: r.overage,
-  maxOverageUnits: r.maxOverageUnits === null ? null : storedCapMicro(r.maxOverageUnits, COUNT_MAX_MICRO)
-})
-
-/** An event as `json_to_recordset` reads it: quantities as decimal strings (exact at any size). */
-const eventJson = (e: UsageEventRow) => ({
-  id: e.id,
-  feature_id: e.featureId,
-  entity_id: e.entityId,
-  value: e.value.toString(),
-  cost: e.cost.toString(),
-  from_plan: e.fromPlan.toString(),
-  from_bonus: e.fromBonus.toString(),
-  from_addon: e.fromAddon.toString(),
-  overage: e.overage.toString(),
-  billable: e.billable.toString(),
-  plan_id: e.planId,
-  metadata: JSON.stringify(e.metadata),
-  created_at: e.createdAt
-})
-const rollupJson = (r: { featureId: string; bucketStart: number; value: bigint; records: number }) => ({
-  feature_id: r.featureId,
-  bucket_start: r.bucketStart,
-  value: r.value.toString(),
-  records: r.records
-})
-
-/** JSON objects built in SQL, with the keys the row mappers expect; BIGINT quantities as text (exact past 2^53). */
-const json = (fn: string, pairs: ReadonlyArray<readonly [string, string]>) =>
-  `${fn}(${pairs.map(([key, expression]) => `'${key}', ${expression}`).join(", ")})`
-const customerColumns = [
-  ["organizationId", "organization_id"],
-  ["id", "id"],
-  ["externalId", "external_id"],
-  ["email", "email"],
-  ["name", "name"],
-  ["metadata", "metadata"],
-  ["overageMaxAmount", "overage_max_amount"],
-  ["overageOnLimit", "overage_on_limit"],
-  ["overageCreatedAt", "overage_created_at"],
-  ["overageUpdatedAt", "overage_updated_at"],
-  ["createdAt", "created_at"],
-  ["updatedAt", "updated_at"]
-] as const
-const subscriptionColumns = [
-  ["organizationId", "organization_id"],
-  ["id", "id"],
-  ["customerId", "customer_id"],
-  ["planId", "plan_id"],
-  ["status", "status"],
-  ["startedAt", "started_at"],
-  ["currentPeriodStart", "current_period_start"],
-  ["currentPeriodEnd", "current_period_end"],
-  ["trialEndsAt", "trial_ends_at"],
-  ["cancelAtPeriodEnd", "cancel_at_period_end"],
-  ["canceledAt", "canceled_at"],
-  ["graceEndsAt", "grace_ends_at"],
-  ["createdAt", "created_at"],
-  ["updatedAt", "updated_at"]
-] as const
-const balanceColumns = (text: (e: string) => string) =>
-  [
-    ["customerId", "customer_id"],
-    ["subjectId", "subject_id"],
-    ["windowStart", "window_start"],
-    ["windowEnd", "window_end"],
-    ["used", text("used")],
-    ["overage", text("overage")],
-    ["bonus", text("bonus")],
-    ["addon", text("addon")],
-    ["version", "version"]
-  ] as const
-const configColumns = (text: (e: string) => string) =>
-  [
-    ["customerId", "customer_id"],
-    ["overage", "overage"],
-    ["maxOverageUnits", text("max_overage_units")]
-  ] as const
-
-/** Adds each (feature, 15-minute bucket) of the events up once: one upsert per rollup row. */
-const rollupsOf = (events: ReadonlyArray<UsageEventRow>) => {
-  const byKey = new Map<string, { featureId: string; bucketStart: number; value: bigint; records: number }>()
-  for (const e of events) {
-    const bucketStart = e.createdAt - (e.createdAt % ROLLUP_MS)
-    const key = `${e.featureId} ${bucketStart}`
-    const current = byKey.get(key)
-    if (current === undefined) byKey.set(key, { featureId: e.featureId, bucketStart, value: e.value, records: 1 })
-    else byKey.set(key, { ...current, value: current.value + e.value, records: current.records + 1 })
-  }
-  return [...byKey.values()]
-}
+/** A balance row, by the hot read's schema of a balance (quantities read without a defect whatever was stored). */
+const toBalance = Schema.decodeUnknownSync(StoredBalanceRow)
 
 const eventRow = (e: UsageEventRow) => ({
   organizationId: e.organizationId,
@@ -313,227 +168,22 @@ export const EntitlementsRepoSql = Layer.effect(
      * A 15-minute rollup adds its events' values, held at BIGINT's maximum (9.2e12 units of one feature for one
      * customer in 15 minutes) instead of overflowing: past it PostgreSQL raised an error (a 500, for every draw of the
      * writer's step) and SQLite kept a REAL. Usage history then under-counts that bucket; events and invoices, which
-     * read events, stay exact (docs/decisions.md "Numbers"). Migration 0010 does the same in `commit_balances`.
+     * read events, stay exact (docs/decisions.md "Numbers"). `commit_balances` does the same (./hotStatements.ts).
      */
-    const sqliteRollupSum = sql.literal(`MIN(usage_rollups.value + excluded.value, ${INT64_MAX})`)
     const rollupSum = sql.onDialectOrElse({
-      pg: () => sql.literal(`LEAST(usage_rollups.value::NUMERIC + excluded.value, ${INT64_MAX})::BIGINT`),
-      orElse: () => sqliteRollupSum
+      pg: () => sql.literal(ROLLUP_SUM_PG),
+      orElse: () => sql.literal(ROLLUP_SUM_SQLITE)
     })
 
-    // The functions' JSON already has the keys the mappers expect: no name transformation of (every key of) it.
-    const raw = sql.withoutTransforms()
-    const sqliteText = (e: string) => `CAST(${e} AS TEXT)`
-    const sqliteCustomer = json("json_object", customerColumns)
-    const sqliteSubscription = json("json_object", subscriptionColumns)
-    const sqliteConfig = json("json_object", configColumns(sqliteText))
-    const sqliteBalance = json("json_object", balanceColumns(sqliteText))
-
-    const list = (value: unknown): Array<any> =>
-      value === null || value === undefined ? [] : typeof value === "string" ? JSON.parse(value) : (value as Array<any>)
-    const decode = (row: any): EntitlementContext => ({
-      catalogVersion: Number(row.catalogVersion ?? 0),
-      customers: list(row.customers).map(toCustomerRecord),
-      // Oldest first, as `listLive` orders them (sorted here: an ORDER BY in SQLite's subquery costs more than the
-      // whole rest of the read).
-      subscriptions: list(row.subscriptions)
-        .map(toSubscriptionRecord)
-        .sort((a, b) => a.startedAt - b.startedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
-      configs: list(row.configs).map((c) => ({ customerId: c.customerId, config: toFeatureConfig(c) })),
-      balances: list(row.balances).map((b) => ({
-        customerId: b.customerId,
-        subjectId: b.subjectId,
-        balance: toBalance(b)
-      }))
-    })
-
-    interface ContextRead {
-      readonly org: string
-      readonly ref: string
-      readonly refLower: string
-      readonly feature: string
-      readonly subjects: string
-    }
-    // Functions (migration 0006): their statements' plans are prepared once per connection. Reads that arrive while
-    // others are in flight go together, in one call.
-    // Outside a transaction, straight on the pool when it is ours to use (src/platform/db/PgPool.ts); the same
-    // statement through the SqlClient otherwise.
+    // The hot statements (./hotStatements.ts): the read and the balance writer's step.
     const pool = yield* Effect.serviceOption(PgPool)
-    const pgCall = <Row extends object>(text: string, values: ReadonlyArray<unknown>) =>
-      Option.isSome(pool) ? poolQuery<Row>(pool.value, text, values) : raw.unsafe<Row>(text, values)
-    const CONTEXT_STATEMENT = `SELECT entitlement_context($1, $2, $3, $4, $5) AS context`
-    const readOne = (r: ContextRead) => [r.org, r.ref, r.refLower, r.feature, r.subjects]
-    // Inside a transaction, on the transaction's own connection (the SqlClient finds it).
-    const pgContext = (r: ContextRead, inTransaction: boolean) =>
-      Effect.map(
+    const reader = makeContextReader(sql, pool)
+    const commitBalances = makeCommitBalances(sql, pool)
+    const context: EntitlementsRepoShape["context"] = (org, ref, featureId, subjectIds, inTransaction = false) =>
+      reader.read(
+        { org, ref, refLower: ref.toLowerCase(), feature: featureId ?? "", subjects: subjectIds },
         inTransaction
-          ? raw.unsafe<{ context: unknown }>(CONTEXT_STATEMENT, readOne(r))
-          : pgCall<{ context: unknown }>(CONTEXT_STATEMENT, readOne(r)),
-        (rows) => decode(rows[0]!.context)
       )
-    const pgContexts = makeBatcher<ContextRead, EntitlementContext>({
-      // One read in flight, gathering what arrives meanwhile and in its turn: measured against 2 and 4 lanes, fewer
-      // round trips and busy backends gave both the higher peak and the lower p99 at half of it.
-      lanes: 1,
-      gather: true,
-      maxBatch: 128,
-      run: (reads) =>
-        reads.length === 1
-          ? Effect.map(Effect.orDie(pgContext(reads[0]!, false)), (one) => [one])
-          : Effect.map(
-              pgCall<{ contexts: ReadonlyArray<unknown> }>(`SELECT entitlement_contexts($1) AS contexts`, [
-                JSON.stringify(reads)
-              ]),
-              (rows) => rows[0]!.contexts.map(decode)
-            ).pipe(Effect.orDie)
-    })
-
-    const context: EntitlementsRepoShape["context"] = (org, ref, featureId, subjectIds, inTransaction = false) => {
-      return sql
-        .onDialectOrElse({
-          pg: () => {
-            const read = {
-              org,
-              ref,
-              refLower: ref.toLowerCase(),
-              feature: featureId ?? "",
-              subjects: subjectIds.join(",")
-            }
-            return inTransaction ? pgContext(read, true) : pgContexts.submit(read)
-          },
-          // The same read inline (bun:sqlite keeps the prepared statement); every part is an index lookup.
-          orElse: () => {
-            const subjects = subjectIds.length === 0 ? sql`0` : sql`subject_id IN ${sql.in(subjectIds)}`
-            return Effect.map(
-              sql`WITH c AS (${matching(sql, org, ref)})
-              SELECT (SELECT catalog_version FROM organizations WHERE id = ${org}) AS catalog_version,
-                (SELECT json_group_array(json(${sql.literal(sqliteCustomer)})) FROM c) AS customers,
-                (SELECT json_group_array(json(${sql.literal(sqliteSubscription)}))
-                  FROM subscriptions WHERE organization_id = ${org} AND customer_id IN (SELECT id FROM c)
-                  AND status IN ('active', 'trialing', 'past_due')) AS subscriptions,
-                (SELECT json_group_array(json(${sql.literal(sqliteConfig)}))
-                  FROM customer_feature_configs WHERE organization_id = ${org} AND customer_id IN (SELECT id FROM c)
-                  AND feature_id = ${featureId ?? ""}) AS configs,
-                (SELECT json_group_array(json(${sql.literal(sqliteBalance)}))
-                  FROM balances WHERE organization_id = ${org} AND customer_id IN (SELECT id FROM c)
-                  AND ${subjects}) AS balances`,
-              (rows) => decode(rows[0])
-            )
-          }
-        })
-        .pipe(Effect.orDie)
-    }
-
-    const commitItem = (c: BalanceCommit) => ({
-      org: c.organizationId,
-      customer: c.customerId,
-      subject: c.subjectId,
-      expected: c.expectedVersion,
-      windowStart: c.next.windowStart,
-      windowEnd: c.next.windowEnd,
-      used: c.next.used.toString(),
-      overage: c.next.overage.toString(),
-      bonus: c.next.bonus.toString(),
-      addon: c.next.addon.toString(),
-      now: c.now,
-      events: c.events.map(eventJson),
-      rollups: rollupsOf(c.events).map(rollupJson)
-    })
-
-    /** SQLite: a balance that did not exist, unless it does by now (inside the step's transaction). */
-    const sqliteInsert = (c: BalanceCommit) => {
-      const { next } = c
-      return Effect.map(
-        sql`INSERT INTO balances (organization_id, customer_id, subject_id, window_start, window_end, used, overage,
-              bonus, addon, updated_at, version)
-            VALUES (${c.organizationId}, ${c.customerId}, ${c.subjectId}, ${next.windowStart}, ${next.windowEnd},
-              ${microParam(next.used)}, ${microParam(next.overage)}, ${microParam(next.bonus)}, ${microParam(next.addon)},
-              ${c.now}, 1)
-            ON CONFLICT DO NOTHING RETURNING version`,
-        (rows) => Option.fromNullable(rows[0]?.version).pipe(Option.map((v) => Number(v)))
-      )
-    }
-
-    const commitBalances: EntitlementsRepoShape["commitBalances"] = (commits) =>
-      sql
-        .onDialectOrElse({
-          // One call (migration 0006's commit_balances): each balance's guarded write, then its events and rollups only
-          // if it matched; the statement commits on its own, so no row lock outlives it.
-          pg: () =>
-            Effect.map(
-              pgCall<{ versions: ReadonlyArray<number | null> }>(`SELECT commit_balances($1) AS versions`, [
-                JSON.stringify(commits.map(commitItem))
-              ]),
-              (rows) => rows[0]!.versions.map((v) => Option.fromNullable(v).pipe(Option.map(Number)))
-            ),
-          // The same in one transaction (SQLite's one connection serialises writers anyway), in a few statements for the
-          // whole step: one guarded UPDATE of every existing balance (RETURNING says whose guard held), an INSERT for
-          // each new one, then the events and the rollups of those written.
-          orElse: () =>
-            sql.withTransaction(
-              Effect.gen(function* () {
-                const keyOf = (org: string, customer: string, subject: string) =>
-                  `${org}\u0000${customer}\u0000${subject}`
-                const written = new Map<string, number>()
-                const existing = commits.filter((c) => c.expectedVersion !== null)
-                for (let i = 0; i < existing.length; i += 200) {
-                  const rows = existing.slice(i, i + 200).map(
-                    (c) =>
-                      sql`(${c.organizationId}, ${c.customerId}, ${c.subjectId}, ${c.expectedVersion}, ${c.next.windowStart},
-                  ${c.next.windowEnd}, ${microParam(c.next.used)}, ${microParam(c.next.overage)},
-                  ${microParam(c.next.bonus)}, ${microParam(c.next.addon)}, ${c.now})`
-                  )
-                  const updated = yield* sql<{ o: string; c: string; s: string; v: number }>`UPDATE balances SET
-                  window_start = v.column5, window_end = v.column6, used = v.column7, overage = v.column8,
-                  bonus = v.column9, addon = v.column10, updated_at = v.column11, version = balances.version + 1
-                FROM (VALUES ${sql.csv(rows)}) AS v
-                WHERE balances.organization_id = v.column1 AND balances.customer_id = v.column2
-                  AND balances.subject_id = v.column3 AND balances.version = v.column4
-                RETURNING balances.organization_id AS o, balances.customer_id AS c, balances.subject_id AS s,
-                  balances.version AS v`
-                  for (const u of updated) written.set(keyOf(u.o, u.c, u.s), Number(u.v))
-                }
-                for (const c of commits) {
-                  if (c.expectedVersion !== null) continue
-                  const inserted = yield* sqliteInsert(c)
-                  if (Option.isSome(inserted))
-                    written.set(keyOf(c.organizationId, c.customerId, c.subjectId), inserted.value)
-                }
-                const versions = commits.map((c) =>
-                  Option.fromNullable(written.get(keyOf(c.organizationId, c.customerId, c.subjectId)))
-                )
-                const events = commits.flatMap((c, i) => (Option.isSome(versions[i]!) ? c.events : []))
-                for (let i = 0; i < events.length; i += 500) {
-                  yield* sql`INSERT INTO usage_events ${sql.insert(events.slice(i, i + 500).map(eventRow))}`
-                }
-                const rollups = new Map<
-                  string,
-                  { e: UsageEventRow; bucketStart: number; value: bigint; records: number }
-                >()
-                for (const e of events) {
-                  const bucketStart = e.createdAt - (e.createdAt % ROLLUP_MS)
-                  const key = `${e.organizationId}\u0000${e.customerId}\u0000${e.featureId}\u0000${bucketStart}`
-                  const current = rollups.get(key)
-                  if (current === undefined) rollups.set(key, { e, bucketStart, value: e.value, records: 1 })
-                  else rollups.set(key, { ...current, value: current.value + e.value, records: current.records + 1 })
-                }
-                const sums = [...rollups.values()]
-                for (let i = 0; i < sums.length; i += 500) {
-                  const rows = sums.slice(i, i + 500).map(
-                    (r) =>
-                      sql`(${r.e.organizationId}, ${r.e.customerId}, ${r.e.featureId}, ${r.bucketStart}, ${microParam(r.value)},
-                  ${r.records})`
-                  )
-                  yield* sql`INSERT INTO usage_rollups (organization_id, customer_id, feature_id, bucket_start, value, records)
-                VALUES ${sql.csv(rows)}
-                ON CONFLICT (organization_id, customer_id, feature_id, bucket_start)
-                DO UPDATE SET value = ${sqliteRollupSum}, records = usage_rollups.records + excluded.records`
-                }
-                return versions
-              })
-            )
-        })
-        .pipe(Effect.orDie)
 
     return {
       context,

@@ -10,19 +10,23 @@ import type pg from "pg"
  */
 export class PgPool extends Context.Tag("PgPool")<PgPool, { readonly pool: pg.Pool; readonly traced: boolean }>() {}
 
-/** One statement on a pooled connection; its rows. Fails as @effect/sql does, so a lost database is still a 503. */
-export const poolQuery = <Row>(pool: PgPool["Type"], text: string, values: ReadonlyArray<unknown>) =>
+/**
+ * One statement on a pooled connection; its rows. Fails as @effect/sql does, so a lost database is still a 503. With
+ * a `name` (one per statement text) it is prepared once per connection: PostgreSQL then skips parsing it.
+ */
+export const poolQuery = <Row>(pool: PgPool["Type"], text: string, values: ReadonlyArray<unknown>, name?: string) =>
   pool.traced
-    ? Effect.withSpan(poolStatement<Row>(pool.pool, text, values), "sql.execute", {
+    ? Effect.withSpan(poolStatement<Row>(pool.pool, text, values, name), "sql.execute", {
         kind: "client",
         attributes: { "db.system.name": "postgresql" },
         captureStackTrace: false
       })
-    : poolStatement<Row>(pool.pool, text, values)
+    : poolStatement<Row>(pool.pool, text, values, name)
 
-const poolStatement = <Row>(pool: pg.Pool, text: string, values: ReadonlyArray<unknown>) =>
+const poolStatement = <Row>(pool: pg.Pool, text: string, values: ReadonlyArray<unknown>, name: string | undefined) =>
   Effect.async<ReadonlyArray<Row>, SqlError>((resume) => {
-    pool.query(text, values as Array<unknown>, (cause, result) => {
+    const query = name === undefined ? text : { name, text }
+    pool.query(query as string, values as Array<unknown>, (cause, result) => {
       resume(
         cause
           ? Effect.fail(new SqlError({ cause, message: "Failed to execute statement" }))

@@ -10,6 +10,7 @@ import m0007 from "./0007_batched_reads.ts"
 import m0008 from "./0008_payment_attempts.ts"
 import m0010 from "./0010_out_of_range_report.ts"
 import m0013 from "./0013_refunds.ts"
+import m0014 from "./0014_hot_statements.ts"
 import m0015 from "./0015_outbound_events.ts"
 
 /**
@@ -28,5 +29,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0008_payment_attempts": m0008,
   "0010_out_of_range_report": m0010,
   "0013_refunds": m0013,
+  "0014_hot_statements": m0014,
   "0015_outbound_events": m0015
 }

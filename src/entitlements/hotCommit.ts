@@ -1,0 +1,119 @@
+import type { SqlClient } from "@effect/sql"
+import { Effect, Either, Option, ParseResult, Schema } from "effect"
+import { PgPool, poolQuery } from "../platform/db/PgPool.ts"
+import {
+  COMMIT_BALANCES,
+  type CommitItem,
+  CommitVersions,
+  itemJson,
+  rollupsOf,
+  SQLITE_EVENT_ROWS,
+  SQLITE_INSERT_BALANCE,
+  SQLITE_ROWS,
+  sqliteEventParameters,
+  sqliteInsertEvents,
+  sqliteInsertParameters,
+  sqliteRollupParameters,
+  sqliteUpdateBalances,
+  sqliteUpdateParameters,
+  sqliteUpsertRollups
+} from "./hotStatements.ts"
+
+/** What one guarded write of a balance records: its new state and the events (and rollups) of the draws. */
+export interface BalanceCommit {
+  readonly organizationId: string
+  readonly customerId: string
+  readonly subjectId: string
+  /** The version the decisions were made on; `null` = the row did not exist. */
+  readonly expectedVersion: number | null
+  readonly next: {
+    readonly windowStart: number
+    readonly windowEnd: number | null
+    readonly used: bigint
+    readonly overage: bigint
+    readonly bonus: bigint
+    readonly addon: bigint
+  }
+  readonly events: CommitItem["events"]
+  readonly now: number
+}
+
+const itemOf = (c: BalanceCommit): CommitItem => ({
+  org: c.organizationId,
+  customer: c.customerId,
+  subject: c.subjectId,
+  expected: c.expectedVersion,
+  windowStart: c.next.windowStart,
+  windowEnd: c.next.windowEnd,
+  used: c.next.used,
+  overage: c.next.overage,
+  bonus: c.next.bonus,
+  addon: c.next.addon,
+  now: c.now,
+  events: c.events,
+  rollups: rollupsOf(c.events)
+})
+
+const decodeVersions = Schema.decodeUnknownEither(CommitVersions)
+
+/**
+ * The write of a step of the balance writer (src/entitlements/hotStatements.ts declares it): for each balance, its new
+ * state only if still at its expected version, with its events and rollups; each one's new version, or none where its
+ * guard failed (nothing of it was written). PostgreSQL: one statement (`commit_balances`), which commits on its own,
+ * so no row lock outlives it. SQLite: the same in one transaction, in a few statements for the whole step.
+ */
+export const makeCommitBalances = (sql: SqlClient.SqlClient, pool: Option.Option<PgPool["Type"]>) => {
+  const raw = sql.withoutTransforms()
+
+  const pg = (commits: ReadonlyArray<BalanceCommit>) => {
+    const values = [JSON.stringify(commits.map((c) => itemJson(itemOf(c))))]
+    const rows = Option.isSome(pool)
+      ? poolQuery<{ versions: unknown }>(pool.value, COMMIT_BALANCES, values, "commit_balances")
+      : raw.unsafe<{ versions: unknown }>(COMMIT_BALANCES, values)
+    return Effect.flatMap(rows, (rows) => {
+      const decoded = decodeVersions(rows[0]?.versions)
+      return Either.isRight(decoded)
+        ? Effect.succeed(decoded.right.map(Option.fromNullable))
+        : Effect.dieMessage(`commit_balances: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`)
+    })
+  }
+
+  const sqlite = (commits: ReadonlyArray<BalanceCommit>) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const items = commits.map(itemOf)
+        const keyOf = (org: string, customer: string, subject: string) => `${org}\u0000${customer}\u0000${subject}`
+        const written = new Map<string, number>()
+        const existing = items.filter((c) => c.expected !== null)
+        for (let i = 0; i < existing.length; i += SQLITE_ROWS) {
+          const chunk = existing.slice(i, i + SQLITE_ROWS)
+          const updated = yield* raw.unsafe<{ o: string; c: string; s: string; v: number }>(
+            sqliteUpdateBalances(chunk.length),
+            chunk.flatMap(sqliteUpdateParameters)
+          )
+          for (const u of updated) written.set(keyOf(u.o, u.c, u.s), Number(u.v))
+        }
+        for (const c of items) {
+          if (c.expected !== null) continue
+          const [inserted] = yield* raw.unsafe<{ version: number }>(SQLITE_INSERT_BALANCE, sqliteInsertParameters(c))
+          if (inserted !== undefined) written.set(keyOf(c.org, c.customer, c.subject), Number(inserted.version))
+        }
+        const versions = items.map((c) => Option.fromNullable(written.get(keyOf(c.org, c.customer, c.subject))))
+        const done = items.filter((_, i) => Option.isSome(versions[i]!))
+        const events = done.flatMap((c) => c.events)
+        for (let i = 0; i < events.length; i += SQLITE_EVENT_ROWS) {
+          const chunk = events.slice(i, i + SQLITE_EVENT_ROWS)
+          yield* raw.unsafe(sqliteInsertEvents(chunk.length), chunk.flatMap(sqliteEventParameters))
+        }
+        const rollups = done.flatMap((c) => c.rollups.map((r) => sqliteRollupParameters(c.org, c.customer, r)))
+        for (let i = 0; i < rollups.length; i += SQLITE_EVENT_ROWS) {
+          const chunk = rollups.slice(i, i + SQLITE_EVENT_ROWS)
+          yield* raw.unsafe(sqliteUpsertRollups(chunk.length), chunk.flat())
+        }
+        return versions
+      })
+    )
+
+  return (commits: ReadonlyArray<BalanceCommit>): Effect.Effect<ReadonlyArray<Option.Option<number>>> =>
+    sql.onDialectOrElse({ pg: () => pg(commits), orElse: () => sqlite(commits) }).pipe(Effect.orDie)
+}

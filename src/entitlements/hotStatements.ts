@@ -1,0 +1,520 @@
+/**
+ * The hot statements of check/track, and their columns, declared once (docs/decisions.md, "Performance"):
+ *
+ * - the read of everything a decision needs (`EntitlementContext`): each part's columns are the fields of its schema
+ *   below, and from them come PostgreSQL's function `entitlement_reads` (all the reads of a batch in one set-based
+ *   statement), SQLite's inline statement, and the reader, which is the schema itself;
+ * - the guarded write of a step of the balance writer (`commit_balances` on PostgreSQL, a few statements in one
+ *   transaction on SQLite): the columns of its items, events and rollups, from which come the function's JSON record
+ *   types, SQLite's statements and the TypeScript that writes the items.
+ *
+ * PostgreSQL's functions are installed by migrations, which are never edited: the text a migration installed is kept
+ * in it as written, and test/hot-statements.test.ts fails while what this module generates differs from the latest
+ * migration's text (a change here needs a new migration with the new text) or while a statement's JSON keys differ
+ * from its reader's fields, on both databases.
+ */
+import { Schema, SchemaAST } from "effect"
+import { COUNT_MAX_MICRO, INT64_MAX, storedCapMicro, storedMicro, storedMoney } from "../domain/bounds.ts"
+import type { SubscriptionRecord, SubscriptionStatus } from "../subscriptions/model.ts"
+
+// ---------------------------------------------------------------- column types
+
+/**
+ * A BIGINT of micro-units: written as text by both databases (exact past 2^53, where a JSON number is not) and read
+ * as a bigint; a value stored before the bounds is read as its bound, never as a defect (src/domain/bounds.ts).
+ */
+const Stored = Schema.Union(Schema.String, Schema.Number, Schema.BigIntFromSelf)
+const Micro = Schema.transform(Stored, Schema.BigIntFromSelf, {
+  strict: true,
+  decode: (stored) => storedMicro(stored),
+  encode: (micro) => micro.toString()
+})
+/** `maxOverageUnits`: micro-units as text, read as at most its bound. */
+const CapMicro = Schema.transform(Stored, Schema.BigIntFromSelf, {
+  strict: true,
+  decode: (stored) => storedCapMicro(stored, COUNT_MAX_MICRO),
+  encode: (micro) => micro.toString()
+})
+/** A decimal string of money; a cap stored before the bounds ("1e+100") is read as the bound. */
+const Money = Schema.transform(Schema.Union(Schema.String, Schema.Number), Schema.String, {
+  strict: true,
+  decode: (stored) => storedMoney(String(stored)),
+  encode: (money) => money
+})
+/** SMALLINT 0/1. */
+const Flag = Schema.transform(Schema.Number, Schema.Boolean, {
+  strict: true,
+  decode: (n) => n === 1,
+  encode: (b) => (b ? 1 : 0)
+})
+/** Epoch milliseconds, or any other BIGINT within 2^53: a JSON number. */
+const Instant = Schema.Number
+/** Columns the databases write as text (the SQL below casts them), nullable or not. */
+const TEXT_COLUMNS: ReadonlySet<SchemaAST.AST> = new Set([Micro.ast, CapMicro.ast])
+const writtenAsText = (schema: Schema.Schema.Any): boolean =>
+  TEXT_COLUMNS.has(schema.ast) ||
+  (SchemaAST.isUnion(schema.ast) && schema.ast.types.some((member) => TEXT_COLUMNS.has(member)))
+
+// ---------------------------------------------------------------- the read: its parts' columns
+
+/** A customer the reference matched: what resolution and the decision use of it. */
+export const HotCustomer = Schema.Struct({
+  id: Schema.String,
+  externalId: Schema.NullOr(Schema.String),
+  email: Schema.NullOr(Schema.String),
+  overageMaxAmount: Schema.NullOr(Money),
+  overageOnLimit: Schema.NullOr(Schema.Literal("block", "notify")),
+  createdAt: Instant
+})
+export type HotCustomer = typeof HotCustomer.Type
+
+const SUBSCRIPTION_STATUSES: ReadonlyArray<SubscriptionStatus> = [
+  "pending",
+  "trialing",
+  "active",
+  "past_due",
+  "canceled",
+  "expired"
+]
+/** A live subscription of one of them, whole (grants and resolution read all of it). */
+export const HotSubscription = Schema.Struct({
+  organizationId: Schema.String,
+  id: Schema.String,
+  customerId: Schema.String,
+  planId: Schema.String,
+  status: Schema.Literal(...SUBSCRIPTION_STATUSES),
+  startedAt: Instant,
+  currentPeriodStart: Instant,
+  currentPeriodEnd: Schema.NullOr(Instant),
+  trialEndsAt: Schema.NullOr(Instant),
+  cancelAtPeriodEnd: Flag,
+  canceledAt: Schema.NullOr(Instant),
+  graceEndsAt: Schema.NullOr(Instant),
+  createdAt: Instant,
+  updatedAt: Instant
+})
+/** The reader's type is the domain's record, field for field. */
+const _subscription: SubscriptionRecord = {} as typeof HotSubscription.Type
+void _subscription
+
+/** A customer's override of the feature's overage terms. */
+export const HotConfig = Schema.Struct({
+  customerId: Schema.String,
+  overage: Schema.Literal("block", "charge"),
+  maxOverageUnits: Schema.NullOr(CapMicro)
+})
+export type HotConfig = typeof HotConfig.Type
+
+/** A customer's balance of the feature or of one of its credit systems, at its `version`. */
+export const HotBalance = Schema.Struct({
+  customerId: Schema.String,
+  subjectId: Schema.String,
+  windowStart: Instant,
+  windowEnd: Schema.NullOr(Instant),
+  used: Micro,
+  overage: Micro,
+  bonus: Micro,
+  addon: Micro,
+  version: Instant
+})
+export type HotBalance = typeof HotBalance.Type
+/** A balance row by itself (the balance writer reads one again when its version moved; locked writers read it). */
+export const StoredBalanceRow = HotBalance.pipe(Schema.omit("customerId", "subjectId"))
+
+/**
+ * Everything `check`/`track` reads, in one statement: the organization's catalog version, the customers the
+ * reference matches (by id, external id, lower-cased email: three index lookups), and of those customers their live
+ * subscriptions, their config of the feature and their balances of the feature and of its credit systems.
+ */
+export const EntitlementContext = Schema.Struct({
+  catalogVersion: Instant,
+  customers: Schema.Array(HotCustomer),
+  subscriptions: Schema.Array(HotSubscription),
+  configs: Schema.Array(HotConfig),
+  balances: Schema.Array(HotBalance)
+})
+export type EntitlementContext = typeof EntitlementContext.Type
+
+/** One read as both databases take it: `subjects` are the feature's id and its credit systems' ids. */
+export interface ContextRead {
+  readonly org: string
+  readonly ref: string
+  readonly refLower: string
+  readonly feature: string
+  readonly subjects: ReadonlyArray<string>
+}
+
+/** The keys of a part, in order, and the table columns they come from (snake case of the key). */
+export const keysOf = (struct: { readonly fields: Schema.Struct.Fields }): ReadonlyArray<string> =>
+  Object.keys(struct.fields)
+const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
+
+type Dialect = "pg" | "sqlite"
+
+/** `json_build_object` (PostgreSQL) / `json_object` (SQLite) of a part's columns of `alias`. */
+const objectOf = (dialect: Dialect, struct: { readonly fields: Schema.Struct.Fields }, alias: string) => {
+  const pairs = Object.entries(struct.fields).map(([key, schema]) => {
+    const column = `${alias}.${snake(key)}`
+    const value = writtenAsText(schema as Schema.Schema.Any)
+      ? dialect === "pg"
+        ? `${column}::TEXT`
+        : `CAST(${column} AS TEXT)`
+      : column
+    return `'${key}', ${value}`
+  })
+  return `${dialect === "pg" ? "json_build_object" : "json_object"}(${pairs.join(", ")})`
+}
+
+const LIVE = `('active', 'trialing', 'past_due')`
+
+/**
+ * PostgreSQL: the reads of a batch (`ContextRead`s as a JSON array, subjects comma-separated), answered in order by
+ * one set-based statement, planned once per connection (a PL/pgSQL function). One read is a batch of one.
+ */
+export const entitlementReadsFunction = () => {
+  const indent = (text: string, by: string) => text.split("\n").join(`\n${by}`)
+  const part = (name: string, body: string) => `'${name}', COALESCE((${body}), '[]')`
+  return `CREATE OR REPLACE FUNCTION entitlement_reads(p_reads JSON)
+RETURNS JSON LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN (
+    WITH r AS (
+      SELECT x.ord, x.org, x.ref, x."refLower" AS ref_lower, x.feature, string_to_array(x.subjects, ',') AS subjects
+      FROM ROWS FROM (json_to_recordset(p_reads) AS (org TEXT, ref TEXT, "refLower" TEXT, feature TEXT, subjects TEXT))
+        WITH ORDINALITY AS x(org, ref, "refLower", feature, subjects, ord)
+    ), m AS (
+      SELECT DISTINCT r.ord, c.id FROM r CROSS JOIN LATERAL (
+        SELECT id FROM customers WHERE organization_id = r.org AND id = r.ref
+        UNION ALL SELECT id FROM customers WHERE organization_id = r.org AND external_id = r.ref
+        UNION ALL SELECT id FROM customers WHERE organization_id = r.org AND email_lower = r.ref_lower
+      ) c
+    )
+    SELECT json_agg(json_build_object(
+      'catalogVersion', COALESCE((SELECT o.catalog_version FROM organizations o WHERE o.id = r.org), 0),
+      ${indent(
+        part(
+          "customers",
+          `SELECT json_agg(${objectOf("pg", HotCustomer, "c")})
+        FROM m JOIN customers c ON c.organization_id = r.org AND c.id = m.id WHERE m.ord = r.ord`
+        ),
+        "      "
+      )},
+      ${indent(
+        part(
+          "subscriptions",
+          `SELECT json_agg(${objectOf("pg", HotSubscription, "s")})
+        FROM m JOIN subscriptions s ON s.organization_id = r.org AND s.customer_id = m.id AND s.status IN ${LIVE}
+        WHERE m.ord = r.ord`
+        ),
+        "      "
+      )},
+      ${indent(
+        part(
+          "configs",
+          `SELECT json_agg(${objectOf("pg", HotConfig, "f")})
+        FROM m JOIN customer_feature_configs f ON f.organization_id = r.org AND f.customer_id = m.id
+          AND f.feature_id = r.feature WHERE m.ord = r.ord`
+        ),
+        "      "
+      )},
+      ${indent(
+        part(
+          "balances",
+          `SELECT json_agg(${objectOf("pg", HotBalance, "b")})
+        FROM m JOIN balances b ON b.organization_id = r.org AND b.customer_id = m.id AND b.subject_id = ANY (r.subjects)
+        WHERE m.ord = r.ord`
+        ),
+        "      "
+      )}
+    ) ORDER BY r.ord) FROM r
+  );
+END
+$$`
+}
+
+/** PostgreSQL: the statement that sends reads, and its one parameter. */
+export const ENTITLEMENT_READS = "SELECT entitlement_reads($1) AS contexts"
+export const readsParameter = (reads: ReadonlyArray<ContextRead>) =>
+  JSON.stringify(reads.map((r) => ({ ...r, subjects: r.subjects.join(",") })))
+
+/**
+ * SQLite: one read inline (bun:sqlite keeps the statement prepared; every part is an index lookup), one JSON object
+ * of the same keys. Parameters: `sqliteReadParameters`. (SQLite answers the customers' `OR` form with a scan, hence
+ * the three lookups.)
+ */
+export const SQLITE_ENTITLEMENT_READ = `WITH c AS (
+    SELECT * FROM customers WHERE organization_id = ?1 AND id = ?2
+    UNION ALL SELECT * FROM customers WHERE organization_id = ?1 AND external_id = ?2
+    UNION ALL SELECT * FROM customers WHERE organization_id = ?1 AND email_lower = ?3
+  )
+  SELECT json_object(
+    'catalogVersion', COALESCE((SELECT catalog_version FROM organizations WHERE id = ?1), 0),
+    'customers', json((SELECT json_group_array(json(${objectOf("sqlite", HotCustomer, "c")})) FROM c)),
+    'subscriptions', json((SELECT json_group_array(json(${objectOf("sqlite", HotSubscription, "s")}))
+      FROM subscriptions s WHERE s.organization_id = ?1 AND s.customer_id IN (SELECT id FROM c)
+        AND s.status IN ${LIVE})),
+    'configs', json((SELECT json_group_array(json(${objectOf("sqlite", HotConfig, "f")}))
+      FROM customer_feature_configs f WHERE f.organization_id = ?1 AND f.customer_id IN (SELECT id FROM c)
+        AND f.feature_id = ?4)),
+    'balances', json((SELECT json_group_array(json(${objectOf("sqlite", HotBalance, "b")}))
+      FROM balances b WHERE b.organization_id = ?1 AND b.customer_id IN (SELECT id FROM c)
+        AND b.subject_id IN (SELECT value FROM json_each(?5))))
+  ) AS context`
+export const sqliteReadParameters = (r: ContextRead) => [
+  r.org,
+  r.ref,
+  r.refLower,
+  r.feature,
+  JSON.stringify(r.subjects)
+]
+
+// ---------------------------------------------------------------- the write: its items' columns
+
+/** A recorded draw as `usage_events` stores it; quantities in micro-units. */
+export interface UsageEventRow {
+  readonly organizationId: string
+  readonly id: string
+  readonly customerId: string
+  readonly featureId: string
+  readonly subjectId: string
+  readonly entityId: string | null
+  readonly value: bigint
+  readonly cost: bigint
+  readonly fromPlan: bigint
+  readonly fromBonus: bigint
+  readonly fromAddon: bigint
+  readonly overage: bigint
+  readonly billable: bigint
+  /** The plan whose terms apply to the billable part; null when nothing is billable. */
+  readonly planId: string | null
+  readonly metadata: Record<string, unknown>
+  readonly createdAt: number
+}
+
+type SqlType = "TEXT" | "BIGINT" | "INTEGER"
+
+/**
+ * The columns of an event as a step writes it (beyond its organization, customer and subject, which are its item's):
+ * the column, its SQL type in the function's record, and its value in the item's JSON (BIGINTs of micro-units as
+ * decimal text: exact at any size).
+ */
+export const EVENT_COLUMNS: ReadonlyArray<readonly [string, SqlType, (e: UsageEventRow) => string | number | null]> = [
+  ["id", "TEXT", (e) => e.id],
+  ["feature_id", "TEXT", (e) => e.featureId],
+  ["entity_id", "TEXT", (e) => e.entityId],
+  ["value", "BIGINT", (e) => e.value.toString()],
+  ["cost", "BIGINT", (e) => e.cost.toString()],
+  ["from_plan", "BIGINT", (e) => e.fromPlan.toString()],
+  ["from_bonus", "BIGINT", (e) => e.fromBonus.toString()],
+  ["from_addon", "BIGINT", (e) => e.fromAddon.toString()],
+  ["overage", "BIGINT", (e) => e.overage.toString()],
+  ["billable", "BIGINT", (e) => e.billable.toString()],
+  ["plan_id", "TEXT", (e) => e.planId],
+  ["metadata", "TEXT", (e) => JSON.stringify(e.metadata)],
+  ["created_at", "BIGINT", (e) => e.createdAt]
+]
+
+/** A usage rollup bucket's increment: the sum of a step's events of one feature in one 15-minute bucket. */
+export interface RollupIncrement {
+  readonly featureId: string
+  readonly bucketStart: number
+  readonly value: bigint
+  readonly records: number
+}
+export const ROLLUP_COLUMNS: ReadonlyArray<readonly [string, SqlType, (r: RollupIncrement) => string | number]> = [
+  ["feature_id", "TEXT", (r) => r.featureId],
+  ["bucket_start", "BIGINT", (r) => r.bucketStart],
+  ["value", "BIGINT", (r) => r.value.toString()],
+  ["records", "INTEGER", (r) => r.records]
+]
+
+/** One balance of a step: its new state, written only if still at `expected` (null: only if it does not exist). */
+export interface CommitItem {
+  readonly org: string
+  readonly customer: string
+  readonly subject: string
+  readonly expected: number | null
+  readonly windowStart: number
+  readonly windowEnd: number | null
+  readonly used: bigint
+  readonly overage: bigint
+  readonly bonus: bigint
+  readonly addon: bigint
+  readonly now: number
+  readonly events: ReadonlyArray<UsageEventRow>
+  readonly rollups: ReadonlyArray<RollupIncrement>
+}
+
+/** An item as the function reads it: keys of `CommitItem`, quantities as text, events and rollups as records. */
+export const itemJson = (c: CommitItem) => ({
+  org: c.org,
+  customer: c.customer,
+  subject: c.subject,
+  expected: c.expected,
+  windowStart: c.windowStart,
+  windowEnd: c.windowEnd,
+  used: c.used.toString(),
+  overage: c.overage.toString(),
+  bonus: c.bonus.toString(),
+  addon: c.addon.toString(),
+  now: c.now,
+  events: c.events.map((e) => Object.fromEntries(EVENT_COLUMNS.map(([column, , value]) => [column, value(e)]))),
+  rollups: c.rollups.map((r) => Object.fromEntries(ROLLUP_COLUMNS.map(([column, , value]) => [column, value(r)])))
+})
+
+/** The balance columns an item sets, with the item key each comes from (snake case of the key). */
+const BALANCE_SET = ["windowStart", "windowEnd", "used", "overage", "bonus", "addon"] as const
+
+/** A 15-minute rollup adds its events' values held at BIGINT's maximum instead of overflowing (migration 0010). */
+export const ROLLUP_SUM_PG = `LEAST(usage_rollups.value::NUMERIC + excluded.value, ${INT64_MAX})::BIGINT`
+export const ROLLUP_SUM_SQLITE = `MIN(usage_rollups.value + excluded.value, ${INT64_MAX})`
+
+/**
+ * PostgreSQL: one step of the balance writer (src/entitlements/BalanceWriter.ts): for each item, the balance's new
+ * state only if it is still at `expected` (null: only if it does not exist yet), and then, only if that matched, its
+ * events and their rollups. The new versions in item order (null where nothing was written). All in the caller's
+ * statement, so the row locks last as long as the call.
+ */
+export const commitBalancesFunction = () => {
+  const record = (columns: ReadonlyArray<readonly [string, SqlType, unknown]>) =>
+    columns.map(([column, type]) => `${column} ${type}`).join(", ")
+  const eventColumns = EVENT_COLUMNS.map(([column]) => column)
+  const cast = (key: string) => `(item->>'${key}')::BIGINT`
+  return `CREATE OR REPLACE FUNCTION commit_balances(p_items JSON)
+RETURNS JSON LANGUAGE plpgsql AS $$
+DECLARE
+  item JSON;
+  written BIGINT;
+  versions JSON[] := '{}';
+BEGIN
+  FOR item IN SELECT value FROM json_array_elements(p_items) LOOP
+    written := NULL;
+    IF item->>'expected' IS NULL THEN
+      INSERT INTO balances (organization_id, customer_id, subject_id, ${BALANCE_SET.map(snake).join(", ")}, updated_at,
+        version)
+      VALUES (item->>'org', item->>'customer', item->>'subject', ${BALANCE_SET.map(cast).join(", ")}, ${cast("now")}, 1)
+      ON CONFLICT DO NOTHING
+      RETURNING version INTO written;
+    ELSE
+      UPDATE balances SET ${BALANCE_SET.map((k) => `${snake(k)} = ${cast(k)}`).join(", ")},
+        updated_at = ${cast("now")}, version = version + 1
+      WHERE organization_id = item->>'org' AND customer_id = item->>'customer' AND subject_id = item->>'subject'
+        AND version = ${cast("expected")}
+      RETURNING version INTO written;
+    END IF;
+    IF written IS NOT NULL THEN
+      INSERT INTO usage_events (organization_id, customer_id, subject_id, ${eventColumns.join(", ")})
+      SELECT item->>'org', item->>'customer', item->>'subject', ${eventColumns.map((c) => `e.${c}`).join(", ")}
+      FROM json_to_recordset(item->'events') AS e(${record(EVENT_COLUMNS)});
+      INSERT INTO usage_rollups (organization_id, customer_id, ${ROLLUP_COLUMNS.map(([c]) => c).join(", ")})
+      SELECT item->>'org', item->>'customer', ${ROLLUP_COLUMNS.map(([c]) => `r.${c}`).join(", ")}
+      FROM json_to_recordset(item->'rollups') AS r(${record(ROLLUP_COLUMNS)})
+      ON CONFLICT (organization_id, customer_id, feature_id, bucket_start)
+      DO UPDATE SET value = ${ROLLUP_SUM_PG}, records = usage_rollups.records + excluded.records;
+    END IF;
+    versions := versions || to_json(written);
+  END LOOP;
+  RETURN array_to_json(versions);
+END
+$$`
+}
+
+/** PostgreSQL: the statement of a step, and what it answers (each item's new version, or null). */
+export const COMMIT_BALANCES = "SELECT commit_balances($1) AS versions"
+export const CommitVersions = Schema.Array(Schema.NullOr(Schema.Number))
+
+/**
+ * SQLite: a step's statements, run in one transaction (its one connection serialises writers anyway): one guarded
+ * UPDATE of up to `SQLITE_ROWS` existing balances (RETURNING says whose guard held), an INSERT of each new one, then
+ * the events and the rollups of those written.
+ */
+export const SQLITE_ROWS = 200
+export const sqliteUpdateBalances = (rows: number) => {
+  const values = Array.from(
+    { length: rows },
+    () => `(${Array.from({ length: 4 + BALANCE_SET.length + 1 }, () => "?").join(", ")})`
+  )
+  // VALUES columns: org, customer, subject, expected, the balance's columns, now.
+  const set = BALANCE_SET.map((k, i) => `${snake(k)} = v.column${5 + i}`).join(", ")
+  return `UPDATE balances SET ${set}, updated_at = v.column${5 + BALANCE_SET.length}, version = balances.version + 1
+    FROM (VALUES ${values.join(", ")}) AS v
+    WHERE balances.organization_id = v.column1 AND balances.customer_id = v.column2 AND balances.subject_id = v.column3
+      AND balances.version = v.column4
+    RETURNING balances.organization_id AS o, balances.customer_id AS c, balances.subject_id AS s, balances.version AS v`
+}
+export const sqliteUpdateParameters = (c: CommitItem) => [
+  c.org,
+  c.customer,
+  c.subject,
+  c.expected,
+  ...BALANCE_SET.map((k) => sqliteValue(c[k])),
+  c.now
+]
+export const SQLITE_INSERT_BALANCE = `INSERT INTO balances (organization_id, customer_id, subject_id,
+    ${BALANCE_SET.map(snake).join(", ")}, updated_at, version)
+  VALUES (?, ?, ?, ${BALANCE_SET.map(() => "?").join(", ")}, ?, 1)
+  ON CONFLICT DO NOTHING RETURNING version`
+export const sqliteInsertParameters = (c: CommitItem) => [
+  c.org,
+  c.customer,
+  c.subject,
+  ...BALANCE_SET.map((k) => sqliteValue(c[k])),
+  c.now
+]
+export const SQLITE_EVENT_ROWS = 500
+export const sqliteInsertEvents = (rows: number) => {
+  const columns = ["organization_id", "customer_id", "subject_id", ...EVENT_COLUMNS.map(([c]) => c)]
+  const row = `(${columns.map(() => "?").join(", ")})`
+  return `INSERT INTO usage_events (${columns.join(", ")}) VALUES ${Array.from({ length: rows }, () => row).join(", ")}`
+}
+export const sqliteEventParameters = (e: UsageEventRow) => [
+  e.organizationId,
+  e.customerId,
+  e.subjectId,
+  ...EVENT_COLUMNS.map(([, type, value]) => {
+    const v = value(e)
+    return type === "BIGINT" && typeof v === "string" ? sqliteValue(BigInt(v)) : v
+  })
+]
+export const sqliteUpsertRollups = (rows: number) => {
+  const columns = ["organization_id", "customer_id", ...ROLLUP_COLUMNS.map(([c]) => c)]
+  const row = `(${columns.map(() => "?").join(", ")})`
+  return `INSERT INTO usage_rollups (${columns.join(", ")}) VALUES ${Array.from({ length: rows }, () => row).join(", ")}
+    ON CONFLICT (organization_id, customer_id, feature_id, bucket_start)
+    DO UPDATE SET value = ${ROLLUP_SUM_SQLITE}, records = usage_rollups.records + excluded.records`
+}
+export const sqliteRollupParameters = (org: string, customer: string, r: RollupIncrement) => [
+  org,
+  customer,
+  ...ROLLUP_COLUMNS.map(([, type, value]) => {
+    const v = value(r)
+    return type === "BIGINT" && typeof v === "string" ? sqliteValue(BigInt(v)) : v
+  })
+]
+
+/** A bigint as SQLite binds it exactly: a number while safe, else its decimal text (an INTEGER column converts it). */
+const sqliteValue = (v: bigint | number | null): number | string | null =>
+  typeof v === "bigint"
+    ? v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= -BigInt(Number.MAX_SAFE_INTEGER)
+      ? Number(v)
+      : v.toString()
+    : v
+
+/** Usage rollup resolution: 15 minutes, the finest step of any time zone's offset. */
+export const ROLLUP_MS = 15 * 60_000
+
+/** Adds a balance's events up per (feature, 15-minute bucket): one upsert per rollup row. */
+export const rollupsOf = (events: ReadonlyArray<UsageEventRow>): Array<RollupIncrement> => {
+  const byKey = new Map<string, { featureId: string; bucketStart: number; value: bigint; records: number }>()
+  for (const e of events) {
+    const bucketStart = e.createdAt - (e.createdAt % ROLLUP_MS)
+    const key = `${e.featureId} ${bucketStart}`
+    const current = byKey.get(key)
+    if (current === undefined) byKey.set(key, { featureId: e.featureId, bucketStart, value: e.value, records: 1 })
+    else {
+      current.value += e.value
+      current.records += 1
+    }
+  }
+  return [...byKey.values()]
+}
