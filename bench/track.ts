@@ -5,7 +5,7 @@
  *
  *   node_modules/.bin/bun bench/track.ts [--db pg,sqlite] [--seconds 10] [--ceiling-seconds 5] [--customers 10000]
  *     [--connections 8,32,64] [--rss-seconds 30] [--routes track,check] [--pg postgres://postgres@127.0.0.1:5432]
- *     [--parts ceiling,service,half,rss,production,quiet,durability] [--runs 3] [--skip-ceiling] [--rate N] [--keep]
+ *     [--parts ceiling,service,half,rss,production,endpoints,quiet,durability] [--runs 3] [--skip-ceiling] [--rate N] [--keep]
  *
  * It starts and stops everything it needs:
  * - a scratch PostgreSQL database `billing_bench_track` (dropped and re-created; dropped again at the end unless
@@ -32,6 +32,10 @@
  *    parent-based at 10% (`OTEL_TRACES_SAMPLER_ARG=0.1`) and at 100%; track over all balances at the highest
  *    connection count, `--runs` runs of each configuration interleaved (the order rotates every round), then the
  *    medians and their ratio to the bare service's;
+ * 5b. `endpoints`: outbound events' cost on track (issue 14): the same service with two webhook endpoints subscribed
+ *    to every type (receiving on a local HTTP server of the bench's) against none, `--runs` interleaved runs of each
+ *    at the highest connection count (the endpoints created before and deleted after each run of theirs); the
+ *    medians and their ratio, and the deliveries received;
  * 6. `durability` (SQLite): the same data directory served with `SQLITE_SYNCHRONOUS=normal` beside the default
  *    (`full`: the log synced at every commit), `--runs` interleaved runs of each at the highest connection count and
  *    one from one connection each, then the medians and the cost of the sync;
@@ -57,7 +61,7 @@ import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { type CeilingContext, ceilingScripts } from "./ceiling.ts"
 
-const PARTS = ["ceiling", "service", "half", "quiet", "production", "durability", "rss", "versus"] as const
+const PARTS = ["ceiling", "service", "half", "quiet", "production", "endpoints", "durability", "rss", "versus"] as const
 /** Parts run unless `--parts` says otherwise (`versus` is an experiment: only when named). */
 const DEFAULT_PARTS = PARTS.filter((p) => p !== "versus")
 type Part = (typeof PARTS)[number]
@@ -854,6 +858,64 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
           return `; ${perTrack.toFixed(2)} spans exported per track, receiver ${receiverUs.toFixed(0)} µs/track`
         }
       )
+    }
+
+    // 5b. Outbound events: two endpoints subscribed to every type against none, interleaved.
+    if (CHOSEN.has("endpoints")) {
+      let deliveries = 0
+      const receiver = Bun.serve({
+        hostname: "127.0.0.1",
+        port: 0,
+        fetch: async (request) => {
+          await request.text()
+          deliveries++
+          return new Response(null, { status: 204 })
+        }
+      })
+      cleanups.unshift(() => receiver.stop(true))
+      const endpoints = {
+        create: async () => {
+          const made: Array<string> = []
+          for (let i = 0; i < 2; i++) {
+            const r = await post(service, "/v1/webhook-endpoints", {
+              url: `http://127.0.0.1:${receiver.port}/hook/${i}`
+            })
+            if (r.status !== 200) throw new Error(`endpoint not created: ${JSON.stringify(r.body)}`)
+            made.push(r.body.id as string)
+          }
+          return made
+        },
+        remove: async (made: ReadonlyArray<string>) => {
+          for (const id of made) {
+            const r = await fetch(`${service.baseUrl}/v1/webhook-endpoints/${id}`, {
+              method: "DELETE",
+              headers: { authorization: `Bearer ${service.apiKey}` }
+            })
+            if (r.status !== 200) throw new Error(`endpoint not deleted: ${r.status}`)
+          }
+        }
+      }
+      const arms: Array<Arm & { readonly endpoints: boolean }> = [
+        { name: "no endpoints", service, runs: [], endpoints: false },
+        { name: "two endpoints", service, runs: [], endpoints: true }
+      ]
+      console.log(
+        `outbound events: two webhook endpoints subscribed to every type against none; track many at ` +
+          `${PEAK_CONNECTIONS} connections, ${RUNS} interleaved runs each`
+      )
+      header()
+      for (let round = 0; round < RUNS; round++) {
+        for (let i = 0; i < arms.length; i++) {
+          const arm = arms[(i + round) % arms.length]!
+          const made = arm.endpoints ? await endpoints.create() : []
+          const { result, wrong } = await trackRun(service, PEAK_CONNECTIONS)
+          await endpoints.remove(made)
+          arm.runs.push(result)
+          line(`${arm.name} #${round + 1}`, PEAK_CONNECTIONS, result, null, wrong)
+        }
+      }
+      summarize("outbound events: two endpoints against none (medians; ratio = req/s over none's)", arms)
+      console.log(`  deliveries received: ${deliveries} (only threshold crossings write an event on track)`)
     }
 
     // 6. Durability (SQLite): the log synced at every commit (the default) against only at checkpoints.

@@ -164,37 +164,43 @@ for (const database of databases()) {
       expect(capped.body).toMatchObject({ allowed: false, code: "limit_exceeded", usage: 105 })
     })
 
-    test("the customer-wide spend cap: block denies, notify allows and records a notification", async () => {
-      const { apiKey, id: orgId } = await server.createOrg()
+    test("the customer-wide spend cap: block denies, notify allows; each sends overage.spend_cap_reached once a month", async () => {
+      const { apiKey } = await server.createOrg()
       await syncCatalog(server, apiKey, { ...catalog, plans: catalog.plans.map((p) => ({ ...p, autoEnable: false })) })
+      const customerIds: Record<string, string> = {}
       for (const [id, onLimitReached] of [
         ["blocky", "block"],
         ["notes", "notify"]
       ] as const) {
-        await post(server, apiKey, "/v1/customers", { id, email: `${id}@example.com` })
+        customerIds[id] = (await post(server, apiKey, "/v1/customers", { id, email: `${id}@example.com` })).body.id
         await post(server, apiKey, "/v1/attach", { customer: id, product: "pro" })
         await post(server, apiKey, "/v1/customers/overage-limit", { customer: id, maxOverageAmount: 6, onLimitReached })
         await post(server, apiKey, "/v1/track", { customer: id, feature: "tokens", value: 100 })
       }
       const track = (customer: string, value: number) =>
         post(server, apiKey, "/v1/track", { customer, feature: "tokens", value })
+      const capEvents = async () => {
+        const response = await server.fetch("/v1/events?type=overage.spend_cap_reached", { apiKey })
+        return ((await response.json()) as any).data as Array<{ data: Record<string, unknown> }>
+      }
       // 2 per overage unit: 3 units cost exactly the cap of 6, a 4th passes it.
       expect((await track("blocky", 3)).body.code).toBe("tracked_overage")
+      expect(await capEvents()).toEqual([])
       const blocked = await track("blocky", 1)
       expect(blocked.body).toMatchObject({ allowed: false, code: "limit_exceeded" })
       expect(blocked.body.details.message).toContain("spend cap")
+      expect((await track("blocky", 1)).body.allowed).toBe(false)
       expect((await track("notes", 3)).body.code).toBe("tracked_overage")
       const notified = await track("notes", 1)
       expect(notified.body).toMatchObject({ allowed: true, code: "tracked_overage", usage: 104 })
-      const notifications = await server.app.runtime.runPromise(
-        Effect.flatMap(
-          SqlClient.SqlClient,
-          (sql) =>
-            sql<{ kind: string }>`SELECT kind FROM notifications n JOIN customers c
-          ON c.organization_id = n.organization_id AND c.id = n.customer_id WHERE n.organization_id = ${orgId} AND c.external_id = 'notes'`
-        )
-      )
-      expect(notifications.map((n) => n.kind)).toEqual(["overage_spend_cap_passed"])
+      expect((await track("notes", 1)).body.allowed).toBe(true)
+      const events = await capEvents()
+      expect(
+        events.map((e) => e.data).sort((a, b) => String(a.onLimitReached).localeCompare(String(b.onLimitReached)))
+      ).toEqual([
+        { customer: customerIds.blocky, maxOverageAmount: 6, spent: 6, onLimitReached: "block" },
+        { customer: customerIds.notes, maxOverageAmount: 6, spent: 8, onLimitReached: "notify" }
+      ])
     })
 
     test("credit systems: cost per unit, the credits object, insufficient_credits", async () => {

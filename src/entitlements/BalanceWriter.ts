@@ -17,8 +17,15 @@ import type { BalanceRow, EntitlementsRepoShape, StoredBalance, UsageEventRow } 
  */
 export interface Decision<A> {
   readonly answer: A
-  /** The balance after the draw and its event; `null` when the draw records nothing (a denial). */
-  readonly write: { readonly next: BalanceRow; readonly event: UsageEventRow } | null
+  /**
+   * The balance after the draw and its event; `null` when the draw records nothing (a denial). `notices`: writes that
+   * commit with it or not at all (the outbound events the draw causes, such as a usage threshold it crosses).
+   */
+  readonly write: {
+    readonly next: BalanceRow
+    readonly event: UsageEventRow
+    readonly notices?: ReadonlyArray<Effect.Effect<unknown>>
+  } | null
 }
 
 export interface BalanceKey {
@@ -68,6 +75,7 @@ interface Group {
   answers: Array<unknown>
   next: BalanceRow | null
   events: Array<UsageEventRow>
+  notices: Array<Effect.Effect<unknown>>
 }
 
 /** Draws decided and written together at most (bounds a step's size and the first answer's wait). */
@@ -104,6 +112,7 @@ export const makeBalanceWriter = (
   const decideGroup = (group: Group) => {
     group.answers = []
     group.events = []
+    group.notices = []
     group.next = null
     let state = group.base
     for (const pending of group.pending) {
@@ -113,6 +122,7 @@ export const makeBalanceWriter = (
         group.next = decision.write.next
         state = { ...decision.write.next, version: group.base?.version ?? 0 }
         group.events.push(decision.write.event)
+        if (decision.write.notices !== undefined) group.notices.push(...decision.write.notices)
       }
     }
   }
@@ -135,7 +145,8 @@ export const makeBalanceWriter = (
             base: null,
             answers: [],
             next: null,
-            events: []
+            events: [],
+            notices: []
           })
         }
       }
@@ -158,6 +169,7 @@ export const makeBalanceWriter = (
             expectedVersion: group.base === null ? null : group.base.version,
             next: group.next!,
             events: group.events,
+            notices: group.notices,
             now: group.events[group.events.length - 1]!.createdAt
           }))
         )

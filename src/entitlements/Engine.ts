@@ -6,11 +6,13 @@ import type { Feature } from "../catalog/model.ts"
 import { ambiguous, Customers, pickMatch } from "../customers/Customers.ts"
 import { matchesOf } from "../customers/CustomersRepo.ts"
 import { type Draw, draw } from "../domain/drawing.ts"
+import { crossed } from "../domain/thresholds.ts"
 import { Conflict, customerNotFound, InvalidInput } from "../domain/errors.ts"
 import { format, toDecimal } from "../domain/money.ts"
 import { currentWindow, type Window } from "../domain/periods.ts"
 import { fitsMicro, FACTOR_BIGINT, fromMicro, toMicro } from "../domain/quantity.ts"
 import { AMOUNT_MAX_MICRO, AMOUNT_MAX_TEXT, VALUE_MAX, WINDOW_MAX, WINDOW_MAX_MICRO } from "../domain/bounds.ts"
+import { Outbox } from "../events/Outbox.ts"
 import { sha256Hex } from "../platform/crypto.ts"
 import { Ids } from "../platform/ids.ts"
 import { grantingOf } from "../subscriptions/Subscriptions.ts"
@@ -156,6 +158,7 @@ export const EntitlementsLive = Layer.effect(
     const catalog = yield* Catalog
     const customers = yield* Customers
     const ids = yield* Ids
+    const outbox = yield* Outbox
     const writer = makeBalanceWriter(repo, WRITER)
 
     /** The plan's overage terms, unless the customer has a per-feature override (which wins whole). */
@@ -320,6 +323,43 @@ export const EntitlementsLive = Layer.effect(
               ? { _tag: "PastBound", counter: "overage" }
               : undefined
 
+        /**
+         * The usage alerts a draw from `before` to `after` causes (decisions.md §11): each level of the granted limit it
+         * crosses, once per reset window (the dedupe key); written with the draw or not at all.
+         */
+        const thresholds = (before: BalanceRow, after: BalanceRow, state: EntitlementState) =>
+          crossed(limit, before.used, after.used).map((level) =>
+            outbox.emit(org, {
+              type: "usage.threshold_reached",
+              customerId: customer.id,
+              dedupeKey: `usage.threshold_reached:${customer.id}:${subject.id}:${after.windowStart}:${level}`,
+              data: {
+                customer: customer.id,
+                feature: feature.slug,
+                ...(subject.kind === "credit_system" ? { creditSystem: subject.system.slug } : {}),
+                threshold: level,
+                usage: state.usage,
+                limit: state.limit,
+                balance: state.balance,
+                resetsAt: state.resetsAt
+              }
+            })
+          )
+
+        /** The spend cap reached (decisions.md §11): once per customer and calendar month, whether it blocks or not. */
+        const capReached = (period: number, spent: BigDecimal.BigDecimal) =>
+          outbox.emit(org, {
+            type: "overage.spend_cap_reached",
+            customerId: customer.id,
+            dedupeKey: `overage.spend_cap_reached:${customer.id}:${new Date(period).toISOString().slice(0, 7)}`,
+            data: {
+              customer: customer.id,
+              maxOverageAmount: Number(customer.overageMaxAmount),
+              spent: Number(format(spent)),
+              onLimitReached: spendCap?.onLimitReached ?? "block"
+            }
+          })
+
         const empty: BalanceRow = { ...init, used: 0n, overage: 0n, bonus: 0n, addon: 0n }
         const unit = subject.kind === "credit_system" ? "credits" : (subject.feature.unit ?? "units")
         if (mode === "check") {
@@ -366,7 +406,11 @@ export const EntitlementsLive = Layer.effect(
               const after = drawn(row, d)
               const refused = beyond(after)
               if (refused !== undefined) return { answer: refused, write: null }
-              return { answer: answer(d, after), write: { next: after, event: event(eventId, d) } }
+              const state = answer(d, after)
+              return {
+                answer: state,
+                write: { next: after, event: event(eventId, d), notices: thresholds(row, after, state) }
+              }
             }
           )
           return isPastBound(result) ? yield* pastBound(result, unit) : result
@@ -378,36 +422,24 @@ export const EntitlementsLive = Layer.effect(
             const period = monthStart(now)
             const spent = spendCap === null ? "0" : yield* repo.lockSpend(org, customer.id, period, now)
             const d = decide(row, spent)
-            if (!d.allowed) return answer(d, row)
+            if (!d.allowed) {
+              // A block by the cap is reached too: its event commits with this transaction (nothing else does).
+              if (d.cap === "spend_cap") yield* capReached(period, toDecimal(spent))
+              return answer(d, row)
+            }
             const after = drawn(row, d)
             const refused = beyond(after)
             if (refused !== undefined) return yield* pastBound(refused, unit)
             yield* repo.writeBalance(org, customer.id, subject.id, after, now)
             yield* repo.insertEvent(event(yield* ids.next("evt"), d))
+            const spentAfter = BigDecimal.sum(toDecimal(spent), d.overageCost)
             if (spendCap !== null && !BigDecimal.isZero(d.overageCost)) {
-              yield* repo.writeSpend(
-                org,
-                customer.id,
-                period,
-                format(BigDecimal.sum(toDecimal(spent), d.overageCost)),
-                now
-              )
+              yield* repo.writeSpend(org, customer.id, period, format(spentAfter), now)
             }
-            if (d.notify) {
-              yield* repo.insertNotification(
-                org,
-                yield* ids.next("ntf"),
-                customer.id,
-                "overage_spend_cap_passed",
-                {
-                  feature: feature.slug,
-                  maxOverageAmount: customer.overageMaxAmount,
-                  spent: format(BigDecimal.sum(toDecimal(spent), d.overageCost))
-                },
-                now
-              )
-            }
-            return answer(d, after)
+            if (d.notify) yield* capReached(period, spentAfter)
+            const state = answer(d, after)
+            yield* Effect.all(thresholds(row, after, state), { discard: true })
+            return state
           })
         )
         // Database failures are defects; the refusals above are the request's 400.

@@ -110,14 +110,6 @@ export interface EntitlementsRepoShape {
     spent: string,
     now: number
   ) => Effect.Effect<void>
-  readonly insertNotification: (
-    org: string,
-    id: string,
-    customerId: string,
-    kind: string,
-    payload: Record<string, unknown>,
-    now: number
-  ) => Effect.Effect<void>
   /** Claims a key (a claim older than `expiredBefore` is replaced); else returns what the first request stored. */
   readonly claimIdempotencyKey: (
     org: string,
@@ -258,15 +250,6 @@ export const EntitlementsRepoSql = Layer.effect(
       writeSpend: (org, customerId, periodStart, spent, now) =>
         sql`UPDATE customer_spend SET period_start = ${periodStart}, spent = ${spent}, updated_at = ${now}
             WHERE organization_id = ${org} AND customer_id = ${customerId}`.pipe(Effect.asVoid, Effect.orDie),
-      insertNotification: (org, id, customerId, kind, payload, now) =>
-        sql`INSERT INTO notifications ${sql.insert({
-          organizationId: org,
-          id,
-          customerId,
-          kind,
-          payload: JSON.stringify(payload),
-          createdAt: now
-        })}`.pipe(Effect.asVoid, Effect.orDie),
       claimIdempotencyKey: (org, key, requestHash, now, expiredBefore) =>
         Effect.gen(function* () {
           yield* sql`DELETE FROM idempotency_keys WHERE organization_id = ${org} AND key = ${key}

@@ -35,6 +35,8 @@ export interface BalanceCommit {
     readonly addon: bigint
   }
   readonly events: CommitItem["events"]
+  /** Written in the same transaction, only if the balance's guard held (its outbound events); rare: a few per window. */
+  readonly notices?: ReadonlyArray<Effect.Effect<unknown>>
   readonly now: number
 }
 
@@ -65,17 +67,30 @@ const decodeVersions = Schema.decodeUnknownEither(CommitVersions)
 export const makeCommitBalances = (sql: SqlClient.SqlClient, pool: Option.Option<PgPool["Type"]>) => {
   const raw = sql.withoutTransforms()
 
+  /** The notices of the balances whose guard held, in the transaction that wrote them. */
+  const notify = (commits: ReadonlyArray<BalanceCommit>, versions: ReadonlyArray<Option.Option<number>>) =>
+    Effect.forEach(
+      commits.flatMap((c, i) => (Option.isSome(versions[i]!) ? (c.notices ?? []) : [])),
+      (notice) => notice,
+      { discard: true }
+    )
+
   const pg = (commits: ReadonlyArray<BalanceCommit>) => {
     const values = [JSON.stringify(commits.map((c) => itemJson(itemOf(c))))]
-    const rows = Option.isSome(pool)
-      ? poolQuery<{ versions: unknown }>(pool.value, COMMIT_BALANCES, values, "commit_balances")
-      : raw.unsafe<{ versions: unknown }>(COMMIT_BALANCES, values)
-    return Effect.flatMap(rows, (rows) => {
+    // A step with notices is a transaction on the SqlClient (the statement, then the notices of what it wrote);
+    // every other step is the statement alone, on the pool, committing by itself.
+    const noticed = commits.some((c) => c.notices !== undefined && c.notices.length > 0)
+    const rows =
+      Option.isSome(pool) && !noticed
+        ? poolQuery<{ versions: unknown }>(pool.value, COMMIT_BALANCES, values, "commit_balances")
+        : raw.unsafe<{ versions: unknown }>(COMMIT_BALANCES, values)
+    const versions = Effect.flatMap(rows, (rows) => {
       const decoded = decodeVersions(rows[0]?.versions)
       return Either.isRight(decoded)
         ? Effect.succeed(decoded.right.map(Option.fromNullable))
         : Effect.dieMessage(`commit_balances: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`)
     })
+    return noticed ? sql.withTransaction(Effect.tap(versions, (written) => notify(commits, written))) : versions
   }
 
   const sqlite = (commits: ReadonlyArray<BalanceCommit>) =>
@@ -110,6 +125,7 @@ export const makeCommitBalances = (sql: SqlClient.SqlClient, pool: Option.Option
           const chunk = rollups.slice(i, i + SQLITE_EVENT_ROWS)
           yield* raw.unsafe(sqliteUpsertRollups(chunk.length), chunk.flat())
         }
+        yield* notify(commits, versions)
         return versions
       })
     )
