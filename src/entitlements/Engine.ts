@@ -2,50 +2,36 @@ import { SqlClient } from "@effect/sql"
 import { BigDecimal, Clock, Context, Effect, Layer, Option } from "effect"
 import type { EntitlementCode, EntitlementState } from "../api/entitlements.ts"
 import { Catalog } from "../catalog/Catalog.ts"
-import type { Feature } from "../catalog/model.ts"
 import { ambiguous, Customers, pickMatch } from "../customers/Customers.ts"
 import { matchesOf } from "../customers/CustomersRepo.ts"
-import { type Draw, draw } from "../domain/drawing.ts"
-import { crossed } from "../domain/thresholds.ts"
 import { Conflict, customerNotFound, InvalidInput } from "../domain/errors.ts"
-import { format, toDecimal } from "../domain/money.ts"
-import { currentWindow, type Window } from "../domain/periods.ts"
+import { toDecimal } from "../domain/money.ts"
 import { fitsMicro, FACTOR_BIGINT, fromMicro, toMicro } from "../domain/quantity.ts"
-import { AMOUNT_MAX_MICRO, AMOUNT_MAX_TEXT, VALUE_MAX, WINDOW_MAX, WINDOW_MAX_MICRO } from "../domain/bounds.ts"
+import { VALUE_MAX } from "../domain/bounds.ts"
 import { Outbox } from "../events/Outbox.ts"
 import { sha256Hex } from "../platform/crypto.ts"
 import { Ids } from "../platform/ids.ts"
 import { grantingOf } from "../subscriptions/Subscriptions.ts"
 import { makeBalanceWriter } from "./BalanceWriter.ts"
-import {
-  type BalanceRow,
-  EntitlementsRepo,
-  type FeatureConfigRow,
-  type StoredBalance,
-  type UsageEventRow
-} from "./EntitlementsRepo.ts"
+import { EntitlementsRepo, type FeatureConfigRow, type StoredBalance } from "./EntitlementsRepo.ts"
 import { creditsOnlyGrant, type Grant, resolveGrant } from "./grants.ts"
-import type { HotCustomer } from "./hotStatements.ts"
-import { pricingOf } from "../catalog/pricing.ts"
-import { countedState, denial, meteredState, storedState } from "./state.ts"
+import {
+  type EntitlementInput,
+  invalid,
+  isPastBound,
+  makeMeter,
+  type Meter,
+  type Mode,
+  overageTerms,
+  type PastBound,
+  pastBound,
+  type Resolved
+} from "./meter.ts"
+import { countedState, denial, storedState } from "./state.ts"
 
-/** `check` asks; `check_send` and `track` also record what they allow, atomically with the decision. */
-export type Mode = "check" | "check_send" | "track"
+const isMeter = (m: Meter | InvalidInput): m is Meter => !(m instanceof InvalidInput)
 
-export interface EntitlementInput {
-  readonly customer: string
-  readonly feature: string
-  readonly value: number
-  readonly customerData?:
-    | {
-        readonly email?: string | undefined
-        readonly name?: string | undefined
-        readonly metadata?: Record<string, unknown> | undefined
-      }
-    | undefined
-  readonly entity?: string | undefined
-  readonly metadata?: Record<string, unknown> | undefined
-}
+export type { EntitlementInput, Mode } from "./meter.ts"
 
 export interface EntitlementsShape {
   readonly evaluate: (
@@ -57,24 +43,6 @@ export interface EntitlementsShape {
 }
 
 export class Entitlements extends Context.Tag("Entitlements")<Entitlements, EntitlementsShape>() {}
-
-/**
- * What `run` resolved a request to, and what `counted` and `metered` decide over: the request, the customer it names,
- * the feature, the grant that applies and the customer's override of its terms, the entity, the request's instant,
- * and whether it runs inside an idempotent request's transaction.
- */
-interface Resolved {
-  readonly org: string
-  readonly mode: Mode
-  readonly input: EntitlementInput
-  readonly customer: HotCustomer
-  readonly feature: Feature
-  readonly grant: Grant
-  readonly config: Option.Option<FeatureConfigRow>
-  readonly entityId: string | null
-  readonly now: number
-  readonly inTransaction: boolean
-}
 
 const DAY_MS = 86_400_000
 /**
@@ -96,60 +64,6 @@ const canonical = (value: unknown): unknown =>
         )
       : value
 
-const monthStart = (now: number) => {
-  const d = new Date(now)
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)
-}
-
-/** A new reset window starts from zero; purchased and bonus credits carry over. */
-const rolled = (row: BalanceRow, window: Window | null): BalanceRow =>
-  window === null || row.windowStart === window.start
-    ? row
-    : { ...row, windowStart: window.start, windowEnd: window.end, used: 0n, overage: 0n }
-
-const codeFor = (mode: Mode, d: Draw, credits: boolean): EntitlementCode => {
-  if (!d.allowed) return credits ? "insufficient_credits" : "limit_exceeded"
-  if (d.overageUnits > 0) return mode === "track" ? "tracked_overage" : "overage_allowed"
-  if (d.fromBonus > 0 || d.fromAddon > 0) return "addon_credits_used"
-  return mode === "track" ? "tracked" : "access_granted"
-}
-
-/** One field's problem as the 400 of a request names it (decisions.md §1: the field and its bound). */
-const invalid = (path: string, problem: string) =>
-  new InvalidInput({ message: `The request is invalid: ${path}: ${problem}`, issues: [{ path, message: problem }] })
-
-/** A draw that would store a window's usage or overage past its bound: refused, nothing recorded. */
-interface PastBound {
-  readonly _tag: "PastBound"
-  readonly counter: "usage" | "overage"
-}
-const isPastBound = (u: unknown): u is PastBound => (u as { _tag?: unknown })._tag === "PastBound"
-
-const pastBound = (p: PastBound, unit: string) =>
-  invalid(
-    "value",
-    `would bring the ${p.counter} of this reset window past ${WINDOW_MAX} ${unit} (the most one window counts); ` +
-      "nothing was recorded"
-  )
-
-const messageFor = (d: Draw, grant: Grant, pastDue: boolean): string => {
-  const unit = grant.subject.kind === "credit_system" ? "credits" : (grant.subject.feature.unit ?? "units")
-  const base = !d.allowed
-    ? d.reason === "overage_cap"
-      ? d.cap === "spend_cap"
-        ? "The customer's overage spend cap is reached"
-        : "The overage limit for this feature is reached"
-      : grant.subject.kind === "credit_system"
-        ? "Not enough credits"
-        : `The limit of ${grant.limit} ${unit} is reached`
-    : d.overageUnits > 0
-      ? `Beyond the included ${unit}: billed as overage${d.notify ? " (the spend cap is passed; the vendor is notified)" : ""}`
-      : d.fromBonus > 0 || d.fromAddon > 0
-        ? "Drawn from bonus or purchased credits"
-        : "Within the plan's allowance"
-  return pastDue ? `${base}. Payment is past due; access continues during the grace period` : base
-}
-
 export const EntitlementsLive = Layer.effect(
   Entitlements,
   Effect.gen(function* () {
@@ -160,22 +74,6 @@ export const EntitlementsLive = Layer.effect(
     const ids = yield* Ids
     const outbox = yield* Outbox
     const writer = makeBalanceWriter(repo, WRITER)
-
-    /** The plan's overage terms, unless the customer has a per-feature override (which wins whole). */
-    const overageTerms = (config: Option.Option<FeatureConfigRow>, grant: Grant) => {
-      const terms = grant.terms
-      const included = (terms?.usageModel ?? "included") === "included"
-      return Option.match(config, {
-        onNone: () => ({
-          overageAllowed: included && terms?.overage === "charge",
-          maxOverageUnits: terms?.maxOverageUnits ?? null
-        }),
-        onSome: (c) => ({
-          overageAllowed: included && c.overage === "charge",
-          maxOverageUnits: c.maxOverageUnits === null ? null : fromMicro(c.maxOverageUnits)
-        })
-      })
-    }
 
     /** Boolean and non-consumable features: nothing to draw, a count to compare. */
     const counted = (resolved: Resolved) =>
@@ -222,7 +120,7 @@ export const EntitlementsLive = Layer.effect(
                 billable: 0n,
                 planId: null,
                 metadata: input.metadata ?? {},
-                createdAt: now
+                createdAt: input.timestamp ?? now
               })
             )
             .pipe(Effect.orDie)
@@ -238,208 +136,50 @@ export const EntitlementsLive = Layer.effect(
       })
 
     /**
-     * Consumable features and credit systems: draw from the balance. A recording draw goes through the balance
-     * writer (a guarded write, no lock held across round trips); with a spend cap (a second row to keep exact) or
-     * inside an idempotent request's transaction, it takes the balance's row lock for the rest of the transaction.
+     * Consumable features and credit systems: draw from the balance (./meter.ts decides). A recording draw goes through
+     * the balance writer (a guarded write, no lock held across round trips); with a spend cap (a second row to keep
+     * exact) or inside an idempotent request's transaction, it takes the balance's row lock for the rest of the
+     * transaction.
      */
     const metered = (resolved: Resolved, stored: Option.Option<StoredBalance>) =>
       Effect.gen(function* () {
-        const { org, mode, customer, feature, grant, config, entityId, input, now, inTransaction } = resolved
-        const subject = grant.subject
-        const terms = grant.terms
-        const usageModel = terms?.usageModel ?? "included"
-        const { maxOverageUnits, overageAllowed } = overageTerms(config, grant)
-        const costPerUnit = subject.kind === "credit_system" ? subject.costPerUnit : 1
-        const cost = toMicro(BigDecimal.multiply(toDecimal(input.value), toDecimal(costPerUnit)))
-        if (cost > AMOUNT_MAX_MICRO) {
-          // value ≤ 9e9 and creditCost ≤ 1e12, but their product is a quantity of credits too (docs/decisions.md
-          // "Numbers"): the most one request may cost is what one balance may hold.
-          return yield* invalid(
-            "value",
-            `costs ${format(fromMicro(cost))} credits (value × creditCost ${costPerUnit}); one request may cost at most ` +
-              `${AMOUNT_MAX_TEXT} credits`
-          )
-        }
-        const window = currentWindow(grant.anchor, grant.reset, now)
-        const init = { windowStart: window?.start ?? grant.anchor, windowEnd: window?.end ?? null }
-        const limit = grant.limitMicro
-        // Usage-based pricing bills every unit: the plan "allowance" is then only a cap when one is set.
-        const pricing = terms === null ? null : pricingOf(terms)
-        const unitPrice =
-          pricing === null
-            ? toDecimal(0)
-            : BigDecimal.unsafeDivide(
-                toDecimal(pricing.pricePerUnit ?? pricing.tiers?.[0]?.unitPrice ?? 0),
-                toDecimal(pricing.billingUnits ?? 1)
-              )
-        const spendCap =
-          overageAllowed && customer.overageMaxAmount !== null
-            ? {
-                max: toDecimal(customer.overageMaxAmount),
-                onLimitReached: customer.overageOnLimit ?? ("block" as const)
-              }
-            : null
-        const pastDue = grant.sources.some((s) => s.subscription.status === "past_due")
+        const { org, mode, customer, inTransaction, now } = resolved
+        const meter = makeMeter(resolved, outbox)
+        if (!isMeter(meter)) return yield* meter
+        const settled = (answer: EntitlementState | PastBound) =>
+          isPastBound(answer) ? pastBound(answer, meter.unit) : Effect.succeed(answer)
+        if (mode === "check") return yield* settled(meter.check(Option.getOrNull(stored)))
 
-        const decide = (row: BalanceRow, spendSoFar: string) =>
-          draw({
-            requested: fromMicro(cost),
-            planRemaining: limit === null ? null : fromMicro(limit - row.used),
-            bonus: fromMicro(row.bonus),
-            addon: fromMicro(row.addon),
-            overage: {
-              allowed: overageAllowed,
-              maxOverageUnits,
-              overageUsedUnits: fromMicro(row.overage),
-              spendCap,
-              spendSoFar: toDecimal(spendSoFar),
-              pricePerOverageUnit: unitPrice
-            }
-          })
-
-        const answer = (d: Draw, row: BalanceRow) =>
-          meteredState({
-            allowed: d.allowed,
-            code: codeFor(mode, d, subject.kind === "credit_system"),
-            message: messageFor(d, grant, pastDue),
-            grant,
-            row,
-            window
-          })
-
-        // From the draw's exact parts: its numbers are the nearest doubles, short of a micro-unit past 2^53 of them.
-        const drawn = (row: BalanceRow, d: Draw): BalanceRow => ({
-          ...row,
-          used: row.used + toMicro(d.exact.fromPlan),
-          bonus: row.bonus - toMicro(d.exact.fromBonus),
-          addon: row.addon - toMicro(d.exact.fromAddon),
-          overage: row.overage + toMicro(d.exact.overageUnits)
-        })
-        /** Whether a balance after a draw holds a counter past its bound (what grew: usage or overage). */
-        const beyond = (after: BalanceRow): PastBound | undefined =>
-          after.used > WINDOW_MAX_MICRO
-            ? { _tag: "PastBound", counter: "usage" }
-            : after.overage > WINDOW_MAX_MICRO
-              ? { _tag: "PastBound", counter: "overage" }
-              : undefined
-
-        /**
-         * The usage alerts a draw from `before` to `after` causes (decisions.md §11): each level of the granted limit it
-         * crosses, once per reset window (the dedupe key); written with the draw or not at all.
-         */
-        const thresholds = (before: BalanceRow, after: BalanceRow, state: EntitlementState) =>
-          crossed(limit, before.used, after.used).map((level) =>
-            outbox.emit(org, {
-              type: "usage.threshold_reached",
-              customerId: customer.id,
-              dedupeKey: `usage.threshold_reached:${customer.id}:${subject.id}:${after.windowStart}:${level}`,
-              data: {
-                customer: customer.id,
-                feature: feature.slug,
-                ...(subject.kind === "credit_system" ? { creditSystem: subject.system.slug } : {}),
-                threshold: level,
-                usage: state.usage,
-                limit: state.limit,
-                balance: state.balance,
-                resetsAt: state.resetsAt
-              }
-            })
-          )
-
-        /** The spend cap reached (decisions.md §11): once per customer and calendar month, whether it blocks or not. */
-        const capReached = (period: number, spent: BigDecimal.BigDecimal) =>
-          outbox.emit(org, {
-            type: "overage.spend_cap_reached",
-            customerId: customer.id,
-            dedupeKey: `overage.spend_cap_reached:${customer.id}:${new Date(period).toISOString().slice(0, 7)}`,
-            data: {
-              customer: customer.id,
-              maxOverageAmount: Number(customer.overageMaxAmount),
-              spent: Number(format(spent)),
-              onLimitReached: spendCap?.onLimitReached ?? "block"
-            }
-          })
-
-        const empty: BalanceRow = { ...init, used: 0n, overage: 0n, bonus: 0n, addon: 0n }
-        const unit = subject.kind === "credit_system" ? "credits" : (subject.feature.unit ?? "units")
-        if (mode === "check") {
-          const row = rolled(
-            Option.getOrElse(stored as Option.Option<BalanceRow>, () => empty),
-            window
-          )
-          // A read without the lock: the spend a concurrent request adds may not be visible; only writes must be exact.
-          const d = decide(row, "0")
-          // A check answers what the same track would: a draw the window could not count is refused alike.
-          const refused = d.allowed ? beyond(drawn(row, d)) : undefined
-          if (refused !== undefined) return yield* pastBound(refused, unit)
-          return answer(d, row)
-        }
-
-        const event = (id: string, d: Draw): UsageEventRow => ({
-          organizationId: org,
-          id,
-          customerId: customer.id,
-          featureId: feature.id,
-          subjectId: subject.id,
-          entityId,
-          value: toMicro(input.value),
-          cost,
-          fromPlan: toMicro(d.exact.fromPlan),
-          fromBonus: toMicro(d.exact.fromBonus),
-          fromAddon: toMicro(d.exact.fromAddon),
-          overage: toMicro(d.exact.overageUnits),
-          billable: usageModel === "usage_based" ? cost : toMicro(d.exact.overageUnits),
-          planId: grant.sources[0]?.plan.id ?? null,
-          metadata: input.metadata ?? {},
-          createdAt: now
-        })
-
-        if (spendCap === null && !inTransaction) {
+        if (!meter.capped && !inTransaction) {
           const eventId = yield* ids.next("evt")
           const result = yield* writer.draw<EntitlementState | PastBound>(
-            { organizationId: org, customerId: customer.id, subjectId: subject.id },
+            { organizationId: org, customerId: customer.id, subjectId: meter.subjectId },
             Option.getOrNull(stored),
             (current) => {
-              const row = rolled(current ?? empty, window)
-              const d = decide(row, "0")
-              if (!d.allowed) return { answer: answer(d, row), write: null }
-              const after = drawn(row, d)
-              const refused = beyond(after)
-              if (refused !== undefined) return { answer: refused, write: null }
-              const state = answer(d, after)
-              return {
-                answer: state,
-                write: { next: after, event: event(eventId, d), notices: thresholds(row, after, state) }
-              }
+              const outcome = meter.over(current, "0", eventId)
+              return { answer: outcome.answer, write: outcome.write }
             }
           )
-          return isPastBound(result) ? yield* pastBound(result, unit) : result
+          return yield* settled(result)
         }
 
         return yield* sql.withTransaction(
           Effect.gen(function* () {
-            const row = rolled(yield* repo.lockBalance(org, customer.id, subject.id, init, now), window)
-            const period = monthStart(now)
-            const spent = spendCap === null ? "0" : yield* repo.lockSpend(org, customer.id, period, now)
-            const d = decide(row, spent)
-            if (!d.allowed) {
-              // A block by the cap is reached too: its event commits with this transaction (nothing else does).
-              if (d.cap === "spend_cap") yield* capReached(period, toDecimal(spent))
-              return answer(d, row)
+            const row = yield* repo.lockBalance(org, customer.id, meter.subjectId, meter.init, now)
+            const spent = meter.capped ? yield* repo.lockSpend(org, customer.id, meter.period, now) : "0"
+            const outcome = meter.over(row, spent, yield* ids.next("evt"))
+            // A block by the cap is reached too: its event commits with this transaction (nothing else does).
+            yield* Effect.all(outcome.denialNotices, { discard: true })
+            const write = outcome.write
+            if (write !== null) {
+              yield* repo.writeBalance(org, customer.id, meter.subjectId, write.next, now)
+              yield* repo.insertEvent(write.event)
+              if (write.spentAfter !== null && !BigDecimal.equals(toDecimal(write.spentAfter), toDecimal(spent))) {
+                yield* repo.writeSpend(org, customer.id, meter.period, write.spentAfter, now)
+              }
+              yield* Effect.all(write.notices, { discard: true })
             }
-            const after = drawn(row, d)
-            const refused = beyond(after)
-            if (refused !== undefined) return yield* pastBound(refused, unit)
-            yield* repo.writeBalance(org, customer.id, subject.id, after, now)
-            yield* repo.insertEvent(event(yield* ids.next("evt"), d))
-            const spentAfter = BigDecimal.sum(toDecimal(spent), d.overageCost)
-            if (spendCap !== null && !BigDecimal.isZero(d.overageCost)) {
-              yield* repo.writeSpend(org, customer.id, period, format(spentAfter), now)
-            }
-            if (d.notify) yield* capReached(period, spentAfter)
-            const state = answer(d, after)
-            yield* Effect.all(thresholds(row, after, state), { discard: true })
-            return state
+            return yield* settled(outcome.answer)
           })
         )
         // Database failures are defects; the refusals above are the request's 400.

@@ -75,13 +75,13 @@ export const makeCommitBalances = (sql: SqlClient.SqlClient, pool: Option.Option
       { discard: true }
     )
 
-  const pg = (commits: ReadonlyArray<BalanceCommit>) => {
+  const pg = (commits: ReadonlyArray<BalanceCommit>, inTransaction: boolean) => {
     const values = [JSON.stringify(commits.map((c) => itemJson(itemOf(c))))]
     // A step with notices is a transaction on the SqlClient (the statement, then the notices of what it wrote);
     // every other step is the statement alone, on the pool, committing by itself.
     const noticed = commits.some((c) => c.notices !== undefined && c.notices.length > 0)
     const rows =
-      Option.isSome(pool) && !noticed
+      Option.isSome(pool) && !noticed && !inTransaction
         ? poolQuery<{ versions: unknown }>(pool.value, COMMIT_BALANCES, values, "commit_balances")
         : raw.unsafe<{ versions: unknown }>(COMMIT_BALANCES, values)
     const versions = Effect.flatMap(rows, (rows) => {
@@ -130,6 +130,9 @@ export const makeCommitBalances = (sql: SqlClient.SqlClient, pool: Option.Option
       })
     )
 
-  return (commits: ReadonlyArray<BalanceCommit>): Effect.Effect<ReadonlyArray<Option.Option<number>>> =>
-    sql.onDialectOrElse({ pg: () => pg(commits), orElse: () => sqlite(commits) }).pipe(Effect.orDie)
+  return (
+    commits: ReadonlyArray<BalanceCommit>,
+    inTransaction = false
+  ): Effect.Effect<ReadonlyArray<Option.Option<number>>> =>
+    sql.onDialectOrElse({ pg: () => pg(commits, inTransaction), orElse: () => sqlite(commits) }).pipe(Effect.orDie)
 }

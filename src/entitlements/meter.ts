@@ -1,0 +1,342 @@
+import { BigDecimal, Effect, Option } from "effect"
+import type { EntitlementCode, EntitlementState } from "../api/entitlements.ts"
+import type { Feature } from "../catalog/model.ts"
+import { pricingOf } from "../catalog/pricing.ts"
+import { AMOUNT_MAX_MICRO, AMOUNT_MAX_TEXT, WINDOW_MAX, WINDOW_MAX_MICRO } from "../domain/bounds.ts"
+import { type Draw, draw } from "../domain/drawing.ts"
+import { InvalidInput } from "../domain/errors.ts"
+import { format, toDecimal } from "../domain/money.ts"
+import { currentWindow, type Window } from "../domain/periods.ts"
+import { fromMicro, toMicro } from "../domain/quantity.ts"
+import { crossed } from "../domain/thresholds.ts"
+import type { OutboxShape } from "../events/Outbox.ts"
+import type { BalanceRow, FeatureConfigRow, UsageEventRow } from "./EntitlementsRepo.ts"
+import type { Grant } from "./grants.ts"
+import type { HotCustomer } from "./hotStatements.ts"
+import { meteredState } from "./state.ts"
+
+/** `check` asks; `check_send` and `track` also record what they allow, atomically with the decision. */
+export type Mode = "check" | "check_send" | "track"
+
+export interface EntitlementInput {
+  readonly customer: string
+  readonly feature: string
+  readonly value: number
+  readonly customerData?:
+    | {
+        readonly email?: string | undefined
+        readonly name?: string | undefined
+        readonly metadata?: Record<string, unknown> | undefined
+      }
+    | undefined
+  readonly entity?: string | undefined
+  readonly metadata?: Record<string, unknown> | undefined
+  /** When the usage happened (decisions.md §12), Unix milliseconds; absent: at arrival. */
+  readonly timestamp?: number | undefined
+}
+
+/**
+ * What a request resolved to, and what a draw decides over: the request, the customer it names, the feature, the
+ * grant that applies and the customer's override of its terms, the entity, the request's instant (arrival: its reset
+ * window, spend month and thresholds), and whether it runs inside a transaction.
+ */
+export interface Resolved {
+  readonly org: string
+  readonly mode: Mode
+  readonly input: EntitlementInput
+  readonly customer: HotCustomer
+  readonly feature: Feature
+  readonly grant: Grant
+  readonly config: Option.Option<FeatureConfigRow>
+  readonly entityId: string | null
+  readonly now: number
+  readonly inTransaction: boolean
+}
+
+/** One field's problem as the 400 of a request names it (decisions.md §1: the field and its bound). */
+export const invalid = (path: string, problem: string) =>
+  new InvalidInput({ message: `The request is invalid: ${path}: ${problem}`, issues: [{ path, message: problem }] })
+
+/** A draw that would store a window's usage or overage past its bound: refused, nothing recorded. */
+export interface PastBound {
+  readonly _tag: "PastBound"
+  readonly counter: "usage" | "overage"
+}
+export const isPastBound = (u: unknown): u is PastBound => (u as { _tag?: unknown })._tag === "PastBound"
+
+export const pastBound = (p: PastBound, unit: string) =>
+  invalid(
+    "value",
+    `would bring the ${p.counter} of this reset window past ${WINDOW_MAX} ${unit} (the most one window counts); ` +
+      "nothing was recorded"
+  )
+
+/** The first instant of `now`'s UTC calendar month: the spend cap's period. */
+export const monthStart = (now: number) => {
+  const d = new Date(now)
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)
+}
+
+/** A new reset window starts from zero; purchased and bonus credits carry over. */
+const rolled = (row: BalanceRow, window: Window | null): BalanceRow =>
+  window === null || row.windowStart === window.start
+    ? row
+    : { ...row, windowStart: window.start, windowEnd: window.end, used: 0n, overage: 0n }
+
+const codeFor = (mode: Mode, d: Draw, credits: boolean): EntitlementCode => {
+  if (!d.allowed) return credits ? "insufficient_credits" : "limit_exceeded"
+  if (d.overageUnits > 0) return mode === "track" ? "tracked_overage" : "overage_allowed"
+  if (d.fromBonus > 0 || d.fromAddon > 0) return "addon_credits_used"
+  return mode === "track" ? "tracked" : "access_granted"
+}
+
+const messageFor = (d: Draw, grant: Grant, pastDue: boolean): string => {
+  const unit = grant.subject.kind === "credit_system" ? "credits" : (grant.subject.feature.unit ?? "units")
+  const base = !d.allowed
+    ? d.reason === "overage_cap"
+      ? d.cap === "spend_cap"
+        ? "The customer's overage spend cap is reached"
+        : "The overage limit for this feature is reached"
+      : grant.subject.kind === "credit_system"
+        ? "Not enough credits"
+        : `The limit of ${grant.limit} ${unit} is reached`
+    : d.overageUnits > 0
+      ? `Beyond the included ${unit}: billed as overage${d.notify ? " (the spend cap is passed; the vendor is notified)" : ""}`
+      : d.fromBonus > 0 || d.fromAddon > 0
+        ? "Drawn from bonus or purchased credits"
+        : "Within the plan's allowance"
+  return pastDue ? `${base}. Payment is past due; access continues during the grace period` : base
+}
+
+/** The plan's overage terms, unless the customer has a per-feature override (which wins whole). */
+export const overageTerms = (config: Option.Option<FeatureConfigRow>, grant: Grant) => {
+  const terms = grant.terms
+  const included = (terms?.usageModel ?? "included") === "included"
+  return Option.match(config, {
+    onNone: () => ({
+      overageAllowed: included && terms?.overage === "charge",
+      maxOverageUnits: terms?.maxOverageUnits ?? null
+    }),
+    onSome: (c) => ({
+      overageAllowed: included && c.overage === "charge",
+      maxOverageUnits: c.maxOverageUnits === null ? null : fromMicro(c.maxOverageUnits)
+    })
+  })
+}
+
+/** What a recording draw decided over a balance: the answer, and what it writes (nothing for a denial). */
+export interface Outcome {
+  readonly answer: EntitlementState | PastBound
+  readonly write: {
+    readonly next: BalanceRow
+    readonly event: UsageEventRow
+    /** Its outbound events (usage thresholds crossed, the spend cap passed), written with it or not at all. */
+    readonly notices: ReadonlyArray<Effect.Effect<unknown>>
+    /** The customer's overage spend this month after the draw; `null` without a spend cap. */
+    readonly spentAfter: string | null
+  } | null
+  /** Written even though the draw records nothing: the spend cap reached by a denied draw (`block`). */
+  readonly denialNotices: ReadonlyArray<Effect.Effect<unknown>>
+}
+
+/**
+ * A consumable feature's or credit system's draw, decided over any state of its balance (decisions.md §5): the same
+ * decision for the balance writer's batched step, the locked path of a spend cap or an idempotent request, and a
+ * batch of tracks. Pure but for the outbound events it describes (effects, run by whoever writes the draw).
+ */
+export interface Meter {
+  readonly subjectId: string
+  readonly init: { readonly windowStart: number; readonly windowEnd: number | null }
+  /** The customer has a spend cap on this draw's overage: the draw must be decided over the month's spend. */
+  readonly capped: boolean
+  /** The spend cap's month (by arrival). */
+  readonly period: number
+  readonly unit: string
+  /** A plain check: the answer over the stored balance, recording nothing. */
+  readonly check: (stored: BalanceRow | null) => EntitlementState | PastBound
+  /** A recording draw over the balance as it is (`null`: no row) and the month's spend so far. */
+  readonly over: (stored: BalanceRow | null, spent: string, eventId: string) => Outcome
+}
+
+export const makeMeter = (resolved: Resolved, outbox: OutboxShape): Meter | InvalidInput => {
+  const { org, mode, customer, feature, grant, config, entityId, input, now } = resolved
+  const subject = grant.subject
+  const terms = grant.terms
+  const usageModel = terms?.usageModel ?? "included"
+  const { maxOverageUnits, overageAllowed } = overageTerms(config, grant)
+  const costPerUnit = subject.kind === "credit_system" ? subject.costPerUnit : 1
+  const cost = toMicro(BigDecimal.multiply(toDecimal(input.value), toDecimal(costPerUnit)))
+  if (cost > AMOUNT_MAX_MICRO) {
+    // value ≤ 9e9 and creditCost ≤ 1e12, but their product is a quantity of credits too (docs/decisions.md
+    // "Numbers"): the most one request may cost is what one balance may hold.
+    return invalid(
+      "value",
+      `costs ${format(fromMicro(cost))} credits (value × creditCost ${costPerUnit}); one request may cost at most ` +
+        `${AMOUNT_MAX_TEXT} credits`
+    )
+  }
+  const window = currentWindow(grant.anchor, grant.reset, now)
+  const init = { windowStart: window?.start ?? grant.anchor, windowEnd: window?.end ?? null }
+  const limit = grant.limitMicro
+  // Usage-based pricing bills every unit: the plan "allowance" is then only a cap when one is set.
+  const pricing = terms === null ? null : pricingOf(terms)
+  const unitPrice =
+    pricing === null
+      ? toDecimal(0)
+      : BigDecimal.unsafeDivide(
+          toDecimal(pricing.pricePerUnit ?? pricing.tiers?.[0]?.unitPrice ?? 0),
+          toDecimal(pricing.billingUnits ?? 1)
+        )
+  const spendCap =
+    overageAllowed && customer.overageMaxAmount !== null
+      ? { max: toDecimal(customer.overageMaxAmount), onLimitReached: customer.overageOnLimit ?? ("block" as const) }
+      : null
+  const pastDue = grant.sources.some((s) => s.subscription.status === "past_due")
+  const period = monthStart(now)
+  const unit = subject.kind === "credit_system" ? "credits" : (subject.feature.unit ?? "units")
+
+  const decide = (row: BalanceRow, spendSoFar: string) =>
+    draw({
+      requested: fromMicro(cost),
+      planRemaining: limit === null ? null : fromMicro(limit - row.used),
+      bonus: fromMicro(row.bonus),
+      addon: fromMicro(row.addon),
+      overage: {
+        allowed: overageAllowed,
+        maxOverageUnits,
+        overageUsedUnits: fromMicro(row.overage),
+        spendCap,
+        spendSoFar: toDecimal(spendSoFar),
+        pricePerOverageUnit: unitPrice
+      }
+    })
+
+  const answer = (d: Draw, row: BalanceRow) =>
+    meteredState({
+      allowed: d.allowed,
+      code: codeFor(mode, d, subject.kind === "credit_system"),
+      message: messageFor(d, grant, pastDue),
+      grant,
+      row,
+      window
+    })
+
+  // From the draw's exact parts: its numbers are the nearest doubles, short of a micro-unit past 2^53 of them.
+  const drawn = (row: BalanceRow, d: Draw): BalanceRow => ({
+    ...row,
+    used: row.used + toMicro(d.exact.fromPlan),
+    bonus: row.bonus - toMicro(d.exact.fromBonus),
+    addon: row.addon - toMicro(d.exact.fromAddon),
+    overage: row.overage + toMicro(d.exact.overageUnits)
+  })
+  /** Whether a balance after a draw holds a counter past its bound (what grew: usage or overage). */
+  const beyond = (after: BalanceRow): PastBound | undefined =>
+    after.used > WINDOW_MAX_MICRO
+      ? { _tag: "PastBound", counter: "usage" }
+      : after.overage > WINDOW_MAX_MICRO
+        ? { _tag: "PastBound", counter: "overage" }
+        : undefined
+
+  const empty: BalanceRow = { ...init, used: 0n, overage: 0n, bonus: 0n, addon: 0n }
+  const current = (stored: BalanceRow | null) => rolled(stored ?? empty, window)
+
+  const event = (id: string, d: Draw): UsageEventRow => ({
+    organizationId: org,
+    id,
+    customerId: customer.id,
+    featureId: feature.id,
+    subjectId: subject.id,
+    entityId,
+    value: toMicro(input.value),
+    cost,
+    fromPlan: toMicro(d.exact.fromPlan),
+    fromBonus: toMicro(d.exact.fromBonus),
+    fromAddon: toMicro(d.exact.fromAddon),
+    overage: toMicro(d.exact.overageUnits),
+    billable: usageModel === "usage_based" ? cost : toMicro(d.exact.overageUnits),
+    planId: grant.sources[0]?.plan.id ?? null,
+    metadata: input.metadata ?? {},
+    // Placed at its own instant (decisions.md §12): usage history and invoice line periods by event time.
+    createdAt: input.timestamp ?? now
+  })
+
+  /**
+   * The usage alerts a draw from `before` to `after` causes (decisions.md §11): each level of the granted limit it
+   * crosses, once per reset window (the dedupe key).
+   */
+  const thresholds = (before: BalanceRow, after: BalanceRow, state: EntitlementState) =>
+    crossed(limit, before.used, after.used).map((level) =>
+      outbox.emit(org, {
+        type: "usage.threshold_reached",
+        customerId: customer.id,
+        dedupeKey: `usage.threshold_reached:${customer.id}:${subject.id}:${after.windowStart}:${level}`,
+        data: {
+          customer: customer.id,
+          feature: feature.slug,
+          ...(subject.kind === "credit_system" ? { creditSystem: subject.system.slug } : {}),
+          threshold: level,
+          usage: state.usage,
+          limit: state.limit,
+          balance: state.balance,
+          resetsAt: state.resetsAt
+        }
+      })
+    )
+
+  /** The spend cap reached (decisions.md §11): once per customer and calendar month, whether it blocks or not. */
+  const capReached = (spent: BigDecimal.BigDecimal) =>
+    outbox.emit(org, {
+      type: "overage.spend_cap_reached",
+      customerId: customer.id,
+      dedupeKey: `overage.spend_cap_reached:${customer.id}:${new Date(period).toISOString().slice(0, 7)}`,
+      data: {
+        customer: customer.id,
+        maxOverageAmount: Number(customer.overageMaxAmount),
+        spent: Number(format(spent)),
+        onLimitReached: spendCap?.onLimitReached ?? "block"
+      }
+    })
+
+  return {
+    subjectId: subject.id,
+    init,
+    capped: spendCap !== null,
+    period,
+    unit,
+    check: (stored) => {
+      const row = current(stored)
+      // A read without the lock: the spend a concurrent request adds may not be visible; only writes must be exact.
+      const d = decide(row, "0")
+      // A check answers what the same track would: a draw the window could not count is refused alike.
+      const refused = d.allowed ? beyond(drawn(row, d)) : undefined
+      return refused ?? answer(d, row)
+    },
+    over: (stored, spent, eventId) => {
+      const row = current(stored)
+      const d = decide(row, spent)
+      if (!d.allowed) {
+        return {
+          answer: answer(d, row),
+          write: null,
+          denialNotices: d.cap === "spend_cap" ? [capReached(toDecimal(spent))] : []
+        }
+      }
+      const after = drawn(row, d)
+      const refused = beyond(after)
+      if (refused !== undefined) return { answer: refused, write: null, denialNotices: [] }
+      const state = answer(d, after)
+      const spentAfter = spendCap === null ? null : BigDecimal.sum(toDecimal(spent), d.overageCost)
+      const notices = thresholds(row, after, state)
+      return {
+        answer: state,
+        write: {
+          next: after,
+          event: event(eventId, d),
+          notices: d.notify && spentAfter !== null ? [capReached(spentAfter), ...notices] : notices,
+          spentAfter: spentAfter === null ? null : format(spentAfter)
+        },
+        denialNotices: []
+      }
+    }
+  }
+}
