@@ -357,6 +357,15 @@ for (const database of databases()) {
           expect({ where, message }).toEqual({ where, message: `must be at most ${rule.max}` })
         return "refused" as const
       }
+      // An admitted value can still pass a bound of what is stored once added to it (earlier runs bought packs of the
+      // same balance): then a 400 naming the field and that bound, with nothing changed.
+      const details: Array<{ path: string; message: string }> = Array.isArray(answer?.details) ? answer.details : []
+      const cumulative = details.find(
+        (d) => d.path === formatPath(field.path) && /\(the most one (balance holds|window counts)\)/.test(d.message)
+      )
+      if (response.status === 400 && answer.code === "invalid_request" && cumulative !== undefined) {
+        return "refused" as const
+      }
       expect({ ...result, answer: response.status < 300 ? "" : answer }).toEqual({ ...result, status: 200, answer: "" })
       const value = await stored(field.route, field.path, body === undefined ? undefined : JSON.parse(body), answer)
       if (value !== undefined) expect({ where, stored: exact(value) }).toEqual({ where, stored: sentExactly(text) })
