@@ -430,7 +430,7 @@ for (const database of databases()) {
     test("unknown body fields are ignored: a track or check with fields of another SDK is answered as without them", async () => {
       const { check, orgId, track } = await setup()
       const before = await eventCount(orgId, "tokens")
-      const extra = { timestamp: "2026-10-01T00:00:00Z", properties: { plan: "x" }, idempotencyKey: 5 }
+      const extra = { occurredAt: "2026-10-01T00:00:00Z", properties: { plan: "x" }, idempotencyKey: 5 }
       const tracked = await track({ feature: "tokens", value: 2, ...extra })
       expect(tracked).toMatchObject({ status: 200, body: { allowed: true, code: "tracked", usage: 2 } })
       expect(await eventCount(orgId, "tokens")).toBe(before + 1)

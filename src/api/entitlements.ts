@@ -11,7 +11,7 @@ import {
   optionalWithServerDefault
 } from "./common.ts"
 import { UsageValue } from "./numbers.ts"
-import { BadRequestError, ConflictError } from "./errors.ts"
+import { BadRequestError, ConflictError, ErrorBody } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
 /** The reasons an entitlement answer carries (decisions.md §5): check codes / track codes / denials. */
@@ -115,6 +115,25 @@ export const EntitlementState = Schema.Struct({
 }).annotations({ identifier: "EntitlementState" })
 export type EntitlementState = typeof EntitlementState.Type
 
+/**
+ * When the usage happened (decisions.md §12): ISO 8601 with a time zone, or Unix milliseconds. At most 5 minutes
+ * ahead of arrival and 35 days back (the engine checks the bounds against its clock: a 400 naming them).
+ */
+export const EventTime = Schema.Union(
+  Schema.Number.pipe(Schema.int(), Schema.between(0, 8_640_000_000_000_000)).annotations({
+    title: "UnixMilliseconds",
+    description: "Unix milliseconds"
+  }),
+  Schema.String.pipe(
+    Schema.pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/)
+  ).annotations({ title: "IsoDateTime", description: "ISO 8601 date-time with a time zone", format: "date-time" })
+).annotations({
+  identifier: "EventTime",
+  description:
+    "When the usage happened: ISO 8601 or Unix milliseconds, at most 5 minutes ahead and 35 days back; absent: now. " +
+    "Placed at this instant in usage history and invoice line periods; drawn from the balance as it is at arrival"
+})
+
 export const CheckRequest = Schema.Struct({
   customer: CustomerRef,
   feature: NonEmptyString,
@@ -125,7 +144,10 @@ export const CheckRequest = Schema.Struct({
     false,
     "When true and the check allows use, the usage is tracked atomically with the check"
   ),
-  entity: Schema.optionalWith(NonEmptyString, { exact: true })
+  entity: Schema.optionalWith(NonEmptyString, { exact: true }),
+  timestamp: Schema.optionalWith(EventTime, { exact: true }).annotations({
+    description: "With `sendEvent` only: when the usage happened (a plain check records nothing: 400)"
+  })
 }).annotations({ identifier: "CheckRequest", parseOptions: { errors: "all" } })
 export type CheckRequest = typeof CheckRequest.Type
 
@@ -135,9 +157,34 @@ export const TrackRequest = Schema.Struct({
   value: optionalWithServerDefault(UsageValue, 1),
   customerData: Schema.optionalWith(CustomerData, { exact: true }),
   entity: Schema.optionalWith(NonEmptyString, { exact: true }),
-  metadata: Schema.optionalWith(Metadata, { exact: true })
+  metadata: Schema.optionalWith(Metadata, { exact: true }),
+  timestamp: Schema.optionalWith(EventTime, { exact: true })
 }).annotations({ identifier: "TrackRequest", parseOptions: { errors: "all" } })
 export type TrackRequest = typeof TrackRequest.Type
+
+/** One item of a batch: a track body and, optionally, its idempotency key (the `Idempotency-Key` header's key space). */
+export const TrackBatchItem = Schema.Struct({
+  ...TrackRequest.fields,
+  idempotencyKey: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)), {
+    exact: true
+  }).annotations({
+    description: "A key used by a batch item and by a track is one key; repeated inside a batch, later items repeat"
+  })
+}).annotations({ identifier: "TrackBatchItem", parseOptions: { errors: "all" } })
+export type TrackBatchItem = typeof TrackBatchItem.Type
+
+/** `POST /v1/track/batch` (decisions.md §12): 1 to 1,000 tracks, decided in order, the accepted ones committed together. */
+export const TrackBatchRequest = Schema.Struct({
+  events: Schema.Array(TrackBatchItem).pipe(Schema.minItems(1), Schema.maxItems(1000))
+}).annotations({ identifier: "TrackBatchRequest", parseOptions: { errors: "all" } })
+export type TrackBatchRequest = typeof TrackBatchRequest.Type
+
+export const TrackBatchResponse = Schema.Struct({
+  results: Schema.Array(Schema.Union(EntitlementState, ErrorBody)).annotations({
+    description: "In request order: each item's entitlement state, or its error body (nothing of it recorded)"
+  })
+}).annotations({ identifier: "TrackBatchResponse" })
+export type TrackBatchResponse = typeof TrackBatchResponse.Type
 
 export class EntitlementsGroup extends HttpApiGroup.make("entitlements")
   .add(
@@ -155,6 +202,18 @@ export class EntitlementsGroup extends HttpApiGroup.make("entitlements")
       .addSuccess(EntitlementState)
       .addError(ConflictError)
       .annotate(OpenApi.Summary, "Record metered usage")
+  )
+  .add(
+    HttpApiEndpoint.post("trackBatch", "/v1/track/batch")
+      .setPayload(TrackBatchRequest)
+      .addSuccess(TrackBatchResponse)
+      .annotate(OpenApi.Summary, "Record a batch of usage events")
+      .annotate(
+        OpenApi.Description,
+        "1 to 1,000 tracks decided in order and independently (a denied or invalid item records nothing); the " +
+          "accepted items commit together before the answer, so after a crash or a 503 all are recorded or none. " +
+          "One request to the rate limit."
+      )
   )
   .addError(BadRequestError)
   .middleware(Authentication) {}

@@ -25,11 +25,12 @@ type WireFields = {
   readonly details?: ReadonlyArray<Issue> | undefined
 }
 
-const ErrorBody = Schema.Struct({
+/** The spec's error body as it is sent: also one item's answer in a batch (`POST /v1/track/batch`). */
+export const ErrorBody = Schema.Struct({
   success: Schema.Literal(false),
   error: Schema.String,
   ...fields
-})
+}).annotations({ identifier: "ErrorBody" })
 
 const onWire = <Self extends WireFields, Tag extends string>(
   cls: Schema.Schema<Self, WireFields & { readonly _tag: Tag }>,

@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { BigDecimal, Clock, Context, Effect, Layer, Option } from "effect"
+import { BigDecimal, Clock, Context, Effect, Either, Layer, Option } from "effect"
 import type { EntitlementCode, EntitlementState } from "../api/entitlements.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import { ambiguous, Customers, pickMatch } from "../customers/Customers.ts"
@@ -13,10 +13,11 @@ import { sha256Hex } from "../platform/crypto.ts"
 import { Ids } from "../platform/ids.ts"
 import { grantingOf } from "../subscriptions/Subscriptions.ts"
 import { makeBalanceWriter } from "./BalanceWriter.ts"
-import { EntitlementsRepo, type FeatureConfigRow, type StoredBalance } from "./EntitlementsRepo.ts"
+import { EntitlementsRepo, type FeatureConfigRow, type StoredBalance, type UsageEventRow } from "./EntitlementsRepo.ts"
 import { creditsOnlyGrant, type Grant, resolveGrant } from "./grants.ts"
 import {
   type EntitlementInput,
+  eventTime,
   invalid,
   isPastBound,
   makeMeter,
@@ -40,9 +41,29 @@ export interface EntitlementsShape {
     input: EntitlementInput,
     idempotencyKey?: string
   ) => Effect.Effect<EntitlementState, InvalidInput | Conflict>
+  /**
+   * A batch of tracks (decisions.md §12): each item decided in order, independently, by every rule of `track`; the
+   * accepted items committed together (one transaction) before the answer. In request order: each item's state or
+   * its refusal.
+   */
+  readonly evaluateBatch: (
+    organizationId: string,
+    items: ReadonlyArray<BatchItem>
+  ) => Effect.Effect<ReadonlyArray<Either.Either<EntitlementState, InvalidInput | Conflict>>>
+}
+
+export interface BatchItem extends EntitlementInput {
+  readonly idempotencyKey?: string | undefined
 }
 
 export class Entitlements extends Context.Tag("Entitlements")<Entitlements, EntitlementsShape>() {}
+
+/** What `resolve` made of a request: an answer already (a denial before any balance), or what to decide over. */
+type Resolution =
+  | { readonly _tag: "Answered"; readonly state: EntitlementState }
+  | { readonly _tag: "Resolved"; readonly resolved: Resolved; readonly stored: Option.Option<StoredBalance> }
+
+const answered = (state: EntitlementState): Resolution => ({ _tag: "Answered", state })
 
 const DAY_MS = 86_400_000
 /**
@@ -120,7 +141,7 @@ export const EntitlementsLive = Layer.effect(
                 billable: 0n,
                 planId: null,
                 metadata: input.metadata ?? {},
-                createdAt: input.timestamp ?? now
+                createdAt: resolved.at
               })
             )
             .pipe(Effect.orDie)
@@ -190,7 +211,14 @@ export const EntitlementsLive = Layer.effect(
      * catalog is reloaded and the read repeated), the customers the reference matches, their live subscriptions,
      * their config of the feature and their balances of it and of its credit systems.
      */
-    const run = (org: string, mode: Mode, input: EntitlementInput, inTransaction: boolean, requestedAt: number) =>
+    const resolve = (
+      org: string,
+      mode: Mode,
+      input: EntitlementInput,
+      inTransaction: boolean,
+      requestedAt: number,
+      timestamp: number | undefined
+    ): Effect.Effect<Resolution> =>
       Effect.gen(function* () {
         let { snapshot, version } = yield* catalog.cached(org)
         let created = false
@@ -208,18 +236,17 @@ export const EntitlementsLive = Layer.effect(
             continue
           }
           const picked = pickMatch(matchesOf(context.customers, input.customer))
-          if (picked === "ambiguous") return denial("customer_ambiguous", ambiguous(input.customer).message)
+          if (picked === "ambiguous") return answered(denial("customer_ambiguous", ambiguous(input.customer).message))
           if (Option.isNone(picked)) {
             if (input.customerData === undefined || created) {
-              return denial("customer_not_found", customerNotFound(input.customer).message)
+              return answered(denial("customer_not_found", customerNotFound(input.customer).message))
             }
             const made = yield* Effect.either(
               customers.findOrCreate(org, { ...input.customerData, externalId: input.customer }, requestedAt)
             )
             if (made._tag === "Left") {
-              return denial(
-                "customer_not_found",
-                `Customer '${input.customer}' could not be created: ${made.left.message}`
+              return answered(
+                denial("customer_not_found", `Customer '${input.customer}' could not be created: ${made.left.message}`)
               )
             }
             // Created (with its autoEnable plans): read its subscriptions and balances like any customer's.
@@ -231,11 +258,12 @@ export const EntitlementsLive = Layer.effect(
           // reading (by a concurrent request, whose creation this one waited for or read). The request then happens at
           // the creation, so its event falls inside the window and the subscription the creation started.
           const now = Math.max(requestedAt, customer.createdAt)
-          if (feature === undefined) return denial("feature_not_found", `No feature '${input.feature}'`)
+          if (feature === undefined) return answered(denial("feature_not_found", `No feature '${input.feature}'`))
           let entityId: string | null = null
           if (input.entity !== undefined) {
             const found = yield* repo.findEntity(org, customer.id, input.entity, now)
-            if (Option.isNone(found)) return denial("entity_not_found", `The customer has no entity '${input.entity}'`)
+            if (Option.isNone(found))
+              return answered(denial("entity_not_found", `The customer has no entity '${input.entity}'`))
             entityId = found.value
           }
           const balanceOf = (subjectId: string): Option.Option<StoredBalance> =>
@@ -262,11 +290,13 @@ export const EntitlementsLive = Layer.effect(
           }
           if (grant === undefined) {
             const code = resolution._tag === "Denied" ? resolution.code : "feature_not_in_plan"
-            return denial(
-              code,
-              code === "no_active_subscription"
-                ? "The customer has no active subscription"
-                : `No plan of the customer includes '${feature.slug}'`
+            return answered(
+              denial(
+                code,
+                code === "no_active_subscription"
+                  ? "The customer has no active subscription"
+                  : `No plan of the customer includes '${feature.slug}'`
+              )
             )
           }
           const resolved: Resolved = {
@@ -279,12 +309,29 @@ export const EntitlementsLive = Layer.effect(
             config,
             entityId,
             now,
+            at: timestamp ?? now,
             inTransaction
           }
-          if (feature.type === "boolean" || feature.meterType === "non_consumable") return yield* counted(resolved)
-          return yield* metered(resolved, balanceOf(grant.subject.id))
+          return { _tag: "Resolved", resolved, stored: balanceOf(grant.subject.id) } as const
         }
       })
+
+    /** A resolved request decided and recorded: a count for boolean and non-consumable features, a draw otherwise. */
+    const decideResolved = (resolution: Resolution) =>
+      resolution._tag === "Answered"
+        ? Effect.succeed(resolution.state)
+        : resolution.resolved.feature.type === "boolean" || resolution.resolved.feature.meterType === "non_consumable"
+          ? counted(resolution.resolved)
+          : metered(resolution.resolved, resolution.stored)
+
+    const run = (
+      org: string,
+      mode: Mode,
+      input: EntitlementInput,
+      inTransaction: boolean,
+      requestedAt: number,
+      timestamp: number | undefined
+    ) => Effect.flatMap(resolve(org, mode, input, inTransaction, requestedAt, timestamp), decideResolved)
 
     const evaluate = (org: string, mode: Mode, input: EntitlementInput, idempotencyKey?: string) =>
       Effect.gen(function* () {
@@ -295,7 +342,12 @@ export const EntitlementsLive = Layer.effect(
         // Read once: the customer a request creates, its subscriptions, the event, its rollup and the idempotency
         // record all carry this instant.
         const now = yield* Clock.currentTimeMillis
-        if (idempotencyKey === undefined || mode === "check") return yield* run(org, mode, input, false, now)
+        const at = eventTime(mode, input.timestamp, now)
+        if (at instanceof InvalidInput) return yield* at
+        const timestamp = input.timestamp === undefined ? undefined : at
+        if (idempotencyKey === undefined || mode === "check") {
+          return yield* run(org, mode, input, false, now, timestamp)
+        }
         const requestHash = sha256Hex(JSON.stringify(canonical({ mode, input })))
         // The claim, the effects and the stored answer commit together: a retry sees all of them or none.
         return yield* sql
@@ -311,7 +363,7 @@ export const EntitlementsLive = Layer.effect(
                 }
                 if (claim.response !== null) return storedState(JSON.parse(claim.response) as EntitlementState)
               }
-              const state = yield* run(org, mode, input, true, now)
+              const state = yield* run(org, mode, input, true, now, timestamp)
               yield* repo.saveIdempotentResponse(org, idempotencyKey, JSON.stringify(state))
               return state
             })
@@ -319,6 +371,184 @@ export const EntitlementsLive = Layer.effect(
           .pipe(Effect.catchTag("SqlError", Effect.die))
       })
 
-    return { evaluate }
+    const conflict = () =>
+      new Conflict({ code: "idempotency_conflict", message: "This Idempotency-Key was used with a different request" })
+
+    const evaluateBatch = (org: string, items: ReadonlyArray<BatchItem>) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        type Result = Either.Either<EntitlementState, InvalidInput | Conflict>
+        const results: Array<Result | undefined> = items.map(() => undefined)
+        const inputs = items.map(({ idempotencyKey: _, ...input }) => input)
+        const hashes = inputs.map((input) => sha256Hex(JSON.stringify(canonical({ mode: "track", input }))))
+        const times = items.map((item) => {
+          const at = eventTime("track", item.timestamp, now)
+          return at instanceof InvalidInput ? at : item.timestamp === undefined ? undefined : at
+        })
+        items.forEach((item, i) => {
+          const time = times[i]
+          if (time instanceof InvalidInput) results[i] = Either.left(time)
+          else if (!(item.value >= 0) || !fitsMicro(item.value)) {
+            results[i] = Either.left(invalid("value", `must be 0 to ${VALUE_MAX} with at most 6 decimal places`))
+          }
+        })
+        // Resolved outside the transaction and all at once: PostgreSQL's reads of concurrent requests share a
+        // statement (a batch of 1,000 items is ~8 of them). A customer created by its item's `customerData` stays
+        // created if the batch then fails: the retry finds it.
+        const resolveItem = (i: number) => resolve(org, "track", inputs[i]!, false, now, times[i] as number | undefined)
+        const resolutions: Array<Resolution | undefined> = yield* Effect.forEach(
+          items,
+          (_, i) => (results[i] !== undefined ? Effect.succeed(undefined) : resolveItem(i)),
+          { concurrency: "unbounded" }
+        )
+        // The customers a batch creates exist for all of its items: an item read before its customer's creating item
+        // had created it is read again.
+        const creates = new Set(items.filter((item) => item.customerData !== undefined).map((item) => item.customer))
+        const unknown = resolutions.flatMap((r, i) =>
+          r?._tag === "Answered" && r.state.code === "customer_not_found" && creates.has(items[i]!.customer) ? [i] : []
+        )
+        yield* Effect.forEach(unknown, (i) => Effect.map(resolveItem(i), (r) => void (resolutions[i] = r)), {
+          concurrency: "unbounded",
+          discard: true
+        })
+
+        return yield* sql
+          .withTransaction(
+            Effect.gen(function* () {
+              // Keys first, in key order (two batches never wait on each other's keys in a cycle); a key repeated in
+              // the batch repeats its first item's answer.
+              const firstOfKey = new Map<string, number>()
+              const repeats: Array<[number, number]> = []
+              const keyed = items
+                .map((item, i) => ({ key: item.idempotencyKey, i }))
+                .filter((k): k is { key: string; i: number } => k.key !== undefined && results[k.i] === undefined)
+              for (const { key, i } of keyed) {
+                const first = firstOfKey.get(key)
+                if (first === undefined) firstOfKey.set(key, i)
+                else if (hashes[first] !== hashes[i]) results[i] = Either.left(conflict())
+                else repeats.push([i, first])
+              }
+              const claimed = new Set<number>()
+              for (const [key, i] of [...firstOfKey].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+                const claim = yield* repo.claimIdempotencyKey(org, key, hashes[i]!, now, now - DAY_MS)
+                if (claim._tag === "Existing" && claim.requestHash !== hashes[i]) results[i] = Either.left(conflict())
+                else if (claim._tag === "Existing" && claim.response !== null) {
+                  results[i] = Either.right(storedState(JSON.parse(claim.response) as EntitlementState))
+                } else claimed.add(i)
+              }
+              for (const [i, first] of repeats) if (results[first] !== undefined) results[i] = results[first]
+              const repeated = new Set(repeats.map(([i]) => i))
+
+              // Every balance a draw of the batch touches, locked (created first where missing) in one step.
+              const meters = new Map<number, Meter>()
+              const balances = new Map<string, { customerId: string; subjectId: string; init: Meter["init"] }>()
+              resolutions.forEach((resolution, i) => {
+                if (results[i] !== undefined || resolution === undefined) return
+                if (repeated.has(i)) return
+                if (resolution._tag === "Answered") {
+                  results[i] = Either.right(resolution.state)
+                  return
+                }
+                const { resolved } = resolution
+                if (resolved.feature.type === "boolean" || resolved.feature.meterType === "non_consumable") return
+                const meter = makeMeter({ ...resolved, inTransaction: true }, outbox)
+                if (!isMeter(meter)) {
+                  results[i] = Either.left(meter)
+                  return
+                }
+                meters.set(i, meter)
+                balances.set(`${resolved.customer.id}\u0000${meter.subjectId}`, {
+                  customerId: resolved.customer.id,
+                  subjectId: meter.subjectId,
+                  init: meter.init
+                })
+              })
+              const locked = yield* repo.lockBalances(org, [...balances.values()], now)
+              const state = new Map<string, StoredBalance>()
+              for (const b of locked) state.set(`${b.customerId}\u0000${b.subjectId}`, b)
+              const lockedVersion = new Map([...state].map(([k, b]) => [k, b.version]))
+              const spent = new Map<string, string>()
+              const spentBefore = new Map<string, { period: number; spent: string }>()
+              const events = new Map<string, Array<UsageEventRow>>()
+              const notices = new Map<string, Array<Effect.Effect<unknown>>>()
+              const denialNotices: Array<Effect.Effect<unknown>> = []
+
+              for (let i = 0; i < items.length; i++) {
+                if (results[i] !== undefined || repeated.has(i)) continue
+                const resolution = resolutions[i]
+                if (resolution === undefined || resolution._tag !== "Resolved") continue
+                const meter = meters.get(i)
+                if (meter === undefined) {
+                  // A count (boolean, non-consumable): its event, in this transaction.
+                  const counted_ = yield* Effect.either(counted({ ...resolution.resolved, inTransaction: true }))
+                  results[i] = counted_
+                  continue
+                }
+                const customerId = resolution.resolved.customer.id
+                const key = `${customerId}\u0000${meter.subjectId}`
+                if (meter.capped && !spent.has(customerId)) {
+                  const locked = yield* repo.lockSpend(org, customerId, meter.period, now)
+                  spent.set(customerId, locked)
+                  spentBefore.set(customerId, { period: meter.period, spent: locked })
+                }
+                const outcome = meter.over(
+                  state.get(key) ?? null,
+                  meter.capped ? spent.get(customerId)! : "0",
+                  yield* ids.next("evt")
+                )
+                denialNotices.push(...outcome.denialNotices)
+                if (isPastBound(outcome.answer)) {
+                  results[i] = Either.left(pastBound(outcome.answer, meter.unit))
+                  continue
+                }
+                results[i] = Either.right(outcome.answer)
+                const write = outcome.write
+                if (write === null) continue
+                state.set(key, { ...write.next, version: state.get(key)?.version ?? 0 })
+                if (write.spentAfter !== null) spent.set(customerId, write.spentAfter)
+                events.set(key, [...(events.get(key) ?? []), write.event])
+                notices.set(key, [...(notices.get(key) ?? []), ...write.notices])
+              }
+
+              // One write of every balance drawn, with its events, rollups and alerts (guards hold: rows locked).
+              const commits = [...events.keys()].map((key) => {
+                const b = balances.get(key)!
+                const next = state.get(key)!
+                return {
+                  organizationId: org,
+                  customerId: b.customerId,
+                  subjectId: b.subjectId,
+                  expectedVersion: lockedVersion.get(key) ?? null,
+                  next,
+                  events: events.get(key)!,
+                  notices: notices.get(key)!,
+                  now
+                }
+              })
+              if (commits.length > 0) {
+                const written = yield* repo.commitBalances(commits, true)
+                if (written.some(Option.isNone)) return yield* Effect.dieMessage("A locked balance moved in a batch")
+              }
+              for (const [customerId, before] of spentBefore) {
+                const after = spent.get(customerId)!
+                if (!BigDecimal.equals(toDecimal(after), toDecimal(before.spent))) {
+                  yield* repo.writeSpend(org, customerId, before.period, after, now)
+                }
+              }
+              yield* Effect.all(denialNotices, { discard: true })
+              for (const i of claimed) {
+                const result = results[i]
+                if (result !== undefined && Either.isRight(result)) {
+                  yield* repo.saveIdempotentResponse(org, items[i]!.idempotencyKey!, JSON.stringify(result.right))
+                }
+              }
+              for (const [i, first] of repeats) results[i] ??= results[first]
+              return results.map((r) => r!)
+            })
+          )
+          .pipe(Effect.catchTag("SqlError", Effect.die))
+      })
+
+    return { evaluate, evaluateBatch }
   })
 )

@@ -1,8 +1,9 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { CurrentOrganization } from "../api/security.ts"
-import { mapDomainErrors } from "../boundary/toApiError.ts"
+import { errorBody } from "../api/errors.ts"
+import { mapDomainErrors, toApiError } from "../boundary/toApiError.ts"
 import { Entitlements } from "./Engine.ts"
 
 export const EntitlementsHttp = HttpApiBuilder.group(BillingApi, "entitlements", (handlers) =>
@@ -23,6 +24,27 @@ export const EntitlementsHttp = HttpApiBuilder.group(BillingApi, "entitlements",
         Effect.flatMap(CurrentOrganization, (org) =>
           engine.evaluate(org.id, "track", { ...payload, value: payload.value ?? 1 }, headers["idempotency-key"])
         ).pipe(mapDomainErrors)
+      )
+      .handle("trackBatch", ({ payload }) =>
+        Effect.flatMap(CurrentOrganization, (org) =>
+          engine.evaluateBatch(
+            org.id,
+            payload.events.map((item) => ({ ...item, value: item.value ?? 1 }))
+          )
+        ).pipe(
+          Effect.map((results) => ({
+            // An item's refusal is its whole error body, as the same track would have been answered.
+            results: results.map(
+              Either.match({
+                onRight: (state) => state,
+                onLeft: (error) => {
+                  const wire = toApiError(error)
+                  return errorBody(wire._tag, wire.code, wire.message, wire.details)
+                }
+              })
+            )
+          }))
+        )
       )
   })
 )

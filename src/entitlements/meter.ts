@@ -31,8 +31,8 @@ export interface EntitlementInput {
     | undefined
   readonly entity?: string | undefined
   readonly metadata?: Record<string, unknown> | undefined
-  /** When the usage happened (decisions.md §12), Unix milliseconds; absent: at arrival. */
-  readonly timestamp?: number | undefined
+  /** When the usage happened (decisions.md §12): ISO 8601 or Unix milliseconds, as sent; absent: at arrival. */
+  readonly timestamp?: number | string | undefined
 }
 
 /**
@@ -50,6 +50,8 @@ export interface Resolved {
   readonly config: Option.Option<FeatureConfigRow>
   readonly entityId: string | null
   readonly now: number
+  /** When the usage happened (its event's instant): `now` unless the request gave a timestamp. */
+  readonly at: number
   readonly inTransaction: boolean
 }
 
@@ -70,6 +72,23 @@ export const pastBound = (p: PastBound, unit: string) =>
     `would bring the ${p.counter} of this reset window past ${WINDOW_MAX} ${unit} (the most one window counts); ` +
       "nothing was recorded"
   )
+
+const EVENT_TIME_AHEAD_MS = 5 * 60_000
+const EVENT_TIME_BACK_MS = 35 * 86_400_000
+
+/**
+ * The instant a recording call's usage happened (decisions.md §12): its `timestamp` (ISO 8601 or Unix milliseconds)
+ * within 5 minutes ahead and 35 days back of arrival, or arrival itself. A plain check records nothing: no timestamp.
+ */
+export const eventTime = (mode: Mode, timestamp: number | string | undefined, now: number): number | InvalidInput => {
+  if (timestamp === undefined) return now
+  if (mode === "check") return invalid("timestamp", "is only for recording calls: track, or check with sendEvent")
+  const at = typeof timestamp === "number" ? timestamp : Date.parse(timestamp)
+  if (!Number.isSafeInteger(at)) return invalid("timestamp", "must be an ISO 8601 date-time or Unix milliseconds")
+  if (at > now + EVENT_TIME_AHEAD_MS) return invalid("timestamp", "must be at most 5 minutes in the future")
+  if (at < now - EVENT_TIME_BACK_MS) return invalid("timestamp", "must be at most 35 days in the past")
+  return at
+}
 
 /** The first instant of `now`'s UTC calendar month: the spend cap's period. */
 export const monthStart = (now: number) => {
@@ -257,7 +276,7 @@ export const makeMeter = (resolved: Resolved, outbox: OutboxShape): Meter | Inva
     planId: grant.sources[0]?.plan.id ?? null,
     metadata: input.metadata ?? {},
     // Placed at its own instant (decisions.md §12): usage history and invoice line periods by event time.
-    createdAt: input.timestamp ?? now
+    createdAt: resolved.at
   })
 
   /**

@@ -227,6 +227,21 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
         expect: { status: [200], codes: ["feature_not_found"] }
       }))
     ],
+    // A batch answers 200 with each item's answer: every one of A's references is unknown to B (no leak is judged
+    // on the whole text; nothing changed is checked after the walk).
+    "POST /v1/track/batch": [
+      {
+        method: "POST",
+        path: "/v1/track/batch",
+        body: {
+          events: [
+            ...aRefs.map((customer) => ({ customer, feature: aFeatures[0], value: 1 })),
+            { customer: a1.externalId, feature: `${p}tokens`, value: 1, idempotencyKey: a.idempotencyKey }
+          ]
+        },
+        expect: { status: [200] }
+      }
+    ],
     "GET /v1/credit-systems": [{ method: "GET", path: "/v1/credit-systems", expect: list }],
     "GET /v1/credit-packs": [{ method: "GET", path: "/v1/credit-packs", expect: list }],
     "POST /v1/entities": [

@@ -225,6 +225,9 @@ for (const database of databases()) {
         body: { customer: `n-${++sequence}`, feature: "units", value: 1, sendEvent: true, customerData: {} }
       },
       "POST /v1/track": { body: { customer: `n-${++sequence}`, feature: "units", value: 1, customerData: {} } },
+      "POST /v1/track/batch": {
+        body: { events: [{ customer: `n-${++sequence}`, feature: "units", value: 1, customerData: {} }] }
+      },
       "POST /v1/customers/overage-limit": { body: { customer: "c", maxOverageAmount: 100 } },
       "POST /v1/customers/feature-config": {
         body: { customer: "c", feature: "units", overage: "charge", maxOverageUnits: 10 }
@@ -269,11 +272,13 @@ for (const database of databases()) {
           return row[field]
         }
         case "POST /v1/check":
-        case "POST /v1/track": {
+        case "POST /v1/track":
+        case "POST /v1/track/batch": {
+          const customer = route === "POST /v1/track/batch" ? body.events[0].customer : body.customer
           const [event] = await rows(
             (sql) => sql`SELECT e.value FROM usage_events e JOIN customers c
               ON c.organization_id = e.organization_id AND c.id = e.customer_id
-            WHERE e.organization_id = ${orgId} AND c.external_id = ${body.customer}`
+            WHERE e.organization_id = ${orgId} AND c.external_id = ${customer}`
           )
           return event === undefined ? undefined : format(fromMicro(event.value))
         }

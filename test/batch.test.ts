@@ -1,0 +1,192 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { post, syncCatalog } from "./support/catalog.ts"
+import { makeShiftedClock } from "./support/clock.ts"
+import { databases, startServer, type TestServer } from "./support/harness.ts"
+
+/**
+ * `POST /v1/track/batch` and event time (decisions.md §12): items decided in order and independently by track's
+ * rules, accepted ones committed together; keys shared with track; timestamps bounded and placed at their instant.
+ */
+const DAY = 86_400_000
+const catalog = {
+  features: [
+    { slug: "tokens", name: "Tokens", type: "metered", unit: "tokens" },
+    { slug: "seats", name: "Seats", type: "metered", meterType: "non_consumable" },
+    { slug: "sso", name: "SSO", type: "boolean" }
+  ],
+  plans: [
+    {
+      slug: "free",
+      name: "Free",
+      autoEnable: true,
+      features: [{ slug: "tokens", limit: 100, reset: "monthly" }, { slug: "seats", limit: 5 }, { slug: "sso" }]
+    }
+  ]
+}
+
+for (const database of databases()) {
+  describe(`track batches and event time on ${database.name}`, () => {
+    let server: TestServer
+    const clock = makeShiftedClock()
+    beforeAll(async () => {
+      server = await startServer(database.config, { clock: clock.clock })
+    })
+    afterAll(() => server.close())
+
+    const setup = async () => {
+      const org = await server.createOrg()
+      await syncCatalog(server, org.apiKey, catalog)
+      const batch = (events: Array<Record<string, unknown>>) => post(server, org.apiKey, "/v1/track/batch", { events })
+      const track = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+        post(server, org.apiKey, "/v1/track", { customerData: {}, ...body }, headers)
+      const usage = async (customer: string) =>
+        (await post(server, org.apiKey, "/v1/check", { customer, feature: "tokens", value: 0 })).body.usage as number
+      return { org, batch, track, usage }
+    }
+
+    test("items answered in order: allowed, denied and refused items side by side; only the allowed recorded", async () => {
+      const { batch, usage } = await setup()
+      const item = (value: number, extra: Record<string, unknown> = {}) => ({
+        customer: "b1",
+        feature: "tokens",
+        value,
+        customerData: {},
+        ...extra
+      })
+      const answer = await batch([
+        item(60),
+        item(50),
+        item(30),
+        item(1, { timestamp: Date.now() + 10 * 60_000 }),
+        item(1, { feature: "nope" }),
+        item(10)
+      ])
+      expect(answer.status).toBe(200)
+      const results = answer.body.results
+      expect(results).toHaveLength(6)
+      expect(results[0]).toMatchObject({ allowed: true, code: "tracked", usage: 60, balance: 40 })
+      expect(results[1]).toMatchObject({ allowed: false, code: "limit_exceeded", usage: 60 })
+      expect(results[2]).toMatchObject({ allowed: true, code: "tracked", usage: 90 })
+      expect(results[3]).toMatchObject({
+        success: false,
+        error: "Bad Request",
+        code: "invalid_request",
+        details: [{ path: "timestamp", message: "must be at most 5 minutes in the future" }]
+      })
+      expect(results[4]).toMatchObject({ allowed: false, code: "feature_not_found" })
+      expect(results[5]).toMatchObject({ allowed: true, code: "tracked", usage: 100, balance: 0 })
+      expect(await usage("b1")).toBe(100)
+    })
+
+    test("counts and booleans in a batch; several customers and features in one", async () => {
+      const { batch } = await setup()
+      const answer = await batch([
+        { customer: "b2", feature: "seats", value: 3, customerData: {} },
+        { customer: "b2", feature: "seats", value: 6 },
+        { customer: "b2", feature: "sso", value: 1 },
+        { customer: "b3", feature: "tokens", value: 7, customerData: {} }
+      ])
+      expect(answer.body.results.map((r: any) => [r.allowed, r.code])).toEqual([
+        [true, "tracked"],
+        [false, "limit_exceeded"],
+        [true, "tracked"],
+        [true, "tracked"]
+      ])
+    })
+
+    test("a body that is not a batch, an empty batch and 1,001 items are 400 and change nothing", async () => {
+      const { org, batch, usage } = await setup()
+      const one = { customer: "b4", feature: "tokens", value: 1, customerData: {} }
+      for (const body of [{}, { events: [] }, { events: Array.from({ length: 1001 }, () => one) }, [one]]) {
+        const answer = await post(server, org.apiKey, "/v1/track/batch", body)
+        expect({ status: answer.status, code: answer.body.code }).toEqual({ status: 400, code: "invalid_request" })
+      }
+      expect((await batch([one])).body.results[0]).toMatchObject({ allowed: true, usage: 1 })
+      expect(await usage("b4")).toBe(1)
+    })
+
+    test("idempotency keys: one key space with track; repeats inside a batch; another body is a 409 item", async () => {
+      const { org, batch, track, usage } = await setup()
+      const first = await track({ customer: "b5", feature: "tokens", value: 5 }, { "Idempotency-Key": "shared" })
+      expect(first.body).toMatchObject({ allowed: true, usage: 5 })
+      const answer = await batch([
+        { customer: "b5", feature: "tokens", value: 5, customerData: {}, idempotencyKey: "shared" },
+        { customer: "b5", feature: "tokens", value: 2, idempotencyKey: "new" },
+        { customer: "b5", feature: "tokens", value: 2, idempotencyKey: "new" },
+        { customer: "b5", feature: "tokens", value: 3, idempotencyKey: "new" }
+      ])
+      const results = answer.body.results
+      expect(results[0]).toMatchObject({ allowed: true, usage: 5 })
+      expect(results[1]).toMatchObject({ allowed: true, usage: 7 })
+      expect(results[2]).toEqual(results[1])
+      expect(results[3]).toMatchObject({ success: false, code: "idempotency_conflict" })
+      expect(await usage("b5")).toBe(7)
+      const again = await post(
+        server,
+        org.apiKey,
+        "/v1/track",
+        { customer: "b5", feature: "tokens", value: 2 },
+        {
+          "Idempotency-Key": "new"
+        }
+      )
+      expect(again.body).toMatchObject({ allowed: true, usage: 7 })
+      expect(await usage("b5")).toBe(7)
+    })
+
+    test("batches and single tracks racing for one balance admit exactly the remaining 100", async () => {
+      const { batch, track, usage } = await setup()
+      await track({ customer: "race", feature: "tokens", value: 0 })
+      const item = { customer: "race", feature: "tokens", value: 1 }
+      const [batches, singles] = await Promise.all([
+        Promise.all(Array.from({ length: 6 }, () => batch(Array.from({ length: 20 }, () => item)))),
+        Promise.all(Array.from({ length: 60 }, () => track(item)))
+      ])
+      const admitted =
+        batches.flatMap((b) => b.body.results).filter((r: any) => r.allowed === true).length +
+        singles.filter((s) => s.body.allowed === true).length
+      expect(batches.every((b) => b.status === 200)).toBe(true)
+      expect(admitted).toBe(100)
+      expect(await usage("race")).toBe(100)
+    })
+
+    test("timestamp: bounds named in a 400; a plain check refuses it; late usage lands at its own instant", async () => {
+      const { org, track } = await setup()
+      const now = Date.now()
+      const tooOld = await track({ customer: "t1", feature: "tokens", value: 1, timestamp: now - 36 * DAY })
+      expect(tooOld.status).toBe(400)
+      expect(tooOld.body.details).toEqual([{ path: "timestamp", message: "must be at most 35 days in the past" }])
+      const ahead = await track({ customer: "t1", feature: "tokens", value: 1, timestamp: now + 6 * 60_000 })
+      expect(ahead.body.details).toEqual([{ path: "timestamp", message: "must be at most 5 minutes in the future" }])
+      const checked = await post(server, org.apiKey, "/v1/check", {
+        customer: "t1",
+        feature: "tokens",
+        timestamp: now
+      })
+      expect(checked.status).toBe(400)
+      expect((await track({ customer: "t1", feature: "tokens", value: 1, timestamp: "yesterday" })).status).toBe(400)
+      // Ten days ago, as ISO 8601 with an offset; and as Unix milliseconds.
+      const tenDaysAgo = new Date(now - 10 * DAY)
+      const iso = tenDaysAgo.toISOString().replace("Z", "+00:00")
+      expect((await track({ customer: "t1", feature: "tokens", value: 4, timestamp: iso })).body.usage).toBe(4)
+      expect((await track({ customer: "t1", feature: "tokens", value: 2, timestamp: now - 2 * DAY })).body.usage).toBe(
+        6
+      )
+      const sent = await post(server, org.apiKey, "/v1/check", {
+        customer: "t1",
+        feature: "tokens",
+        value: 1,
+        sendEvent: true,
+        timestamp: now - DAY
+      })
+      expect(sent.body).toMatchObject({ allowed: true, usage: 7 })
+      const history = await server.fetch(`/v1/customers/t1/usage/history?range=30d&feature=tokens`, {
+        apiKey: org.apiKey
+      })
+      const body = (await history.json()) as { series: Array<{ bucket: string; value: number }> }
+      const day = (ms: number) => new Date(ms).toISOString().slice(0, 10)
+      const byDay = Object.fromEntries(body.series.filter((b) => b.value > 0).map((b) => [b.bucket, b.value]))
+      expect(byDay).toEqual({ [day(now - 10 * DAY)]: 4, [day(now - 2 * DAY)]: 2, [day(now - DAY)]: 1 })
+    })
+  })
+}
