@@ -188,5 +188,31 @@ for (const database of databases()) {
       const byDay = Object.fromEntries(body.series.filter((b) => b.value > 0).map((b) => [b.bucket, b.value]))
       expect(byDay).toEqual({ [day(now - 10 * DAY)]: 4, [day(now - 2 * DAY)]: 2, [day(now - DAY)]: 1 })
     })
+
+    test("late usage either side of midnight in a +05:45 zone lands on its own local day; the window is arrival's", async () => {
+      const { org, batch } = await setup()
+      // Two days ago, 23:59:59.999 and 00:00 in Asia/Kathmandu (UTC+05:45): 18:14:59.999 and 18:15 UTC.
+      const day = new Date(Date.now() - 3 * DAY)
+      const midnightUtc =
+        Date.UTC(day.getUTCFullYear(), day.getUTCMonth(), day.getUTCDate() + 1) - (5 * 60 + 45) * 60_000
+      const answer = await batch([
+        { customer: "tz", feature: "tokens", value: 3, customerData: {}, timestamp: midnightUtc - 1 },
+        { customer: "tz", feature: "tokens", value: 5, timestamp: new Date(midnightUtc).toISOString() }
+      ])
+      expect(answer.body.results.map((r: any) => r.usage)).toEqual([3, 8])
+      // Arrival's window: resetsAt is the end of the current month, whatever the events' instants.
+      expect(answer.body.results[1].resetsAt > new Date().toISOString()).toBe(true)
+      const history = await server.fetch(
+        `/v1/customers/tz/usage/history?range=7d&feature=tokens&timezone=Asia/Kathmandu`,
+        { apiKey: org.apiKey }
+      )
+      const series = ((await history.json()) as { series: Array<{ bucket: string; value: number }> }).series
+      const local = (ms: number) => new Date(ms + (5 * 60 + 45) * 60_000).toISOString().slice(0, 10)
+      expect(Object.fromEntries(series.filter((b) => b.value > 0).map((b) => [b.bucket, b.value]))).toEqual({
+        [local(midnightUtc - 1)]: 3,
+        [local(midnightUtc)]: 5
+      })
+      expect(local(midnightUtc - 1)).not.toBe(local(midnightUtc))
+    })
   })
 }
