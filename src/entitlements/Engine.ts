@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { BigDecimal, Clock, Context, Effect, Either, Layer, Option } from "effect"
 import type { EntitlementCode, EntitlementState } from "../api/entitlements.ts"
 import { Catalog } from "../catalog/Catalog.ts"
+import type { Feature } from "../catalog/model.ts"
 import { ambiguous, Customers, pickMatch } from "../customers/Customers.ts"
 import { matchesOf } from "../customers/CustomersRepo.ts"
 import { Conflict, customerNotFound, InvalidInput } from "../domain/errors.ts"
@@ -31,6 +32,8 @@ import {
 import { countedState, denial, storedState } from "./state.ts"
 
 const isMeter = (m: Meter | InvalidInput): m is Meter => !(m instanceof InvalidInput)
+/** Boolean and non-consumable features: a count to compare, no balance to draw from. */
+const isCount = (feature: Feature) => feature.type === "boolean" || feature.meterType === "non_consumable"
 
 export type { EntitlementInput, Mode } from "./meter.ts"
 
@@ -320,18 +323,9 @@ export const EntitlementsLive = Layer.effect(
     const decideResolved = (resolution: Resolution) =>
       resolution._tag === "Answered"
         ? Effect.succeed(resolution.state)
-        : resolution.resolved.feature.type === "boolean" || resolution.resolved.feature.meterType === "non_consumable"
+        : isCount(resolution.resolved.feature)
           ? counted(resolution.resolved)
           : metered(resolution.resolved, resolution.stored)
-
-    const run = (
-      org: string,
-      mode: Mode,
-      input: EntitlementInput,
-      inTransaction: boolean,
-      requestedAt: number,
-      timestamp: number | undefined
-    ) => Effect.flatMap(resolve(org, mode, input, inTransaction, requestedAt, timestamp), decideResolved)
 
     const evaluate = (org: string, mode: Mode, input: EntitlementInput, idempotencyKey?: string) =>
       Effect.gen(function* () {
@@ -346,7 +340,7 @@ export const EntitlementsLive = Layer.effect(
         if (at instanceof InvalidInput) return yield* at
         const timestamp = input.timestamp === undefined ? undefined : at
         if (idempotencyKey === undefined || mode === "check") {
-          return yield* run(org, mode, input, false, now, timestamp)
+          return yield* Effect.flatMap(resolve(org, mode, input, false, now, timestamp), decideResolved)
         }
         const requestHash = sha256Hex(JSON.stringify(canonical({ mode, input })))
         // The claim, the effects and the stored answer commit together: a retry sees all of them or none.
@@ -363,7 +357,7 @@ export const EntitlementsLive = Layer.effect(
                 }
                 if (claim.response !== null) return storedState(JSON.parse(claim.response) as EntitlementState)
               }
-              const state = yield* run(org, mode, input, true, now, timestamp)
+              const state = yield* Effect.flatMap(resolve(org, mode, input, true, now, timestamp), decideResolved)
               yield* repo.saveIdempotentResponse(org, idempotencyKey, JSON.stringify(state))
               return state
             })
@@ -450,7 +444,7 @@ export const EntitlementsLive = Layer.effect(
                   return
                 }
                 const { resolved } = resolution
-                if (resolved.feature.type === "boolean" || resolved.feature.meterType === "non_consumable") return
+                if (isCount(resolved.feature)) return
                 const meter = makeMeter({ ...resolved, inTransaction: true }, outbox)
                 if (!isMeter(meter)) {
                   results[i] = Either.left(meter)
