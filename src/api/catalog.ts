@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { EpochMillis, Metadata, NonEmptyString, oneOf, withDefault } from "./common.ts"
+import { EpochMillis, Metadata, NonEmptyString, oneOf, wireBody, withDefault } from "./common.ts"
 import {
   AMOUNT,
   Amount,
@@ -171,6 +171,8 @@ export const SyncRequest = Schema.Struct({
   plans: Schema.Array(SyncPlan)
 }).annotations({ identifier: "SyncRequest", parseOptions: { errors: "all" } })
 export type SyncRequest = typeof SyncRequest.Type
+/** `SyncRequest` as clients send it: every field with a default optional (the handler applies the defaults). */
+export const SyncRequestBody = wireBody(SyncRequest, "SyncRequest")
 
 export const SyncChanges = Schema.Struct({
   created: Schema.Array(Schema.String),
@@ -229,7 +231,7 @@ export const CreditPackList = Schema.Struct({
 export class CatalogGroup extends HttpApiGroup.make("catalog")
   .add(
     HttpApiEndpoint.post("sync", "/v1/sync")
-      .setPayload(SyncRequest)
+      .setPayload(SyncRequestBody)
       .addSuccess(SyncResult)
       .annotate(OpenApi.Summary, "Sync the catalog from code")
   )
