@@ -229,6 +229,10 @@ export const CreditPackList = Schema.Struct({
 }).annotations({ identifier: "CreditPackList" })
 
 export class CatalogGroup extends HttpApiGroup.make("catalog")
+  .annotate(
+    OpenApi.Description,
+    "The catalog as code: features, credit systems, credit packs and plans, synced from one definition"
+  )
   .add(
     HttpApiEndpoint.post("sync", "/v1/sync")
       .setPayload(SyncRequestBody)

@@ -100,6 +100,7 @@ export type SetFeatureConfig = typeof SetFeatureConfig.Type
 const idParam = HttpApiSchema.param("id", Schema.String)
 
 export class CustomersGroup extends HttpApiGroup.make("customers")
+  .annotate(OpenApi.Description, "Customers, their overage spend caps and per-feature overage settings")
   .add(
     HttpApiEndpoint.post("createCustomer", "/v1/customers")
       .setPayload(CreateCustomer)

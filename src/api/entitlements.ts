@@ -140,6 +140,7 @@ export const TrackRequest = Schema.Struct({
 export type TrackRequest = typeof TrackRequest.Type
 
 export class EntitlementsGroup extends HttpApiGroup.make("entitlements")
+  .annotate(OpenApi.Description, "May this customer use this feature? Record what they used")
   .add(
     HttpApiEndpoint.post("check", "/v1/check")
       .setPayload(CheckRequest)

@@ -165,6 +165,7 @@ export const EventResent = Schema.Struct({
 const idParam = HttpApiSchema.param("id", Schema.String)
 
 export class EventsGroup extends HttpApiGroup.make("events")
+  .annotate(OpenApi.Description, "Outbound events: webhook endpoints, deliveries, and events to poll")
   .add(
     HttpApiEndpoint.post("createWebhookEndpoint", "/v1/webhook-endpoints")
       .setPayload(CreateWebhookEndpoint)

@@ -96,6 +96,7 @@ export const PaymentMethodList = Schema.Struct({
 }).annotations({ identifier: "PaymentMethodList" })
 
 export class PaymentsGroup extends HttpApiGroup.make("payments")
+  .annotate(OpenApi.Description, "Credit pack purchases and saved payment methods")
   .add(
     HttpApiEndpoint.post("purchaseAddon", "/v1/addon")
       .setPayload(PurchaseAddonBody)

@@ -10,6 +10,7 @@ export const Readiness = Schema.Struct({
 
 /** Liveness and readiness probes: unauthenticated, outside /v1. */
 export class SystemGroup extends HttpApiGroup.make("system")
+  .annotate(OpenApi.Description, "Liveness and readiness probes (no key)")
   .add(
     HttpApiEndpoint.get("health", "/health").addSuccess(Health).annotate(OpenApi.Summary, "Liveness: the process is up")
   )
