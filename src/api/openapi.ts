@@ -180,6 +180,18 @@ export const documentErrors = (spec: Record<string, any>): Record<string, any> =
   return copy
 }
 
+/** An operation without a description says what it needs to be called: a key, or none. */
+export const describeOperations = (spec: Record<string, any>): Record<string, any> => {
+  const copy = structuredClone(spec)
+  for (const { op } of operationsOf(copy)) {
+    if (typeof op.description === "string" && op.description !== "") continue
+    const secured = Array.isArray(op.security) && op.security.some((s) => isObject(s) && Object.keys(s).length > 0)
+    const summary = typeof op.summary === "string" ? `${op.summary}. ` : ""
+    op.description = `${summary}${secured ? "Needs an organization's API key (`Authorization: Bearer sk_…`)." : "Needs no key."}`
+  }
+  return copy
+}
+
 /** Drops the component schemas nothing reaches from the paths (left behind by the transforms above). */
 export const pruneComponents = (spec: Record<string, any>): Record<string, any> => {
   const copy = structuredClone(spec)
@@ -204,4 +216,6 @@ export const pruneComponents = (spec: Record<string, any>): Record<string, any> 
 
 /** Every transform of the document, in order: one annotation on the API applies them to every endpoint. */
 export const transformDocument = (spec: Record<string, any>): Record<string, any> =>
-  pruneComponents(documentErrors(dropGeneratedTitles(requestDefaultsInDescriptions(openRequestBodies(spec)))))
+  pruneComponents(
+    describeOperations(documentErrors(dropGeneratedTitles(requestDefaultsInDescriptions(openRequestBodies(spec)))))
+  )
