@@ -48,7 +48,9 @@ export const withDefault = <S extends Schema.Schema.Any>(self: S, value: Schema.
  * The request body of a schema that applies defaults on decode (`withDefault`), as clients send it: the same checks,
  * every field with a default optional, its type what the wire carries. The endpoint declares this one, so the typed
  * client (and any generator) never has to send a default; the handler applies them by decoding with `applyDefaults`.
- * test/client.test.ts fails when an endpoint's body applies a default in the contract itself.
+ * test/client.test.ts fails when an endpoint's body applies a default in the contract itself. A filter on a whole
+ * struct that has defaults sees the wire form here (fields with defaults may be absent): check such rules in the
+ * service, as the sync service does its cross-item rules.
  */
 export const wireBody = <A, I>(schema: Schema.Schema<A, I>, identifier: string, description?: string) =>
   Schema.make<I, I, never>(wireAST(schema.ast)).annotations({
