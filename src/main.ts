@@ -16,7 +16,13 @@ const startup = Effect.gen(function* () {
   const organizations = yield* Organizations
   const demo = yield* organizations.seedDemo
   if (Option.isSome(demo)) {
-    process.stdout.write(
+    // stdout is the log stream (JSON lines) and keys never enter logs: the log line says what happened, and the key
+    // is shown once to the person at the terminal, on stderr.
+    writeLogLine(parseLogLevel(config.logLevel), LogLevel.Info, "demo organization created", {
+      organizationId: demo.value.organization.id,
+      slug: demo.value.organization.slug
+    })
+    process.stderr.write(
       `\nCreated the 'demo' organization. Its API key, shown only this once:\n\n    ${demo.value.apiKey}\n\n`
     )
   }

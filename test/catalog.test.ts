@@ -676,8 +676,9 @@ describe("cli sync", () => {
     )
     const bad = await cli("sync", badFile, "--org", slug, "--json")
     expect(bad.code).toBe(1)
-    const badBody = JSON.parse(bad.stdout)
-    expect(badBody).toMatchObject({ success: false, code: "invalid_request" })
+    expect(bad.stdout).toBe("")
+    const badBody = JSON.parse(bad.stderr)
+    expect(badBody).toMatchObject({ error: "Bad Request", code: "invalid_request" })
     expect(badBody.details).toEqual([
       { path: "features[0].type", message: "must be one of metered, boolean" },
       { path: "plans[0].price", message: "must be at least 0" }
@@ -695,8 +696,9 @@ describe("cli sync", () => {
     )
     const unknown = await cli("sync", unknownFile, "--org", slug, "--json")
     expect(unknown.code).toBe(1)
-    expect(JSON.parse(unknown.stdout)).toEqual({
-      success: false,
+    expect(unknown.stdout).toBe("")
+    expect(JSON.parse(unknown.stderr)).toEqual({
+      error: "Bad Request",
       code: "invalid_request",
       message: "The catalog is invalid: 1 problem",
       details: [{ path: "creditPacks[0].creditSystem", message: "unknown credit system 'nope'" }]

@@ -1,6 +1,7 @@
 import { OpenApi } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { BillingApi } from "../src/api/Api.ts"
+import { errorCodes, errorStatus } from "../src/api/errors.ts"
 import { startServer, type TestServer } from "./support/harness.ts"
 
 /** The 23 routes of interface-spec.md part 4, as "METHOD path" with path parameters in braces. */
@@ -50,8 +51,10 @@ const routesOf = (doc: Document) =>
 describe("the OpenAPI document", () => {
   let server: TestServer
   let doc: Document
+  let key: string
   beforeAll(async () => {
     server = await startServer({ dataDir: ":memory:" })
+    key = (await server.createOrg()).apiKey
     const response = await server.fetch("/openapi.json")
     expect(response.status).toBe(200)
     doc = (await response.json()) as Document
@@ -106,6 +109,72 @@ describe("the OpenAPI document", () => {
     expect(JSON.stringify(schemas.EntitlementState)).toContain('"additionalProperties":false')
   })
 
+  test("requests: no field with a default is required by a generator; no generated titles", () => {
+    const text = JSON.stringify(doc)
+    expect(text).not.toMatch(/"title":"(maxLength|minLength|maxItems|pattern)\(/)
+    const schemas = (doc as unknown as { components: { schemas: Record<string, unknown> } }).components.schemas
+    const withDefault: Array<string> = []
+    const seen = new Set<unknown>()
+    const walk = (node: unknown, at: string): void => {
+      if (typeof node !== "object" || node === null || seen.has(node)) return
+      seen.add(node)
+      const record = node as Record<string, unknown>
+      if ("default" in record && at.includes(".properties.")) withDefault.push(at)
+      if (typeof record.$ref === "string") walk(schemas[record.$ref.replace("#/components/schemas/", "")], record.$ref)
+      for (const [key, value] of Object.entries(record)) walk(value, `${at}.${key}`)
+    }
+    for (const [path, methods] of Object.entries(doc.paths))
+      for (const [method, op] of Object.entries(methods)) {
+        const o = op as { requestBody?: unknown; parameters?: Array<{ schema?: unknown }> }
+        walk(o.requestBody, `${method} ${path}`)
+        for (const p of o.parameters ?? [])
+          if (p.schema !== undefined && "default" in (p.schema as object)) withDefault.push(path)
+      }
+    expect(withDefault).toEqual([])
+    // The default is still documented.
+    expect((schemas.SyncFeature as any).properties.meterType.description).toContain('Default: `"consumable"`')
+  })
+
+  test("errors: the body the service sends, each status's codes as an enum; summaries; a server", async () => {
+    const full = doc as unknown as {
+      servers: Array<{ url: string }>
+      components: { schemas: Record<string, any> }
+      paths: Record<string, Record<string, { summary?: string; responses: Record<string, any> }>>
+    }
+    expect(full.servers.length).toBeGreaterThan(0)
+    expect(JSON.stringify(doc)).not.toContain("HttpApiDecodeError")
+    for (const [tag, [status]] of Object.entries(errorStatus)) {
+      const schema = full.components.schemas[`Error${status}`]
+      if (schema === undefined) continue
+      expect(schema.properties.code.enum).toEqual([...errorCodes[tag as keyof typeof errorCodes]])
+    }
+    for (const [path, methods] of Object.entries(full.paths))
+      for (const [method, op] of Object.entries(methods)) {
+        expect({ route: `${method} ${path}`, summary: typeof op.summary }).toEqual({
+          route: `${method} ${path}`,
+          summary: "string"
+        })
+        for (const [status, response] of Object.entries(op.responses))
+          if (Number(status) >= 400)
+            expect(response.content["application/json"].schema).toEqual({ $ref: `#/components/schemas/Error${status}` })
+      }
+    expect(Object.keys(full.paths["/health"]!.get!.responses).sort()).toEqual(["200", "400", "500", "503"])
+    // What the service sends on a 400 is what the document says.
+    const response = await server.fetch("/v1/customers", { method: "POST", apiKey: "sk_test_x", body: "{}" })
+    const body = (await response.json()) as Record<string, unknown>
+    expect(Object.keys(body).sort()).toEqual(
+      Object.keys(full.components.schemas[`Error${response.status}`].properties)
+        .filter((k) => k !== "details")
+        .sort()
+    )
+    expect(full.components.schemas[`Error${response.status}`].properties.code.enum).toContain(body.code)
+    const bad = await server.fetch("/v1/check", { method: "POST", apiKey: key, body: JSON.stringify({ customer: "" }) })
+    expect(bad.status).toBe(400)
+    const badBody = (await bad.json()) as Record<string, unknown>
+    expect(Object.keys(badBody).sort()).toEqual(Object.keys(full.components.schemas.Error400.properties).sort())
+    expect(full.components.schemas.Error400.properties.code.enum).toContain(badBody.code)
+  })
+
   test("route table snapshot", () => {
     expect(routesOf(doc)).toMatchSnapshot()
   })
@@ -118,5 +187,15 @@ describe("the OpenAPI document", () => {
     // Assets are inlined: no script or stylesheet is loaded from another host.
     expect(html).not.toMatch(/<script[^>]+src=["']https?:/i)
     expect(html).not.toMatch(/<link[^>]+href=["']https?:/i)
+    // Scalar's web fonts (fonts.scalar.com) are off, and the browser is told to load nothing from another host.
+    expect(html).toContain('"withDefaultFonts":false')
+    const csp = response.headers.get("content-security-policy") ?? ""
+    const directives = csp.split(";").map((d) => d.trim().split(/\s+/))
+    for (const name of ["default-src", "script-src", "style-src", "font-src", "img-src", "connect-src"]) {
+      const sources = directives.find((d) => d[0] === name)?.slice(1)
+      expect({ name, sources }).toEqual({ name, sources: expect.any(Array) })
+      for (const source of sources!)
+        expect(["'self'", "'unsafe-inline'", "'unsafe-eval'", "data:", "blob:"]).toContain(source)
+    }
   })
 })

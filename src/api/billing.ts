@@ -132,6 +132,7 @@ export type PayInvoiceResult = typeof PayInvoiceResult.Type
 const idParam = HttpApiSchema.param("id", Schema.String)
 
 export class BillingGroup extends HttpApiGroup.make("billing")
+  .annotate(OpenApi.Description, "Invoices: generate from unbilled usage, list, pay; unbilled usage")
   .add(
     HttpApiEndpoint.post("generateInvoice", "/v1/billing/invoice")
       .setPayload(GenerateInvoice)

@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { EpochMillis, Metadata, NonEmptyString, oneOf, withDefault } from "./common.ts"
+import { EpochMillis, Metadata, NonEmptyString, oneOf, wireBody, withDefault } from "./common.ts"
 import {
   AMOUNT,
   Amount,
@@ -24,10 +24,25 @@ import { Authentication } from "./security.ts"
  */
 
 /** Refinements carry their own messages, so a description added to them never becomes the error text. */
-const Slug = Schema.String.pipe(
+const SlugRef = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
   Schema.maxLength(256, { message: () => "must be at most 256 characters" })
 )
+
+/**
+ * The slug of an item a sync defines (decisions.md §1): 1–64 characters of `a-z`, `0-9`, `-`, `_` and `.`, starting
+ * with a letter or digit. References to other items (`SlugRef`) are only bounded: an item stored before the format
+ * keeps working, and naming an unknown one is the sync service's 400.
+ */
+export const SLUG_FORMAT = /^[a-z0-9][a-z0-9._-]{0,63}$/
+export const Slug = SlugRef.pipe(
+  Schema.pattern(SLUG_FORMAT, {
+    message: () => "must be 1-64 characters of a-z, 0-9, '-', '_' and '.', starting with a letter or digit"
+  })
+).annotations({
+  identifier: "Slug",
+  description: "1-64 characters of a-z, 0-9, '-', '_' and '.', starting with a letter or digit"
+})
 const Name = Schema.String.pipe(Schema.maxLength(256))
 const Description = Schema.String.pipe(Schema.maxLength(4096))
 export const CurrencyCode = Schema.String.pipe(
@@ -68,7 +83,7 @@ export const SyncFeature = Schema.Struct({
 export type SyncFeature = typeof SyncFeature.Type
 
 export const SyncCreditSystemFeature = Schema.Struct({
-  feature: Slug,
+  feature: SlugRef,
   creditCost: boundedNumber({ ...AMOUNT, what: "Credits drawn per unit of the feature" })
 }).annotations({ identifier: "SyncCreditSystemFeature" })
 
@@ -87,7 +102,7 @@ export const SyncCreditPack = Schema.Struct({
   credits: boundedNumber({ ...POSITIVE_AMOUNT, what: "Credits one pack adds" }),
   price: Money,
   currency: Schema.optionalWith(CurrencyCode, { exact: true }),
-  creditSystem: Slug.annotations({ description: "Slug of the credit system the credits go to" }),
+  creditSystem: SlugRef.annotations({ description: "Slug of the credit system the credits go to" }),
   provider: Schema.optionalWith(Provider, { exact: true }),
   metadata: Schema.optionalWith(Metadata, { exact: true }),
   isActive: withDefault(Schema.Boolean, true)
@@ -106,7 +121,7 @@ export const SyncTier = Schema.Struct({
 export type SyncTier = typeof SyncTier.Type
 
 export const SyncPlanFeature = Schema.Struct({
-  slug: Slug.annotations({ description: "A feature slug or a credit-system slug" }),
+  slug: SlugRef.annotations({ description: "A feature slug or a credit-system slug" }),
   enabled: withDefault(Schema.Boolean, true),
   limit: Schema.optionalWith(Schema.NullOr(Amount).annotations({ description: "null = unlimited" }), { exact: true }),
   trialLimit: Schema.optionalWith(Schema.NullOr(Amount).annotations({ description: "null = unlimited" }), {
@@ -156,6 +171,8 @@ export const SyncRequest = Schema.Struct({
   plans: Schema.Array(SyncPlan)
 }).annotations({ identifier: "SyncRequest", parseOptions: { errors: "all" } })
 export type SyncRequest = typeof SyncRequest.Type
+/** `SyncRequest` as clients send it: every field with a default optional (the handler applies the defaults). */
+export const SyncRequestBody = wireBody(SyncRequest, "SyncRequest")
 
 export const SyncChanges = Schema.Struct({
   created: Schema.Array(Schema.String),
@@ -212,9 +229,13 @@ export const CreditPackList = Schema.Struct({
 }).annotations({ identifier: "CreditPackList" })
 
 export class CatalogGroup extends HttpApiGroup.make("catalog")
+  .annotate(
+    OpenApi.Description,
+    "The catalog as code: features, credit systems, credit packs and plans, synced from one definition"
+  )
   .add(
     HttpApiEndpoint.post("sync", "/v1/sync")
-      .setPayload(SyncRequest)
+      .setPayload(SyncRequestBody)
       .addSuccess(SyncResult)
       .annotate(OpenApi.Summary, "Sync the catalog from code")
   )

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { Effect, Schema, SchemaAST } from "effect"
 
 /** Shared field schemas of the contract. */
 
@@ -43,6 +43,68 @@ export const withDefault = <S extends Schema.Schema.Any>(self: S, value: Schema.
     default: value,
     ...(description === undefined ? {} : { description })
   })
+
+/**
+ * The request body of a schema that applies defaults on decode (`withDefault`), as clients send it: the same checks,
+ * every field with a default optional, its type what the wire carries. The endpoint declares this one, so the typed
+ * client (and any generator) never has to send a default; the handler applies them by decoding with `applyDefaults`.
+ * test/client.test.ts fails when an endpoint's body applies a default in the contract itself. A filter on a whole
+ * struct that has defaults sees the wire form here (fields with defaults may be absent): check such rules in the
+ * service, as the sync service does its cross-item rules.
+ */
+export const wireBody = <A, I>(schema: Schema.Schema<A, I>, identifier: string, description?: string) =>
+  Schema.make<I, I, never>(wireAST(schema.ast)).annotations({
+    identifier,
+    parseOptions: { errors: "all" },
+    ...(description === undefined ? {} : { description })
+  })
+
+/**
+ * The AST of what the wire carries: a struct that applies defaults becomes its encoded side, keeping the annotations
+ * (identifier, description, `default`) of the struct and of each field, so the document still names and documents
+ * them; everything else (refinements, the numbers' normalising transformations) is kept as it is.
+ */
+const wireAST = (ast: SchemaAST.AST): SchemaAST.AST => {
+  switch (ast._tag) {
+    case "Transformation": {
+      if (ast.transformation._tag !== "TypeLiteralTransformation" || !SchemaAST.isTypeLiteral(ast.from)) return ast
+      const to = SchemaAST.isTypeLiteral(ast.to) ? ast.to : undefined
+      const from = wireAST(ast.from) as SchemaAST.TypeLiteral
+      const fields = from.propertySignatures.map((p) => {
+        const annotations = { ...p.annotations, ...to?.propertySignatures.find((t) => t.name === p.name)?.annotations }
+        return new SchemaAST.PropertySignature(p.name, p.type, p.isOptional, p.isReadonly, annotations)
+      })
+      return new SchemaAST.TypeLiteral(fields, from.indexSignatures, { ...to?.annotations, ...ast.annotations })
+    }
+    case "TypeLiteral":
+      return new SchemaAST.TypeLiteral(
+        ast.propertySignatures.map(
+          (p) => new SchemaAST.PropertySignature(p.name, wireAST(p.type), p.isOptional, p.isReadonly, p.annotations)
+        ),
+        ast.indexSignatures.map((i) => new SchemaAST.IndexSignature(i.parameter, wireAST(i.type), i.isReadonly)),
+        ast.annotations
+      )
+    case "Union":
+      return SchemaAST.Union.make(ast.types.map(wireAST), ast.annotations)
+    case "TupleType":
+      return new SchemaAST.TupleType(
+        ast.elements.map((e) => new SchemaAST.OptionalType(wireAST(e.type), e.isOptional, e.annotations)),
+        ast.rest.map((r) => new SchemaAST.Type(wireAST(r.type), r.annotations)),
+        ast.isReadonly,
+        ast.annotations
+      )
+    case "Refinement":
+      return new SchemaAST.Refinement(wireAST(ast.from), ast.filter, ast.annotations)
+    default:
+      return ast
+  }
+}
+
+/** The request with its defaults applied: decoding cannot fail, the wire body having passed the same checks. */
+export const applyDefaults =
+  <A, I>(schema: Schema.Schema<A, I>) =>
+  (body: I): Effect.Effect<A> =>
+    Effect.orDie(Schema.decode(schema)(body))
 
 /** A literal union whose decode failure reads "must be one of …" instead of one issue per member. */
 export const oneOf = <const L extends readonly [string, ...Array<string>]>(identifier: string, ...values: L) =>

@@ -100,6 +100,7 @@ export type SetFeatureConfig = typeof SetFeatureConfig.Type
 const idParam = HttpApiSchema.param("id", Schema.String)
 
 export class CustomersGroup extends HttpApiGroup.make("customers")
+  .annotate(OpenApi.Description, "Customers, their overage spend caps and per-feature overage settings")
   .add(
     HttpApiEndpoint.post("createCustomer", "/v1/customers")
       .setPayload(CreateCustomer)
@@ -107,12 +108,18 @@ export class CustomersGroup extends HttpApiGroup.make("customers")
       .addError(ConflictError)
       .annotate(OpenApi.Summary, "Create or resolve a customer")
   )
-  .add(HttpApiEndpoint.get("listCustomers", "/v1/customers").setUrlParams(ListCustomersQuery).addSuccess(CustomerList))
+  .add(
+    HttpApiEndpoint.get("listCustomers", "/v1/customers")
+      .setUrlParams(ListCustomersQuery)
+      .addSuccess(CustomerList)
+      .annotate(OpenApi.Summary, "List or search customers")
+  )
   .add(
     HttpApiEndpoint.get("getCustomer")`/v1/customers/${idParam}`
       .addSuccess(Customer)
       .addError(NotFoundError)
       .addError(ConflictError)
+      .annotate(OpenApi.Summary, "Get a customer by id, external id or email")
   )
   .add(
     HttpApiEndpoint.post("setOverageLimit", "/v1/customers/overage-limit")
@@ -120,6 +127,7 @@ export class CustomersGroup extends HttpApiGroup.make("customers")
       .addSuccess(Customer)
       .addError(NotFoundError)
       .addError(ConflictError)
+      .annotate(OpenApi.Summary, "Set a customer's overage spend cap")
   )
   .add(
     HttpApiEndpoint.post("setFeatureConfig", "/v1/customers/feature-config")
@@ -127,6 +135,7 @@ export class CustomersGroup extends HttpApiGroup.make("customers")
       .addSuccess(Customer)
       .addError(NotFoundError)
       .addError(ConflictError)
+      .annotate(OpenApi.Summary, "Set a customer's overage behaviour for one feature")
   )
   .addError(BadRequestError)
   .middleware(Authentication) {}

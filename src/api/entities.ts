@@ -46,6 +46,7 @@ export const EntityRemoved = Schema.Struct({
 export type EntityRemoved = typeof EntityRemoved.Type
 
 export class EntitiesGroup extends HttpApiGroup.make("entities")
+  .annotate(OpenApi.Description, "Entities counted against a feature (seats, projects)")
   .add(
     HttpApiEndpoint.post("addEntity", "/v1/entities")
       .setPayload(AddEntity)

@@ -187,6 +187,7 @@ export const TrackBatchResponse = Schema.Struct({
 export type TrackBatchResponse = typeof TrackBatchResponse.Type
 
 export class EntitlementsGroup extends HttpApiGroup.make("entitlements")
+  .annotate(OpenApi.Description, "May this customer use this feature? Record what they used")
   .add(
     HttpApiEndpoint.post("check", "/v1/check")
       .setPayload(CheckRequest)

@@ -123,3 +123,40 @@ export const errorBody = (tag: ApiError["_tag"], code: string, message: string, 
   message,
   ...(details === undefined ? {} : { details })
 })
+
+/** The machine codes each wire error carries (decisions.md §10): the `code` enum of each status in the document. */
+export const errorCodes = {
+  BadRequest: ["invalid_request"],
+  Unauthorized: ["unauthorized", "invalid_signature"],
+  PaymentRequired: ["payment_failed"],
+  NotFound: [
+    "not_found",
+    "customer_not_found",
+    "feature_not_found",
+    "plan_not_found",
+    "pack_not_found",
+    "invoice_not_found",
+    "subscription_not_found",
+    "payment_method_not_found",
+    "entity_not_found",
+    "organization_not_found",
+    "provider_not_supported"
+  ],
+  Conflict: [
+    "customer_ambiguous",
+    "customer_conflict",
+    "entity_exists",
+    "limit_exceeded",
+    "invoice_not_open",
+    "subscription_not_pending",
+    "nothing_to_invoice",
+    "idempotency_conflict"
+  ],
+  PayloadTooLarge: ["payload_too_large"],
+  Unprocessable: ["provider_not_configured"],
+  TooManyRequests: ["rate_limited"],
+  InternalError: ["internal_error"],
+  NotImplemented: ["not_implemented"],
+  BadGateway: ["provider_error"],
+  Unavailable: ["unavailable"]
+} as const satisfies Record<ApiError["_tag"], ReadonlyArray<string>>

@@ -165,6 +165,7 @@ export const EventResent = Schema.Struct({
 const idParam = HttpApiSchema.param("id", Schema.String)
 
 export class EventsGroup extends HttpApiGroup.make("events")
+  .annotate(OpenApi.Description, "Outbound events: webhook endpoints, deliveries, and events to poll")
   .add(
     HttpApiEndpoint.post("createWebhookEndpoint", "/v1/webhook-endpoints")
       .setPayload(CreateWebhookEndpoint)
@@ -175,11 +176,13 @@ export class EventsGroup extends HttpApiGroup.make("events")
     HttpApiEndpoint.get("listWebhookEndpoints", "/v1/webhook-endpoints")
       .setUrlParams(PageQuery)
       .addSuccess(WebhookEndpointList)
+      .annotate(OpenApi.Summary, "List webhook endpoints")
   )
   .add(
     HttpApiEndpoint.get("getWebhookEndpoint")`/v1/webhook-endpoints/${idParam}`
       .addSuccess(WebhookEndpoint)
       .addError(NotFoundError)
+      .annotate(OpenApi.Summary, "Get a webhook endpoint")
   )
   .add(
     HttpApiEndpoint.post("updateWebhookEndpoint")`/v1/webhook-endpoints/${idParam}`
@@ -192,11 +195,13 @@ export class EventsGroup extends HttpApiGroup.make("events")
     HttpApiEndpoint.del("deleteWebhookEndpoint")`/v1/webhook-endpoints/${idParam}`
       .addSuccess(WebhookEndpointDeleted)
       .addError(NotFoundError)
+      .annotate(OpenApi.Summary, "Delete a webhook endpoint")
   )
   .add(
     HttpApiEndpoint.post("rotateWebhookEndpointSecret")`/v1/webhook-endpoints/${idParam}/rotate-secret`
       .addSuccess(WebhookEndpoint)
       .addError(NotFoundError)
+      .annotate(OpenApi.Summary, "Rotate a webhook endpoint's signing secret")
       .annotate(
         OpenApi.Description,
         "A new secret, shown only in this answer; for 24 hours deliveries carry a signature of the old secret beside the new one's."
@@ -217,12 +222,18 @@ export class EventsGroup extends HttpApiGroup.make("events")
       .addError(ConflictError)
       .annotate(OpenApi.Summary, "Events, newest first")
   )
-  .add(HttpApiEndpoint.get("getEvent")`/v1/events/${idParam}`.addSuccess(Event).addError(NotFoundError))
+  .add(
+    HttpApiEndpoint.get("getEvent")`/v1/events/${idParam}`
+      .addSuccess(Event)
+      .addError(NotFoundError)
+      .annotate(OpenApi.Summary, "Get an event")
+  )
   .add(
     HttpApiEndpoint.post("resendEvent")`/v1/events/${idParam}/resend`
       .setPayload(ResendEvent)
       .addSuccess(EventResent)
       .addError(NotFoundError)
+      .annotate(OpenApi.Summary, "Send an event again, with the same id")
   )
   .addError(BadRequestError)
   .middleware(Authentication) {}

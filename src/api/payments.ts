@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { CustomerRef, EpochMillis, Metadata, NonEmptyString, UriString, Url } from "./common.ts"
+import { CustomerRef, EpochMillis, Metadata, NonEmptyString, UriString, Url, wireBody } from "./common.ts"
 import { PackQuantity } from "./numbers.ts"
 import {
   BadGatewayError,
@@ -24,6 +24,8 @@ export const PurchaseAddon = Schema.Struct({
   callbackUrl: Schema.optionalWith(Url, { exact: true })
 }).annotations({ identifier: "PurchaseAddon", parseOptions: { errors: "all" } })
 export type PurchaseAddon = typeof PurchaseAddon.Type
+/** `PurchaseAddon` as clients send it: `quantity` optional (the handler applies its default). */
+export const PurchaseAddonBody = wireBody(PurchaseAddon, "PurchaseAddon")
 
 export const AddonPurchase = Schema.Struct({
   success: Schema.Boolean,
@@ -94,9 +96,10 @@ export const PaymentMethodList = Schema.Struct({
 }).annotations({ identifier: "PaymentMethodList" })
 
 export class PaymentsGroup extends HttpApiGroup.make("payments")
+  .annotate(OpenApi.Description, "Credit pack purchases and saved payment methods")
   .add(
     HttpApiEndpoint.post("purchaseAddon", "/v1/addon")
-      .setPayload(PurchaseAddon)
+      .setPayload(PurchaseAddonBody)
       .addSuccess(AddonPurchase)
       .addError(NotFoundError)
       .addError(ConflictError)

@@ -102,6 +102,7 @@ export const SubscriptionResult = Schema.Struct({
 const idParam = HttpApiSchema.param("id", Schema.String)
 
 export class SubscriptionsGroup extends HttpApiGroup.make("subscriptions")
+  .annotate(OpenApi.Description, "Plans attached to customers: attach, list, pay a pending one, cancel")
   .add(
     HttpApiEndpoint.post("attach", "/v1/attach")
       .setPayload(AttachRequest)

@@ -1,4 +1,4 @@
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { UnavailableError } from "./errors.ts"
 
@@ -10,5 +10,13 @@ export const Readiness = Schema.Struct({
 
 /** Liveness and readiness probes: unauthenticated, outside /v1. */
 export class SystemGroup extends HttpApiGroup.make("system")
-  .add(HttpApiEndpoint.get("health", "/health").addSuccess(Health))
-  .add(HttpApiEndpoint.get("ready", "/ready").addSuccess(Readiness).addError(UnavailableError)) {}
+  .annotate(OpenApi.Description, "Liveness and readiness probes (no key)")
+  .add(
+    HttpApiEndpoint.get("health", "/health").addSuccess(Health).annotate(OpenApi.Summary, "Liveness: the process is up")
+  )
+  .add(
+    HttpApiEndpoint.get("ready", "/ready")
+      .addSuccess(Readiness)
+      .addError(UnavailableError)
+      .annotate(OpenApi.Summary, "Readiness: the database answers")
+  ) {}

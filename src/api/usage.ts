@@ -88,6 +88,7 @@ export type UsageHistory = typeof UsageHistory.Type
 const idParam = HttpApiSchema.param("id", Schema.String)
 
 export class UsageGroup extends HttpApiGroup.make("usage")
+  .annotate(OpenApi.Description, "Usage history over time")
   .add(
     HttpApiEndpoint.get("getUsageHistory")`/v1/customers/${idParam}/usage/history`
       .setUrlParams(UsageHistoryQuery)

@@ -38,6 +38,7 @@ const provider = HttpApiSchema.param(
  * `sandbox` could not receive webhooks on the two-segment route.
  */
 export class WebhooksGroup extends HttpApiGroup.make("webhooks")
+  .annotate(OpenApi.Description, "Payment providers' webhooks to the service (signed by the provider, no key)")
   .add(
     HttpApiEndpoint.post("sandboxWebhook")`/webhooks/sandbox/${provider}`
       .setPayload(WebhookBody)

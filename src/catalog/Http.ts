@@ -2,6 +2,8 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { CurrentOrganization } from "../api/security.ts"
+import { SyncRequest } from "../api/catalog.ts"
+import { applyDefaults } from "../api/common.ts"
 import { mapDomainErrors } from "../boundary/toApiError.ts"
 import { Catalog, syncCatalog } from "./Catalog.ts"
 
@@ -12,7 +14,9 @@ export const CatalogHttp = HttpApiBuilder.group(BillingApi, "catalog", (handlers
       handlers
         // syncCatalog also calls PlansAutoEnabledHook for the plans this sync newly auto-enabled.
         .handle("sync", ({ payload }) =>
-          Effect.flatMap(CurrentOrganization, (org) => syncCatalog(org.id, payload)).pipe(
+          Effect.flatMap(CurrentOrganization, (org) =>
+            Effect.flatMap(applyDefaults(SyncRequest)(payload), (request) => syncCatalog(org.id, request))
+          ).pipe(
             Effect.map((outcome) => outcome.result),
             Effect.provideService(Catalog, catalog),
             mapDomainErrors

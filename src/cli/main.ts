@@ -1,7 +1,10 @@
-import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
+import { Cause, ConfigProvider, Effect, Exit, Layer, Logger, LogLevel, ManagedRuntime, Option } from "effect"
+import { existsSync } from "node:fs"
+import { join, resolve } from "node:path"
+import type { Issue } from "../api/errors.ts"
 import { ServicesLive } from "../app/App.ts"
 import { AppConfig, AppConfigLive } from "../platform/config.ts"
-import { type Output, parse, type Parsed, UsageError } from "./args.ts"
+import { checkFlags, CommandError, type FlagSpec, type Output, parse, type Parsed, UsageError } from "./args.ts"
 import { organizationCommand } from "./organizations.ts"
 import { outOfRangeCommand } from "./outOfRange.ts"
 import { paymentsCommand } from "./payments.ts"
@@ -29,19 +32,71 @@ Commands:
                                       the service reads each as its bound): organization, table, row, field
 
 Options:
-  --json                              print one JSON object instead of text
+  --json                              print one JSON object instead of text; an error is then one
+                                      {"error", "code", "message"[, "details"]} object on stderr
+  --help, -h                          this text
+Flags are only those listed for each command; \`--\` ends them. Exit codes: 0 done, 1 refused or failed, 2 usage.
 The database is the service's own: DATABASE_URL (PostgreSQL) or DATA_DIR (SQLite, default ./data).
 `
 
-const command = (args: Parsed) => {
-  const group = args.positional[0]
-  if (group === "sync") return syncCommand(args)
-  if (group === "out-of-range") return outOfRangeCommand(args)
-  if (group === "provider" || group === "credits") return paymentsCommand(args)
-  if (group === "org" || group === "key") return organizationCommand(args)
-  return Effect.fail(
-    new UsageError(group === undefined ? "no command given" : `unknown command '${args.positional.join(" ")}'`)
-  )
+/** Each command: the positional words naming it, the flags it takes and what runs it. */
+const COMMANDS: ReadonlyArray<{
+  readonly name: string
+  readonly flags: FlagSpec
+  /** Whether it may create the database (else it refuses a SQLite database that does not exist). */
+  readonly creates?: boolean
+  readonly run: (args: Parsed) => Effect.Effect<Output, unknown, unknown>
+}> = [
+  { name: "org create", flags: { value: ["name"] }, creates: true, run: organizationCommand },
+  { name: "org list", flags: {}, run: organizationCommand },
+  { name: "key create", flags: {}, run: organizationCommand },
+  { name: "key list", flags: {}, run: organizationCommand },
+  { name: "key revoke", flags: {}, run: organizationCommand },
+  { name: "provider set", flags: { value: ["secret-key", "webhook-secret", "base-url"] }, run: paymentsCommand },
+  { name: "provider list", flags: {}, run: paymentsCommand },
+  { name: "provider remove", flags: {}, run: paymentsCommand },
+  { name: "credits grant", flags: { boolean: ["bonus"] }, run: paymentsCommand },
+  { name: "sync", flags: { value: ["org"] }, run: syncCommand },
+  { name: "out-of-range", flags: {}, run: outOfRangeCommand }
+]
+
+/** Every flag of every command: what the parser needs to tell a flag's value from a positional argument. */
+const ALL_FLAGS: FlagSpec = {
+  boolean: COMMANDS.flatMap((c) => c.flags.boolean ?? []),
+  value: COMMANDS.flatMap((c) => c.flags.value ?? [])
+}
+
+const commandOf = (positional: ReadonlyArray<string>) => {
+  const found = COMMANDS.find((c) => c.name.split(" ").every((word, i) => positional[i] === word))
+  if (found === undefined)
+    throw new UsageError(positional.length === 0 ? "no command given" : `unknown command '${positional.join(" ")}'`)
+  return found
+}
+
+/** The title of the `error` field for a code, as the API's error body has it (decisions.md §10). */
+const titleOf = (code: string) =>
+  code === "usage"
+    ? "Usage Error"
+    : code === "invalid_request"
+      ? "Bad Request"
+      : code.endsWith("not_found") || code === "provider_not_supported"
+        ? "Not Found"
+        : code.endsWith("_exists") || ["customer_ambiguous", "customer_conflict", "limit_exceeded"].includes(code)
+          ? "Conflict"
+          : code === "unavailable"
+            ? "Service Unavailable"
+            : "Error"
+
+/** A failure as `{code, message, details?}`: domain errors keep their codes; anything else is `internal_error`. */
+const describe = (error: unknown): { code: string; message: string; details?: ReadonlyArray<Issue> } => {
+  if (error instanceof CommandError)
+    return { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) }
+  const tagged = error as { _tag?: unknown; code?: unknown; message?: unknown; issues?: unknown }
+  const message = typeof tagged?.message === "string" ? tagged.message : String(error)
+  if (tagged?._tag === "InvalidInput")
+    return { code: "invalid_request", message, details: tagged.issues as ReadonlyArray<Issue> }
+  if (typeof tagged?.code === "string") return { code: tagged.code, message }
+  return { code: "internal_error", message }
 }
 
 /** Where the CLI writes, and the environment it reads (the process's own unless given: tests run it in process). */
@@ -70,18 +125,48 @@ const configFrom = (env: CliIo["env"]) =>
         )
       )
 
-/** Runs one command; resolves to the exit code (0 done, 1 failed, 2 usage). */
+/** Runs one command; resolves to the exit code (0 done, 1 refused or failed, 2 usage). */
 export const main = async (argv: ReadonlyArray<string>, io: CliIo = processIo): Promise<number> => {
-  let args: Parsed
-  try {
-    args = parse([...argv])
-  } catch (error) {
-    io.stderr(`${(error as Error).message}\n\n${USAGE}`)
-    return 2
+  const json = argv.includes("--json")
+  /** One rule for every command: with --json the error is one JSON object on stderr, else text on stderr. */
+  const fail = (exit: 1 | 2, failure: { code: string; message: string; details?: ReadonlyArray<Issue> }) => {
+    if (json) io.stderr(JSON.stringify({ error: titleOf(failure.code), ...failure }) + "\n")
+    else if (exit === 2) io.stderr(`${failure.message}\n\n${USAGE}`)
+    else
+      io.stderr(
+        [
+          `error: ${failure.message}`,
+          ...(failure.details ?? []).map((d) => `  ${d.path === "" ? d.message : `${d.path}: ${d.message}`}`)
+        ].join("\n") + "\n"
+      )
+    return exit
   }
-  if (args.flags.has("help") || args.flags.has("h")) {
-    io.stdout(USAGE)
-    return 0
+  let args: Parsed
+  let cmd: (typeof COMMANDS)[number]
+  try {
+    args = parse([...argv], ALL_FLAGS)
+    if (args.flags.has("help")) {
+      io.stdout(USAGE)
+      return 0
+    }
+    cmd = commandOf(args.positional)
+    checkFlags(args, cmd.flags, cmd.name)
+  } catch (error) {
+    if (error instanceof UsageError) return fail(2, { code: "usage", message: error.message })
+    throw error
+  }
+  // Only `org create` (and the service) may create the database: a mistyped DATA_DIR must not answer from a fresh,
+  // empty one (nor create an encryption key beside it).
+  const env = io.env ?? process.env
+  if (cmd.creates !== true && (env.DATABASE_URL ?? "") === "") {
+    const dataDir = env.DATA_DIR ?? "./data"
+    const file = join(dataDir, "billing.db")
+    if (dataDir !== ":memory:" && !existsSync(file)) {
+      return fail(1, {
+        code: "database_not_found",
+        message: `no database at ${resolve(file)} (DATA_DIR=${dataDir}); check DATA_DIR or DATABASE_URL, or create one with 'org create'`
+      })
+    }
   }
   // The migrations' logs stay off stdout, which holds the command's one answer (`--json`): what migration 0010 would
   // report there, `out-of-range` lists.
@@ -92,19 +177,20 @@ export const main = async (argv: ReadonlyArray<string>, io: CliIo = processIo): 
   const layer = ServicesLive.pipe(Layer.provide(config), Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
   const runtime = ManagedRuntime.make(layer)
   try {
-    const output: Output = await runtime.runPromise(command(args) as Effect.Effect<Output, Error, never>)
-    const failed = output.exitCode !== undefined && output.exitCode !== 0
-    const write = failed && !args.flags.has("json") ? io.stderr : io.stdout
-    write((args.flags.has("json") ? JSON.stringify(output.json) : output.text) + "\n")
-    return output.exitCode ?? 0
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error)
-    if (error instanceof UsageError || message.startsWith("missing") || message.startsWith("unknown command")) {
-      io.stderr(`${message}\n\n${USAGE}`)
-      return 2
+    const exit = await runtime.runPromiseExit(cmd.run(args) as Effect.Effect<Output, unknown, never>)
+    if (Exit.isSuccess(exit)) {
+      io.stdout((json ? JSON.stringify(exit.value.json) : exit.value.text) + "\n")
+      return 0
     }
-    io.stderr(`error: ${message}\n`)
-    return 1
+    const failure = Cause.failureOption(exit.cause)
+    if (Option.isSome(failure)) {
+      if (failure.value instanceof UsageError) return fail(2, { code: "usage", message: failure.value.message })
+      return fail(1, describe(failure.value))
+    }
+    const defect = Cause.squash(exit.cause)
+    return fail(1, { code: "internal_error", message: defect instanceof Error ? defect.message : String(defect) })
+  } catch (error) {
+    return fail(1, describe(error))
   } finally {
     await runtime.dispose()
   }

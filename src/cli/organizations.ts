@@ -14,7 +14,7 @@ const keyJson = (k: ApiKeyRecord) => ({
 })
 
 /** `org …` and `key …`: organizations and their API keys. */
-export const organizationCommand = (args: Parsed): Effect.Effect<Output, Error, Organizations> =>
+export const organizationCommand = (args: Parsed): Effect.Effect<Output, unknown, Organizations> =>
   Effect.gen(function* () {
     const orgs = yield* Organizations
     const [group, action, target] = args.positional

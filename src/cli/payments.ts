@@ -24,7 +24,7 @@ export const paymentsCommand = (args: Parsed) =>
           return yield* Effect.fail(new UsageError("missing --secret-key"))
         const webhookSecret = flag(args, "webhook-secret") ?? process.env.PROVIDER_WEBHOOK_SECRET ?? null
         if (provider === "stripe" && webhookSecret === null) {
-          return invalid("Stripe needs its webhook signing secret", [
+          return yield* invalid("Stripe needs its webhook signing secret", [
             { path: "webhook-secret", message: "is missing (whsec_…)" }
           ])
         }
@@ -53,10 +53,17 @@ export const paymentsCommand = (args: Parsed) =>
       case "credits grant": {
         const customer = yield* need(rest[0], "<customer>")
         const system = yield* need(rest[1], "<credit-system>")
-        const amount = Number(yield* need(rest[2], "<amount>"))
+        const text = yield* need(rest[2], "<amount>")
+        if (rest.length > 3) return yield* Effect.fail(new UsageError(`unexpected '${rest.slice(3).join(" ")}'`))
+        const amount = /^\d+(\.\d+)?$/.test(text) ? Number(text) : Number.NaN
+        if (Number.isNaN(amount)) {
+          return yield* invalid(`The amount '${text}' is not a number`, [
+            { path: "amount", message: "must be a non-negative decimal number" }
+          ])
+        }
         const granted = yield* Effect.flatMap(Credits, (credits) =>
           credits.grant(org.id, customer, system, amount, args.flags.has("bonus") ? "bonus" : "addon")
-        ).pipe(Effect.mapError((e) => new Error(e.message)))
+        )
         return {
           json: granted,
           text: `Credits of ${granted.creditSystem}: bonus ${granted.bonusBalance}, purchased ${granted.addonBalance}`

@@ -7,7 +7,7 @@ import { type Catalog, syncCatalog } from "../catalog/Catalog.ts"
 import type { InvalidInput } from "../domain/errors.ts"
 import { readableIssues } from "../boundary/issues.ts"
 import { Organizations } from "../organizations/Organizations.ts"
-import { invalid, type Output, type Parsed, UsageError } from "./args.ts"
+import { CommandError, invalid, type Output, type Parsed, UsageError } from "./args.ts"
 
 /** Decode problems as the API's 400 lists them: one line per problem. */
 const decodeIssues = (error: ParseResult.ParseError) =>
@@ -31,7 +31,7 @@ const loadCatalogFile = (file: string) =>
         throw new Error(`${file} is not valid JSON: ${(error as Error).message}`)
       }
     },
-    catch: (error) => (error instanceof Error ? error : new Error(String(error)))
+    catch: (error) => new CommandError("invalid_request", error instanceof Error ? error.message : String(error))
   })
 
 const changeLine = (kind: string, c: SyncResult["features"]) =>
@@ -48,7 +48,7 @@ const syncText = (orgSlug: string, r: SyncResult) =>
     ...(r.warnings.length === 0 ? [] : ["Warnings:", ...r.warnings.map((w) => `  - ${w}`)])
   ].join("\n")
 
-export const syncCommand = (args: Parsed): Effect.Effect<Output, Error, Organizations | Catalog> =>
+export const syncCommand = (args: Parsed): Effect.Effect<Output, unknown, Organizations | Catalog> =>
   Effect.gen(function* () {
     const orgs = yield* Organizations
     const file = args.positional[1]
@@ -68,10 +68,13 @@ export const syncCommand = (args: Parsed): Effect.Effect<Output, Error, Organiza
     const decoded = yield* Effect.either(Schema.decodeUnknown(SyncRequest, { errors: "all" })(data))
     if (decoded._tag === "Left") {
       const issues = decodeIssues(decoded.left)
-      return invalid(`The catalog is invalid: ${issues.length} ${issues.length === 1 ? "problem" : "problems"}`, issues)
+      return yield* invalid(
+        `The catalog is invalid: ${issues.length} ${issues.length === 1 ? "problem" : "problems"}`,
+        issues
+      )
     }
     return yield* syncCatalog(organization.id, decoded.right).pipe(
       Effect.map(({ result }): Output => ({ json: result, text: syncText(organization.slug, result) })),
-      Effect.catchTag("InvalidInput", (e: InvalidInput) => Effect.succeed(invalid(e.message, e.issues)))
+      Effect.catchTag("InvalidInput", (e: InvalidInput) => invalid(e.message, e.issues))
     )
   })

@@ -39,6 +39,7 @@ export const ApiLive = HttpApiBuilder.api(BillingApi).pipe(
 export const HttpLive = Layer.mergeAll(
   ErrorMiddlewareLive,
   HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" }),
-  HttpApiScalar.layer({ path: "/docs" }),
+  // Offline: the script is inlined and Scalar's web fonts (fonts.scalar.com) are off; see DOCS_CSP in server.ts.
+  HttpApiScalar.layer({ path: "/docs", scalar: { withDefaultFonts: false } }),
   HttpServer.layerContext
 ).pipe(Layer.provideMerge(ApiLive))

@@ -130,6 +130,16 @@ export interface RequestHandler {
   readonly handler: (request: Request, context?: Context.Context<never>) => Promise<Response>
 }
 
+/**
+ * The API reference (`/docs`) loads nothing from outside the service: its script and styles are inlined, Scalar's
+ * web fonts are off (`withDefaultFonts: false`, ApiLive.ts), and this policy has the browser refuse any other host
+ * (fonts fall back to the system's).
+ */
+export const DOCS_CSP =
+  "default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; " +
+  "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; " +
+  "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'self'"
+
 export const serve = (app: RequestHandler, options: ServeOptions) => {
   const minimum = options.logLevel ?? LogLevel.Info
   const timeoutMs = options.requestTimeoutMs ?? 0
@@ -157,6 +167,7 @@ export const serve = (app: RequestHandler, options: ServeOptions) => {
           : answer)
       }
       response.headers.set("x-request-id", requestId)
+      if (url.pathname === "/docs") response.headers.set("content-security-policy", DOCS_CSP)
       writeLogLine(minimum, LogLevel.Info, "request", {
         requestId,
         method: request.method,

@@ -5,6 +5,8 @@ import { Ids } from "../platform/ids.ts"
 import { type ApiKeyRecord, type OrganizationRecord, OrganizationsRepo } from "./OrganizationsRepo.ts"
 
 export class OrganizationError extends Schema.TaggedError<OrganizationError>()("OrganizationError", {
+  /** decisions.md §10's codes where one applies; the CLI prints it with --json. */
+  code: Schema.Literal("organization_not_found", "not_found", "invalid_request", "organization_exists"),
   message: Schema.String
 }) {}
 
@@ -48,7 +50,10 @@ export const OrganizationsLive = Layer.effect(
       repo.findByIdOrSlug(ref).pipe(
         Effect.flatMap(
           Option.match({
-            onNone: () => Effect.fail(new OrganizationError({ message: `No organization '${ref}'` })),
+            onNone: () =>
+              Effect.fail(
+                new OrganizationError({ code: "organization_not_found", message: `No organization '${ref}'` })
+              ),
             onSome: Effect.succeed
           })
         )
@@ -58,10 +63,12 @@ export const OrganizationsLive = Layer.effect(
       Effect.gen(function* () {
         if (!SLUG_PATTERN.test(slug)) {
           return yield* new OrganizationError({
+            code: "invalid_request",
             message: "The slug must be 2-63 characters of a-z, 0-9 and '-', starting with a letter or digit"
           })
         }
-        if (RESERVED_SLUGS.has(slug)) return yield* new OrganizationError({ message: `The slug '${slug}' is reserved` })
+        if (RESERVED_SLUGS.has(slug))
+          return yield* new OrganizationError({ code: "invalid_request", message: `The slug '${slug}' is reserved` })
         const now = yield* Clock.currentTimeMillis
         const org: OrganizationRecord = {
           id: yield* ids.next("org"),
@@ -71,7 +78,8 @@ export const OrganizationsLive = Layer.effect(
           updatedAt: now
         }
         const inserted = yield* repo.insert(org)
-        if (!inserted) return yield* new OrganizationError({ message: `The slug '${slug}' is taken` })
+        if (!inserted)
+          return yield* new OrganizationError({ code: "organization_exists", message: `The slug '${slug}' is taken` })
         return org
       })
 
@@ -96,7 +104,7 @@ export const OrganizationsLive = Layer.effect(
         const key = yield* repo.findKey(keyId).pipe(
           Effect.flatMap(
             Option.match({
-              onNone: () => Effect.fail(new OrganizationError({ message: `No API key '${keyId}'` })),
+              onNone: () => Effect.fail(new OrganizationError({ code: "not_found", message: `No API key '${keyId}'` })),
               onSome: Effect.succeed
             })
           )

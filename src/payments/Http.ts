@@ -2,6 +2,8 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { CurrentOrganization } from "../api/security.ts"
+import { applyDefaults } from "../api/common.ts"
+import { PurchaseAddon } from "../api/payments.ts"
 import { Customers } from "../customers/Customers.ts"
 import { mapDomainErrors } from "../boundary/toApiError.ts"
 import { idempotencyKeyOf } from "../platform/idempotencyKey.ts"
@@ -14,9 +16,10 @@ export const PaymentsHttp = HttpApiBuilder.group(BillingApi, "payments", (handle
     const payments = yield* Payments
     const customers = yield* Customers
     return handlers
-      .handle("purchaseAddon", ({ payload }) =>
+      .handle("purchaseAddon", ({ payload: body }) =>
         Effect.gen(function* () {
           const org = yield* CurrentOrganization
+          const payload = yield* applyDefaults(PurchaseAddon)(body)
           const idempotency = yield* idempotencyKeyOf("addon", payload)
           return yield* addons.purchase(org.id, { ...payload, idempotency })
         }).pipe(
