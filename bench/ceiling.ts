@@ -29,7 +29,7 @@ export type CeilingScript = (
 
 const ROLLUP_MS = 15 * 60_000
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
-const eventId = (now: number) => {
+export const eventId = (now: number) => {
   let t = now
   let out = ""
   for (let i = 0; i < 10; i++) {

@@ -1,0 +1,459 @@
+/**
+ * Throughput of `POST /v1/track/batch` (issue 15): one run measures, per database, the database ceiling of a batch's
+ * work and the service over HTTP, and checks every balance against the events after every run.
+ *
+ *   node_modules/.bin/bun bench/batch.ts [--db pg,sqlite] [--seconds 10] [--customers 10000] [--connections 4]
+ *     [--sizes 100,1000] [--pg postgres://postgres@127.0.0.1:5432] [--keep]
+ *
+ * It starts and stops everything it needs (bench/support.ts): a scratch PostgreSQL database `billing_bench_batch`
+ * and/or a temporary SQLite data directory; the service as a subprocess with `npm start`'s environment; an
+ * organization created by the CLI; a catalog (one metered feature with a huge limit on an auto-enabled plan); and
+ * `--customers` customers plus one hot one, created by batches of 100 items carrying `customerData`, one at a time. Then ANALYZE
+ * (PostgreSQL), and before every measured run VACUUM (ANALYZE), as bench/track.ts does.
+ *
+ * Per database, for each batch size of `--sizes`, over `--customers` balances (each item a random customer) and over
+ * one hot balance (every item the same customer), closed loop from `--connections` concurrent clients:
+ * 1. ceiling (PostgreSQL): a raw driver (`Bun.sql`, `--connections` connections) doing the batch's work per item:
+ *    - `set-based`: one transaction per batch: the batch's balances locked in key order (`SELECT … FOR UPDATE`, the
+ *      versions the guards expect and the states the new ones are decided from), one guarded
+ *      `UPDATE balances … FROM unnest(…) WHERE version = expected`, one `INSERT INTO usage_events … SELECT FROM
+ *      unnest(…)` of every event and one `INSERT INTO usage_rollups … ON CONFLICT DO UPDATE` of every balance's
+ *      rollup; the hot balance: one row moved by the batch's sum, and N events;
+ *    - `as the service`: the statements the service sends for a batch (src/entitlements/Engine.ts `evaluateBatch`):
+ *      the reads (`entitlement_reads`, 128 a statement, as the service's read batcher sends them at most), then one
+ *      transaction: the balances created where missing (`INSERT … ON CONFLICT DO NOTHING`), locked in key order, and
+ *      written with their events and rollups by `commit_balances` (items built by the service's `itemJson`).
+ * 2. service: `POST /v1/track/batch` over HTTP, items without idempotency keys; ratio = events/s over the higher of
+ *    the two ceilings of the same balances and size (the target: ≥ 50%);
+ * 3. keys: the same with a unique `idempotencyKey` on every item (no target; ratio over the unkeyed service's rate).
+ * On SQLite (no ceiling: the database is inside the service) the ratio of the service's lines is over PostgreSQL's
+ * service rate of the same line in this run (the target: ≥ 100%).
+ *
+ * After every run: every customer's balance equals the sum of its events, its event count grew by exactly its
+ * acknowledged items, and the rollups add up to the events. Any mismatch or error exits 1.
+ *
+ * Columns: batch/s; events/s = acknowledged items per second; p50/p99 latency of a batch; errors = failed items
+ * (a non-200 answer fails all of its batch's items; an item not allowed fails); ratio (above); cpu µs/event = CPU time
+ * per acknowledged item of the service (all its processes), of PostgreSQL (all its processes) and of this bench
+ * process (the HTTP client; in the ceiling runs, the raw driver); idle = the machine's idle CPU during the run.
+ *
+ * BENCH_SERVICE_FLAGS, BENCH_SERVICE, BENCH_SERVICE_LOG: as in bench/track.ts (e.g. a CPU profile of the service).
+ */
+import { SQL } from "bun"
+import { parseArgs } from "node:util"
+import {
+  ENTITLEMENT_READS,
+  ROLLUP_MS,
+  ROLLUP_SUM_PG,
+  itemJson,
+  readsParameter,
+  rollupsOf,
+  type UsageEventRow
+} from "../src/entitlements/hotStatements.ts"
+import { eventId } from "./ceiling.ts"
+import {
+  createOrganization,
+  drive,
+  type Ids,
+  loadIds,
+  measurer,
+  ms,
+  noteFailure,
+  type Outcome,
+  pad,
+  post,
+  processTree,
+  type RunResult,
+  type Service,
+  scratchDatabase,
+  startService,
+  syncCatalog
+} from "./support.ts"
+
+const { values: args } = parseArgs({
+  options: {
+    db: { type: "string", default: "pg,sqlite" },
+    seconds: { type: "string", default: "10" },
+    customers: { type: "string", default: "10000" },
+    connections: { type: "string", default: "4" },
+    sizes: { type: "string", default: "100,1000" },
+    pg: { type: "string", default: process.env.BENCH_PG ?? "postgres://postgres@127.0.0.1:5432" },
+    keep: { type: "boolean", default: false }
+  }
+})
+
+const SECONDS = Number(args.seconds)
+const CUSTOMERS = Number(args.customers)
+const CONNECTIONS = Number(args.connections)
+const SIZES = args.sizes!.split(",").map(Number)
+for (const size of SIZES) if (!(size >= 1 && size <= 1000)) throw new Error("--sizes: 1 to 1,000 items a batch")
+const SCRATCH_DB = "billing_bench_batch"
+const FEATURE = "bench-calls"
+const HOT = "bench-hot"
+const VALUE = 1
+const VALUE_MICRO = BigInt(VALUE * 1_000_000)
+/** `ENTITLEMENT_READS` with its parameter sent as text (Bun.sql would send a string to a JSON parameter as a JSON string). */
+const READS = ENTITLEMENT_READS.replace("$1", "$1::text::json")
+/** Reads a statement of the service's read batcher (src/entitlements/hotRead.ts, `maxBatch`). */
+const READS_PER_STATEMENT = 128
+
+type Scenario = "many" | "hot"
+const SCENARIOS: ReadonlyArray<Scenario> = ["many", "hot"]
+const customerName = (i: number) => `bench-${i}`
+const picker = (scenario: Scenario) =>
+  scenario === "hot" ? () => HOT : () => customerName(Math.floor(Math.random() * CUSTOMERS))
+const pickBatch = (scenario: Scenario, size: number) => Array.from({ length: size }, picker(scenario))
+
+let failed = false
+
+// ---------------------------------------------------------------- set-up
+
+/**
+ * Customers a set-up batch creates, one batch at a time. (Batches of 1,000 new customers, 4 at a time, ran past the
+ * service's 30 s request deadline on PostgreSQL on the shared machine, and batches of 100, 4 at a time, were answered
+ * 503 "temporarily unavailable".)
+ */
+const SETUP_BATCH = 100
+const SETUP_CLIENTS = 1
+
+/** The catalog, then every customer (and its balance) through its item of a set-up batch (`customerData`). */
+const setUp = async (service: Service) => {
+  await syncCatalog(service, FEATURE, 1_000_000_000_000)
+  const names = [HOT, ...Array.from({ length: CUSTOMERS }, (_, i) => customerName(i))]
+  const started = performance.now()
+  let next = 0
+  await Promise.all(
+    Array.from({ length: SETUP_CLIENTS }, async () => {
+      while (next < names.length) {
+        const chunk = names.slice(next, next + SETUP_BATCH)
+        next += chunk.length
+        const events = chunk.map((customer) => ({ customer, feature: FEATURE, value: VALUE, customerData: {} }))
+        const r = await post(service, "/v1/track/batch", { events })
+        const refused = r.status !== 200 ? [r.body] : (r.body.results as Array<any>).filter((x) => x.allowed !== true)
+        if (refused.length > 0) throw new Error(`set-up batch failed: ${JSON.stringify(refused[0])}`)
+      }
+    })
+  )
+  return (performance.now() - started) / 1000
+}
+
+// ---------------------------------------------------------------- the ceiling (PostgreSQL)
+
+interface Context {
+  readonly ids: Ids
+  readonly valueMicro: bigint
+}
+
+/** A batch's items per balance: each distinct customer's id and number of items, in key (customer id) order. */
+const perBalance = (ctx: Context, customers: ReadonlyArray<string>) => {
+  const counts = new Map<string, number>()
+  for (const name of customers) {
+    const id = ctx.ids.customers.get(name)!
+    counts.set(id, (counts.get(id) ?? 0) + 1)
+  }
+  return [...counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+}
+/** The locked rows in the order of `balances` (the database sorts by its collation, which may not be JS's order). */
+const aligned = (balances: ReadonlyArray<readonly [string, number]>, rows: ReadonlyArray<LockedRow>) => {
+  const byId = new Map(rows.map((row) => [row.customer_id, row]))
+  return balances.map(([id]) => {
+    const row = byId.get(id)
+    if (row === undefined) throw new Error(`balance of ${id} is missing`)
+    return row
+  })
+}
+/** A PostgreSQL array literal of plain tokens (ids of [0-9a-z_], decimal numbers). */
+const array = (values: ReadonlyArray<string | number | bigint>) => `{${values.join(",")}}`
+
+interface LockedRow {
+  readonly customer_id: string
+  readonly window_start: string | number
+  readonly window_end: string | number | null
+  readonly used: string | number
+  readonly overage: string | number
+  readonly bonus: string | number
+  readonly addon: string | number
+  readonly version: string | number
+}
+const LOCK = `SELECT customer_id, window_start, window_end, used, overage, bonus, addon, version FROM balances
+  WHERE organization_id = $1 AND subject_id = $2 AND customer_id = ANY($3::text[])
+  ORDER BY customer_id, subject_id FOR UPDATE`
+
+type CeilingScript = (db: SQL, ctx: Context, customers: ReadonlyArray<string>) => Promise<void>
+
+/** The batch's work set-based: lock, one guarded UPDATE, one INSERT of the events, one upsert of the rollups. */
+const setBased: CeilingScript = async (db, ctx, customers) => {
+  const { organizationId: org, featureId: f, planId } = ctx.ids
+  const balances = perBalance(ctx, customers)
+  const ids = balances.map(([id]) => id)
+  await db.begin(async (tx) => {
+    const locked = aligned(balances, await tx.unsafe(LOCK, [org, f, array(ids)]))
+    const now = Date.now()
+    const used = locked.map((row, i) => BigInt(row.used) + BigInt(balances[i]![1]) * ctx.valueMicro)
+    const updated = await tx.unsafe(
+      `UPDATE balances b SET used = v.used, updated_at = $3, version = b.version + 1
+       FROM unnest($4::text[], $5::bigint[], $6::bigint[]) AS v(customer_id, used, expected)
+       WHERE b.organization_id = $1 AND b.subject_id = $2 AND b.customer_id = v.customer_id
+         AND b.version = v.expected`,
+      [org, f, now, array(ids), array(used), array(locked.map((row) => row.version))]
+    )
+    if (updated.count !== balances.length) throw new Error("a guard failed on a locked balance")
+    const eventCustomers = balances.flatMap(([id, n]) => Array.from({ length: n }, () => id))
+    const v = String(ctx.valueMicro)
+    await tx.unsafe(
+      `INSERT INTO usage_events (organization_id, id, customer_id, feature_id, subject_id, entity_id, value, cost,
+         from_plan, from_bonus, from_addon, overage, billable, plan_id, metadata, created_at)
+       SELECT $1, e.id, e.customer_id, $2, $2, NULL, $3, $3, $3, 0, 0, 0, 0, $4, '{}', $5
+       FROM unnest($6::text[], $7::text[]) AS e(id, customer_id)`,
+      [org, f, v, planId, now, array(eventCustomers.map(() => eventId(now))), array(eventCustomers)]
+    )
+    await tx.unsafe(
+      `INSERT INTO usage_rollups (organization_id, customer_id, feature_id, bucket_start, value, records)
+       SELECT $1, r.customer_id, $2, $3, r.value, r.records
+       FROM unnest($4::text[], $5::bigint[], $6::int[]) AS r(customer_id, value, records)
+       ON CONFLICT (organization_id, customer_id, feature_id, bucket_start)
+       DO UPDATE SET value = ${ROLLUP_SUM_PG}, records = usage_rollups.records + excluded.records`,
+      [
+        org,
+        f,
+        now - (now % ROLLUP_MS),
+        array(ids),
+        array(balances.map(([, n]) => BigInt(n) * ctx.valueMicro)),
+        array(balances.map(([, n]) => n))
+      ]
+    )
+  })
+}
+
+/** The service's statements for a batch: the reads, then create-if-missing, lock, and `commit_balances`. */
+const asTheService: CeilingScript = async (db, ctx, customers) => {
+  const { organizationId: org, featureId: f, planId } = ctx.ids
+  for (let i = 0; i < customers.length; i += READS_PER_STATEMENT) {
+    const reads = customers
+      .slice(i, i + READS_PER_STATEMENT)
+      .map((ref) => ({ org, ref, refLower: ref.toLowerCase(), feature: f, subjects: [f] }))
+    await db.unsafe(READS, [readsParameter(reads)])
+  }
+  const balances = perBalance(ctx, customers)
+  const ids = balances.map(([id]) => id)
+  await db.begin(async (tx) => {
+    const now = Date.now()
+    await tx.unsafe(
+      `INSERT INTO balances (organization_id, customer_id, subject_id, window_start, window_end, used, overage, bonus,
+         addon, updated_at)
+       SELECT $1, c, $2, $3, NULL, 0, 0, 0, 0, $3 FROM unnest($4::text[]) AS c ON CONFLICT DO NOTHING`,
+      [org, f, now, array(ids)]
+    )
+    const locked = aligned(balances, await tx.unsafe(LOCK, [org, f, array(ids)]))
+    const items = locked.map((row, i) => {
+      const n = balances[i]![1]
+      const events: Array<UsageEventRow> = Array.from({ length: n }, () => ({
+        organizationId: org,
+        id: eventId(now),
+        customerId: row.customer_id,
+        featureId: f,
+        subjectId: f,
+        entityId: null,
+        value: ctx.valueMicro,
+        cost: ctx.valueMicro,
+        fromPlan: ctx.valueMicro,
+        fromBonus: 0n,
+        fromAddon: 0n,
+        overage: 0n,
+        billable: 0n,
+        planId,
+        metadata: {},
+        createdAt: now
+      }))
+      return itemJson({
+        org,
+        customer: row.customer_id,
+        subject: f,
+        expected: Number(row.version),
+        windowStart: Number(row.window_start),
+        windowEnd: row.window_end === null ? null : Number(row.window_end),
+        used: BigInt(row.used) + BigInt(n) * ctx.valueMicro,
+        overage: BigInt(row.overage),
+        bonus: BigInt(row.bonus),
+        addon: BigInt(row.addon),
+        now,
+        events,
+        rollups: rollupsOf(events)
+      })
+    })
+    const [written] = await tx.unsafe("SELECT commit_balances($1::text::json) AS versions", [JSON.stringify(items)])
+    if ((written.versions as Array<number | null>).some((v) => v === null)) throw new Error("a guard failed")
+  })
+}
+
+const CEILINGS: ReadonlyArray<readonly [string, CeilingScript]> = [
+  ["set-based", setBased],
+  ["as the service", asTheService]
+]
+
+// ---------------------------------------------------------------- the service
+
+/** A batch of `size` items over `scenario`'s customers; with `keyed`, every item carries a key of its own. */
+const batchRequest = (service: Service, scenario: Scenario, size: number, keyed: boolean) => {
+  const headers = { authorization: `Bearer ${service.apiKey}`, "content-type": "application/json" }
+  const url = `${service.baseUrl}/v1/track/batch`
+  const run = crypto.randomUUID()
+  let key = 0
+  return async (): Promise<Outcome> => {
+    const customers = pickBatch(scenario, size)
+    const events = customers.map((customer) =>
+      keyed
+        ? { customer, feature: FEATURE, value: VALUE, idempotencyKey: `${run}-${key++}` }
+        : { customer, feature: FEATURE, value: VALUE }
+    )
+    const response = await fetch(url, { method: "POST", headers, body: JSON.stringify({ events }) })
+    const answer = (await response.json()) as { results?: Array<{ allowed?: boolean; code?: string }>; code?: string }
+    if (response.status !== 200 || answer.results === undefined) {
+      noteFailure(`batch ${response.status} ${answer.code}`)
+      return { acknowledged: [], errors: size }
+    }
+    const acknowledged: Array<string> = []
+    let errors = 0
+    answer.results.forEach((result, i) => {
+      if (result.allowed === true) acknowledged.push(customers[i]!)
+      else {
+        errors++
+        noteFailure(`item ${result.code}`)
+      }
+    })
+    return { acknowledged, errors }
+  }
+}
+
+// ---------------------------------------------------------------- printing
+
+const header = () =>
+  console.log(
+    `  ${"what".padEnd(28)}${pad("size", 5)}${pad("conns", 6)}${pad("batch/s", 8)}${pad("events/s", 9)}` +
+      `${pad("p50 ms", 9)}${pad("p99 ms", 9)}${pad("errors", 7)}${pad("ratio", 7)}` +
+      `${pad("cpu µs/event svc/db/client", 28)}${pad("idle", 6)}  exact`
+  )
+const line = (what: string, size: number, r: RunResult, ratio: number | null, wrong: number) => {
+  const cpu = [r.cpuUsPerItem, r.dbUsPerItem, r.clientUsPerItem].map((v) => (v === null ? "-" : v.toFixed(0)))
+  console.log(
+    `  ${what.padEnd(28)}${pad(size, 5)}${pad(CONNECTIONS, 6)}${pad(r.rate.toFixed(1), 8)}${pad(r.itemRate.toFixed(0), 9)}` +
+      `${pad(ms(r.p50), 9)}${pad(ms(r.p99), 9)}${pad(r.errors, 7)}` +
+      `${pad(ratio === null ? "-" : `${(ratio * 100).toFixed(0)}%`, 7)}${pad(cpu.join("/"), 28)}` +
+      `${pad(`${(r.idle * 100).toFixed(0)}%`, 6)}  ${wrong === 0 ? "ok" : `${wrong} WRONG`}`
+  )
+}
+const label = (scenario: Scenario) => (scenario === "hot" ? "1 hot balance" : `${CUSTOMERS} balances`)
+
+// ---------------------------------------------------------------- one database
+
+/** PostgreSQL's service rates of this run, by line, for SQLite's ratio. */
+const pgServiceRate = new Map<string, number>()
+const summary: Array<string> = []
+
+const benchDatabase = async (kind: "pg" | "sqlite") => {
+  const cleanups: Array<() => Promise<void> | void> = []
+  try {
+    const scratch = await scratchDatabase(kind, { name: SCRATCH_DB, pg: args.pg!, keep: args.keep! })
+    cleanups.push(...scratch.cleanups)
+    const apiKey = await createOrganization(scratch.env)
+    const service = await startService(scratch.env, apiKey)
+    cleanups.unshift(() => service.stop())
+    const setupSeconds = await setUp(service)
+    const store = scratch.store()
+    cleanups.unshift(() => store.close())
+    if (kind === "pg") await store.rows("ANALYZE")
+    const ids = await loadIds(store, apiKey, FEATURE)
+    const pids = processTree(service.pid)
+    const database = kind === "pg"
+    const measured = measurer({ vacuum: database, store, ids, value: VALUE, onFailure: () => void (failed = true) })
+    /** `--connections` clients sending `request` for `--seconds`, measured and checked. */
+    const closedLoop = (request: () => Promise<Outcome>, pids?: ReadonlyArray<number>) =>
+      measured(() =>
+        drive({
+          connections: CONNECTIONS,
+          seconds: SECONDS,
+          request,
+          database,
+          ...(pids === undefined ? {} : { pids })
+        })
+      )
+    console.log(
+      `\n${kind === "pg" ? "PostgreSQL" : "SQLite (embedded default)"}: ${CUSTOMERS} balances + 1 hot; ` +
+        `service ${pids.length === 1 ? "1 process" : `${pids.length} processes`}; set-up ${setupSeconds.toFixed(0)} s`
+    )
+
+    // 1. The ceiling (PostgreSQL).
+    const ceiling = new Map<string, number>()
+    const ceilingKey = (scenario: Scenario, size: number) => `${scenario} ${size}`
+    if (kind === "pg") {
+      const ctx: Context = { ids, valueMicro: VALUE_MICRO }
+      const db = new SQL({ url: scratch.pgUrl, max: CONNECTIONS })
+      cleanups.unshift(() => db.close())
+      console.log(`ceiling: Bun.sql, ${CONNECTIONS} connections, a batch's work per item (set-based; as the service)`)
+      header()
+      for (const [name, script] of CEILINGS) {
+        for (const scenario of SCENARIOS) {
+          for (const size of SIZES) {
+            const { result, wrong } = await closedLoop(async () => {
+              const customers = pickBatch(scenario, size)
+              await script(db, ctx, customers)
+              return { acknowledged: customers, errors: 0 }
+            })
+            const k = ceilingKey(scenario, size)
+            ceiling.set(k, Math.max(ceiling.get(k) ?? 0, result.itemRate))
+            line(`${name}, ${label(scenario)}`, size, result, null, wrong)
+          }
+        }
+      }
+    }
+
+    // 2. and 3. The service over HTTP, without and with idempotency keys.
+    const serviceRate = new Map<string, number>()
+    for (const keyed of [false, true]) {
+      console.log(
+        keyed
+          ? "service over HTTP, every item with its own idempotencyKey (ratio = events/s over the unkeyed line's)"
+          : kind === "pg"
+            ? "service over HTTP, POST /v1/track/batch (ratio = events/s over the higher ceiling of the line)"
+            : "service over HTTP, POST /v1/track/batch (ratio = events/s over PostgreSQL's service line in this run)"
+      )
+      header()
+      for (const scenario of SCENARIOS) {
+        for (const size of SIZES) {
+          const { result, wrong } = await closedLoop(batchRequest(service, scenario, size, keyed), pids)
+          const k = ceilingKey(scenario, size)
+          const what = `${keyed ? "keyed" : "batch"}, ${label(scenario)}`
+          let ratio: number | null = null
+          if (keyed) ratio = result.itemRate / serviceRate.get(k)!
+          else {
+            serviceRate.set(k, result.itemRate)
+            const reference = kind === "pg" ? ceiling.get(k) : pgServiceRate.get(k)
+            if (reference !== undefined) ratio = result.itemRate / reference
+            if (kind === "pg") pgServiceRate.set(k, result.itemRate)
+            const target = kind === "pg" ? "≥ 50% of the ceiling" : "≥ 100% of PostgreSQL's service"
+            summary.push(
+              `  ${kind.padEnd(6)} ${label(scenario).padEnd(16)} ${pad(size, 4)}: ${pad(result.itemRate.toFixed(0), 6)} ` +
+                `events/s, ${ratio === null ? "no reference" : `${(ratio * 100).toFixed(0)}%`} (target ${target}` +
+                `${ratio === null ? "" : ratio >= (kind === "pg" ? 0.5 : 1) ? ": met" : ": MISSED"}); service ` +
+                `${(result.cpuUsPerItem ?? 0).toFixed(0)} µs/event` +
+                (result.dbUsPerItem === null ? "" : `, PostgreSQL ${result.dbUsPerItem.toFixed(0)} µs/event`)
+            )
+          }
+          line(what, size, result, ratio, wrong)
+        }
+      }
+    }
+  } finally {
+    for (const cleanup of cleanups) await Promise.resolve(cleanup()).catch((e) => console.error("cleanup:", e))
+  }
+}
+
+const started = performance.now()
+console.log(`bench/batch.ts ${new Date().toISOString()}: ${args.db}; ${SECONDS} s a run; sizes ${SIZES.join(", ")}`)
+for (const kind of args.db!.split(",") as Array<"pg" | "sqlite">) await benchDatabase(kind)
+console.log(`\nsummary (events/s of the service without keys):\n${summary.join("\n")}`)
+console.log(`\nbench: ${((performance.now() - started) / 60_000).toFixed(1)} minutes`)
+if (failed) {
+  console.error("\nFAILED: errors or a balance that differs from the acknowledged events (see above)")
+  process.exit(1)
+}
