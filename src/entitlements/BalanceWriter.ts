@@ -161,6 +161,8 @@ export const makeBalanceWriter = (
           else writing.push(group)
         }
         if (writing.length === 0) return
+        // In key order, as a batch locks its balances: a step and a batch never wait on each other in a cycle.
+        writing.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
         const written = yield* repo.commitBalances(
           writing.map((group) => ({
             organizationId: group.key.organizationId,

@@ -11,6 +11,7 @@ import { fitsMicro, FACTOR_BIGINT, fromMicro, toMicro } from "../domain/quantity
 import { VALUE_MAX } from "../domain/bounds.ts"
 import { Outbox } from "../events/Outbox.ts"
 import { sha256Hex } from "../platform/crypto.ts"
+import { retryDeadlocks } from "../platform/db/deadlocks.ts"
 import { Ids } from "../platform/ids.ts"
 import { grantingOf } from "../subscriptions/Subscriptions.ts"
 import { makeBalanceWriter } from "./BalanceWriter.ts"
@@ -387,28 +388,49 @@ export const EntitlementsLive = Layer.effect(
           }
         })
         // Resolved outside the transaction and all at once: PostgreSQL's reads of concurrent requests share a
-        // statement (a batch of 1,000 items is ~8 of them). A customer created by its item's `customerData` stays
-        // created if the batch then fails: the retry finds it.
-        const resolveItem = (i: number) => resolve(org, "track", inputs[i]!, false, now, times[i] as number | undefined)
+        // statement (a batch of 1,000 items is ~8 of them). Customers are created in a second pass, a few at a time
+        // (each is a transaction of its own, on a connection of the pool), once per reference; the customers a batch
+        // creates then exist for all of its items. A created customer stays if the batch then fails: a retry finds it.
+        const resolveItem = (i: number, create: boolean) => {
+          const { customerData: _, ...withoutData } = inputs[i]!
+          return resolve(org, "track", create ? inputs[i]! : withoutData, false, now, times[i] as number | undefined)
+        }
         const resolutions: Array<Resolution | undefined> = yield* Effect.forEach(
           items,
-          (_, i) => (results[i] !== undefined ? Effect.succeed(undefined) : resolveItem(i)),
+          (_, i) => (results[i] !== undefined ? Effect.succeed(undefined) : resolveItem(i, false)),
           { concurrency: "unbounded" }
         )
-        // The customers a batch creates exist for all of its items: an item read before its customer's creating item
-        // had created it is read again.
-        const creates = new Set(items.filter((item) => item.customerData !== undefined).map((item) => item.customer))
-        const unknown = resolutions.flatMap((r, i) =>
-          r?._tag === "Answered" && r.state.code === "customer_not_found" && creates.has(items[i]!.customer) ? [i] : []
+        const unknown = (i: number) => {
+          const r = resolutions[i]
+          return r?._tag === "Answered" && r.state.code === "customer_not_found"
+        }
+        const creators = new Map<string, number>()
+        items.forEach((item, i) => {
+          if (unknown(i) && item.customerData !== undefined && !creators.has(item.customer))
+            creators.set(item.customer, i)
+        })
+        yield* Effect.forEach(
+          creators.values(),
+          (i) => Effect.map(resolveItem(i, true), (r) => void (resolutions[i] = r)),
+          {
+            concurrency: 4,
+            discard: true
+          }
         )
-        yield* Effect.forEach(unknown, (i) => Effect.map(resolveItem(i), (r) => void (resolutions[i] = r)), {
+        const again = items.flatMap((item, i) => (unknown(i) && creators.has(item.customer) ? [i] : []))
+        yield* Effect.forEach(again, (i) => Effect.map(resolveItem(i, false), (r) => void (resolutions[i] = r)), {
           concurrency: "unbounded",
           discard: true
         })
 
-        return yield* sql
-          .withTransaction(
+        // PostgreSQL may still roll the transaction back to break a deadlock (with a writer's step, whose row order
+        // is its statement's): all of it undone, it runs again.
+        const decided = [...results]
+        return yield* retryDeadlocks(
+          sql.withTransaction(
             Effect.gen(function* () {
+              // Each attempt starts from what was decided before the transaction.
+              const results = [...decided]
               // Keys first, in key order (two batches never wait on each other's keys in a cycle); a key repeated in
               // the batch repeats its first item's answer.
               const firstOfKey = new Map<string, number>()
@@ -423,8 +445,14 @@ export const EntitlementsLive = Layer.effect(
                 else repeats.push([i, first])
               }
               const claimed = new Set<number>()
-              for (const [key, i] of [...firstOfKey].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-                const claim = yield* repo.claimIdempotencyKey(org, key, hashes[i]!, now, now - DAY_MS)
+              const claims = yield* repo.claimIdempotencyKeys(
+                org,
+                [...firstOfKey].map(([key, i]) => ({ key, requestHash: hashes[i]! })),
+                now,
+                now - DAY_MS
+              )
+              for (const [key, i] of firstOfKey) {
+                const claim = claims.get(key)!
                 if (claim._tag === "Existing" && claim.requestHash !== hashes[i]) results[i] = Either.left(conflict())
                 else if (claim._tag === "Existing" && claim.response !== null) {
                   results[i] = Either.right(storedState(JSON.parse(claim.response) as EntitlementState))
@@ -461,8 +489,23 @@ export const EntitlementsLive = Layer.effect(
               const state = new Map<string, StoredBalance>()
               for (const b of locked) state.set(`${b.customerId}\u0000${b.subjectId}`, b)
               const lockedVersion = new Map([...state].map(([k, b]) => [k, b.version]))
+              // The month's spend of every capped customer, locked after the balances and in customer order (as the
+              // locked path of a single track: balance, then spend).
               const spent = new Map<string, string>()
               const spentBefore = new Map<string, { period: number; spent: string }>()
+              const capped = new Map<string, number>()
+              for (const [i, meter] of meters) {
+                const resolution = resolutions[i]
+                if (meter.capped && resolution?._tag === "Resolved") {
+                  capped.set(resolution.resolved.customer.id, meter.period)
+                }
+              }
+              for (const customerId of [...capped.keys()].sort()) {
+                const period = capped.get(customerId)!
+                const locked = yield* repo.lockSpend(org, customerId, period, now)
+                spent.set(customerId, locked)
+                spentBefore.set(customerId, { period, spent: locked })
+              }
               const events = new Map<string, Array<UsageEventRow>>()
               const notices = new Map<string, Array<Effect.Effect<unknown>>>()
               const denialNotices: Array<Effect.Effect<unknown>> = []
@@ -480,11 +523,6 @@ export const EntitlementsLive = Layer.effect(
                 }
                 const customerId = resolution.resolved.customer.id
                 const key = `${customerId}\u0000${meter.subjectId}`
-                if (meter.capped && !spent.has(customerId)) {
-                  const locked = yield* repo.lockSpend(org, customerId, meter.period, now)
-                  spent.set(customerId, locked)
-                  spentBefore.set(customerId, { period: meter.period, spent: locked })
-                }
                 const outcome = meter.over(
                   state.get(key) ?? null,
                   meter.capped ? spent.get(customerId)! : "0",
@@ -530,17 +568,20 @@ export const EntitlementsLive = Layer.effect(
                 }
               }
               yield* Effect.all(denialNotices, { discard: true })
-              for (const i of claimed) {
-                const result = results[i]
-                if (result !== undefined && Either.isRight(result)) {
-                  yield* repo.saveIdempotentResponse(org, items[i]!.idempotencyKey!, JSON.stringify(result.right))
-                }
-              }
+              yield* repo.saveIdempotentResponses(
+                org,
+                [...claimed].flatMap((i) => {
+                  const result = results[i]
+                  return result !== undefined && Either.isRight(result)
+                    ? [{ key: items[i]!.idempotencyKey!, response: JSON.stringify(result.right) }]
+                    : []
+                })
+              )
               for (const [i, first] of repeats) results[i] ??= results[first]
               return results.map((r) => r!)
             })
           )
-          .pipe(Effect.catchTag("SqlError", Effect.die))
+        ).pipe(Effect.catchTag("SqlError", Effect.die))
       })
 
     return { evaluate, evaluateBatch }

@@ -134,7 +134,22 @@ export interface EntitlementsRepoShape {
     expiredBefore: number
   ) => Effect.Effect<IdempotencyClaim>
   readonly saveIdempotentResponse: (org: string, key: string, response: string) => Effect.Effect<void>
+  /** A batch's claims in one step per 500 keys (in key order): each key's claim or what its first request stored. */
+  readonly claimIdempotencyKeys: (
+    org: string,
+    claims: ReadonlyArray<{ readonly key: string; readonly requestHash: string }>,
+    now: number,
+    expiredBefore: number
+  ) => Effect.Effect<ReadonlyMap<string, IdempotencyClaim>>
+  /** The answers of a batch's claimed keys, in one statement. */
+  readonly saveIdempotentResponses: (
+    org: string,
+    responses: ReadonlyArray<{ readonly key: string; readonly response: string }>
+  ) => Effect.Effect<void>
 }
+
+/** Byte order of ASCII ids and keys (what PostgreSQL's "C" collation and SQLite's BINARY sort by). */
+const byKey = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 export class EntitlementsRepo extends Context.Tag("EntitlementsRepo")<EntitlementsRepo, EntitlementsRepoShape>() {}
 
@@ -165,6 +180,10 @@ export const EntitlementsRepoSql = Layer.effect(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
+    const byteOrder = sql.onDialectOrElse({
+      pg: () => sql.literal(`customer_id COLLATE "C", subject_id COLLATE "C"`),
+      orElse: () => sql.literal("customer_id, subject_id")
+    })
 
     const selectBalance = (org: string, customerId: string, subjectId: string, lock: boolean) =>
       sql`SELECT window_start, window_end, used, overage, bonus, addon, version FROM balances
@@ -203,9 +222,14 @@ export const EntitlementsRepoSql = Layer.effect(
       lockBalances: (org, balances, now) =>
         Effect.gen(function* () {
           const locked: Array<StoredBalance & { customerId: string; subjectId: string }> = []
+          // One order for every batch and every writer step (byte order, as "C" collates): locks taken in it never
+          // form a cycle between two transactions.
+          const sorted = [...balances].sort(
+            (a, b) => byKey(a.customerId, b.customerId) || byKey(a.subjectId, b.subjectId)
+          )
           // 500 rows of 10 parameters: far below either database's limit of parameters per statement.
-          for (let i = 0; i < balances.length; i += 500) {
-            const chunk = balances.slice(i, i + 500)
+          for (let i = 0; i < sorted.length; i += 500) {
+            const chunk = sorted.slice(i, i + 500)
             yield* sql`INSERT INTO balances ${sql.insert(
               chunk.map((b) => ({
                 organizationId: org,
@@ -225,7 +249,7 @@ export const EntitlementsRepoSql = Layer.effect(
                 WHERE organization_id = ${org} AND (customer_id, subject_id) IN (${sql.csv(
                   chunk.map((b) => sql`(${b.customerId}, ${b.subjectId})`)
                 )})
-                ORDER BY customer_id, subject_id ${forUpdate}`
+                ORDER BY ${byteOrder} ${forUpdate}`
             for (const row of rows)
               locked.push({ ...toBalance(row), customerId: row.customerId, subjectId: row.subjectId })
           }
@@ -308,6 +332,50 @@ export const EntitlementsRepoSql = Layer.effect(
               FROM idempotency_keys WHERE organization_id = ${org} AND key = ${key}`
           return { _tag: "Existing", requestHash: rows[0]!.requestHash, response: rows[0]!.response } as const
         }).pipe(Effect.orDie),
+      claimIdempotencyKeys: (org, claims, now, expiredBefore) =>
+        Effect.gen(function* () {
+          const answers = new Map<string, IdempotencyClaim>()
+          // Key order, as the balances: two batches claiming the same keys never wait on each other in a cycle.
+          const sorted = [...claims].sort((a, b) => byKey(a.key, b.key))
+          for (let i = 0; i < sorted.length; i += 500) {
+            const chunk = sorted.slice(i, i + 500)
+            const keys = chunk.map((c) => c.key)
+            yield* sql`DELETE FROM idempotency_keys WHERE organization_id = ${org} AND ${sql.in("key", keys)}
+                       AND created_at < ${expiredBefore}`
+            const claimed = yield* sql<{ key: string }>`INSERT INTO idempotency_keys ${sql.insert(
+              chunk.map((c) => ({
+                organizationId: org,
+                key: c.key,
+                requestHash: c.requestHash,
+                response: null,
+                createdAt: now
+              }))
+            )} ON CONFLICT DO NOTHING RETURNING key`
+            for (const row of claimed) answers.set(row.key, { _tag: "Claimed" })
+            const existing = keys.filter((k) => !answers.has(k))
+            if (existing.length === 0) continue
+            const rows = yield* sql<{ key: string; requestHash: string; response: string | null }>`SELECT key,
+                request_hash, response FROM idempotency_keys WHERE organization_id = ${org} AND ${sql.in("key", existing)}`
+            for (const row of rows) {
+              answers.set(row.key, { _tag: "Existing", requestHash: row.requestHash, response: row.response })
+            }
+          }
+          return answers
+        }).pipe(Effect.orDie),
+      saveIdempotentResponses: (org, responses) => {
+        if (responses.length === 0) return Effect.void
+        const json = JSON.stringify(responses)
+        // One statement for a batch's answers: the keys and answers as one JSON parameter.
+        const rows = sql.onDialectOrElse({
+          pg: () => sql`SELECT x.key, x.response FROM json_to_recordset(${json}::JSON) AS x(key TEXT, response TEXT)`,
+          orElse: () => sql`SELECT value ->> 'key' AS key, value ->> 'response' AS response FROM json_each(${json})`
+        })
+        return sql`UPDATE idempotency_keys SET response = v.response FROM (${rows}) AS v
+            WHERE idempotency_keys.organization_id = ${org} AND idempotency_keys.key = v.key`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        )
+      },
       saveIdempotentResponse: (org, key, response) =>
         sql`UPDATE idempotency_keys SET response = ${response} WHERE organization_id = ${org} AND key = ${key}`.pipe(
           Effect.asVoid,

@@ -1,5 +1,6 @@
 import type { SqlClient } from "@effect/sql"
 import { Effect, Either, Option, ParseResult, Schema } from "effect"
+import { retryDeadlocks } from "../platform/db/deadlocks.ts"
 import { PgPool, poolQuery } from "../platform/db/PgPool.ts"
 import {
   COMMIT_BALANCES,
@@ -90,7 +91,10 @@ export const makeCommitBalances = (sql: SqlClient.SqlClient, pool: Option.Option
         ? Effect.succeed(decoded.right.map(Option.fromNullable))
         : Effect.dieMessage(`commit_balances: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`)
     })
-    return noticed ? sql.withTransaction(Effect.tap(versions, (written) => notify(commits, written))) : versions
+    // A statement PostgreSQL rolled back to break a deadlock wrote nothing: it runs again (inside a caller's
+    // transaction, the caller's retry does: the whole transaction was rolled back).
+    const step = noticed ? sql.withTransaction(Effect.tap(versions, (written) => notify(commits, written))) : versions
+    return inTransaction ? step : retryDeadlocks(step)
   }
 
   const sqlite = (commits: ReadonlyArray<BalanceCommit>) =>
