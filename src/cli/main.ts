@@ -2,6 +2,7 @@ import { ConfigProvider, Effect, Layer, Logger, LogLevel, ManagedRuntime } from 
 import { ServicesLive } from "../app/App.ts"
 import { AppConfig, AppConfigLive } from "../platform/config.ts"
 import { type Output, parse, type Parsed, UsageError } from "./args.ts"
+import { dashboardCommand } from "./dashboard.ts"
 import { organizationCommand } from "./organizations.ts"
 import { outOfRangeCommand } from "./outOfRange.ts"
 import { paymentsCommand } from "./payments.ts"
@@ -25,6 +26,8 @@ Commands:
   sync <file> [--org <org>]           sync the catalog in <file> (JSON, or a .ts/.js module whose default or
                                       \`catalog\` export is the catalog) into an organization (id or slug);
                                       --org may be omitted when there is exactly one organization
+  dashboard <org>                     print a one-time sign-in link to the dashboard (10 minutes, once);
+                                      the host is PUBLIC_URL (default http://localhost:$PORT)
   out-of-range                        list stored numbers outside their bounds (values from before the bounds;
                                       the service reads each as its bound): organization, table, row, field
 
@@ -37,6 +40,7 @@ const command = (args: Parsed) => {
   const group = args.positional[0]
   if (group === "sync") return syncCommand(args)
   if (group === "out-of-range") return outOfRangeCommand(args)
+  if (group === "dashboard") return dashboardCommand(args)
   if (group === "provider" || group === "credits") return paymentsCommand(args)
   if (group === "org" || group === "key") return organizationCommand(args)
   return Effect.fail(
@@ -89,7 +93,7 @@ export const main = async (argv: ReadonlyArray<string>, io: CliIo = processIo): 
     AppConfig,
     Effect.map(AppConfig, (c) => ({ ...c, logLevel: "none" }))
   ).pipe(Layer.provide(configFrom(io.env)))
-  const layer = ServicesLive.pipe(Layer.provide(config), Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
+  const layer = ServicesLive.pipe(Layer.provideMerge(config), Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
   const runtime = ManagedRuntime.make(layer)
   try {
     const output: Output = await runtime.runPromise(command(args) as Effect.Effect<Output, Error, never>)

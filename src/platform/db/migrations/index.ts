@@ -12,6 +12,7 @@ import m0010 from "./0010_out_of_range_report.ts"
 import m0013 from "./0013_refunds.ts"
 import m0014 from "./0014_hot_statements.ts"
 import m0015 from "./0015_outbound_events.ts"
+import m0018 from "./0018_dashboard.ts"
 
 /**
  * The schema's versions in order, one file each. A migration that has landed is never edited: a change is a new file.
@@ -30,5 +31,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0010_out_of_range_report": m0010,
   "0013_refunds": m0013,
   "0014_hot_statements": m0014,
-  "0015_outbound_events": m0015
+  "0015_outbound_events": m0015,
+  "0018_dashboard": m0018
 }
