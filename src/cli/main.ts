@@ -6,6 +6,7 @@ import { dashboardCommand } from "./dashboard.ts"
 import { organizationCommand } from "./organizations.ts"
 import { outOfRangeCommand } from "./outOfRange.ts"
 import { paymentsCommand } from "./payments.ts"
+import { sampleCommand } from "./sample.ts"
 import { syncCommand } from "./sync.ts"
 
 const USAGE = `Usage: npm run --silent cli -- <command> [--json]
@@ -28,6 +29,9 @@ Commands:
                                       --org may be omitted when there is exactly one organization
   dashboard <org>                     print a one-time sign-in link to the dashboard (10 minutes, once);
                                       the host is PUBLIC_URL (default http://localhost:$PORT)
+  sample-data <org> [--customers 200] [--events 5000]
+                                      fill a sandbox organization with a sample catalog, customers, paid plans
+                                      and 30 days of usage (through the API), for the dashboard to show
   out-of-range                        list stored numbers outside their bounds (values from before the bounds;
                                       the service reads each as its bound): organization, table, row, field
 
@@ -41,6 +45,7 @@ const command = (args: Parsed) => {
   if (group === "sync") return syncCommand(args)
   if (group === "out-of-range") return outOfRangeCommand(args)
   if (group === "dashboard") return dashboardCommand(args)
+  if (group === "sample-data") return sampleCommand(args)
   if (group === "provider" || group === "credits") return paymentsCommand(args)
   if (group === "org" || group === "key") return organizationCommand(args)
   return Effect.fail(

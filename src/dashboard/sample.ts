@@ -53,7 +53,7 @@ export const SAMPLE_CATALOG = {
       features: [
         { slug: "api-calls", limit: 2000 },
         { slug: "tokens", limit: 200000 },
-        { slug: "ai-credits", limit: 100 },
+        { slug: "ai-credits", limit: 1000 },
         { slug: "seats", limit: 1 }
       ]
     },
@@ -114,10 +114,12 @@ const FIRST = [
 ]
 const LAST = ["Lovelace", "Hopper", "Turing", "Okafor", "Adeyemi", "Bello", "Eze", "Liskov", "Dijkstra", "Musa"]
 
-/** A small deterministic generator, so a seed is the same every time. */
+/** A small deterministic generator (mulberry32), so a seed is the same every time. */
 const random = (seed: number) => () => {
-  seed = (seed * 1_103_515_245 + 12_345) & 0x7fffffff
-  return seed / 0x7fffffff
+  seed = (seed + 0x6d2b79f5) | 0
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+  return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
 }
 
 const pool = async <T>(items: ReadonlyArray<T>, width: number, work: (item: T) => Promise<void>) => {

@@ -56,4 +56,26 @@ describe("cli dashboard", () => {
       await server.close()
     }
   }, 30_000)
+
+  test("sample-data fills an organization through the API, with a key it revokes after", async () => {
+    const slug = uniqueSlug("sample")
+    const created = JSON.parse((await runCli(env, "org", "create", slug, "--json")).stdout)
+    const filled = await runCli(env, "sample-data", slug, "--customers", "4", "--events", "24", "--json")
+    expect(filled.code).toBe(0)
+    expect(JSON.parse(filled.stdout)).toMatchObject({ organization: slug, customers: 4, paid: 1, tracked: 24 })
+    const refused = await runCli(env, "sample-data", slug, "--events", "-1")
+    expect(refused.code).not.toBe(0)
+    expect(refused.stderr).toContain("--events must be an integer")
+    const keys = JSON.parse((await runCli(env, "key", "list", slug, "--json")).stdout).keys as Array<any>
+    expect(keys.filter((k) => k.revokedAt === null)).toHaveLength(1)
+    const server = await startServer({ dataDir: join(dir, "data") })
+    try {
+      const list = (await (await server.fetch("/v1/customers?limit=10", { apiKey: created.apiKey })).json()) as any
+      expect(list.total).toBe(4)
+      const subs = (await (await server.fetch("/v1/subscriptions", { apiKey: created.apiKey })).json()) as any
+      expect(subs.subscriptions.filter((s: any) => s.plan === "pro" && s.status === "active")).toHaveLength(1)
+    } finally {
+      await server.close()
+    }
+  }, 30_000)
 })

@@ -56,8 +56,20 @@ const ready = () => {
 const overview = async () => {
   const [o, failed] = await Promise.all([get("/overview"), get("/v1/events?type=invoice.payment_failed&limit=20")])
   const chart = h("div", { class: "chart", id: "usage-chart" })
+  const empty =
+    (o.subscriptions.active ?? 0) + (o.subscriptions.trialing ?? 0) + (o.subscriptions.past_due ?? 0) === 0 &&
+    o.usage.records.every((n: number) => n === 0)
   main().replaceChildren(
     h("h1", null, "Overview"),
+    empty
+      ? h(
+          "p",
+          { class: "card muted", id: "empty-hint" },
+          "Nothing here yet. Sync a catalog and track usage through the API, or fill this sandbox organization with ",
+          "sample data: ",
+          h("code", null, "npm run cli -- sample-data <org>")
+        )
+      : "",
     h(
       "div",
       { class: "stats" },
