@@ -5,9 +5,10 @@ import { Effect } from "effect"
 import type { Browser, Page } from "playwright-core"
 import { DashboardSessions } from "../../src/dashboard/Sessions.ts"
 import { formatMinor } from "../../src/dashboard/money.ts"
-import { seedSample, type Sampled, type Send } from "../../src/dashboard/sample.ts"
+import { SAMPLE_CATALOG, seedSample, type Sampled, type Send } from "../../src/dashboard/sample.ts"
 import { Deliveries } from "../../src/events/Deliveries.ts"
 import { Organizations } from "../../src/organizations/Organizations.ts"
+import { Renewals } from "../../src/subscriptions/Renewals.ts"
 import { launchBrowser, openView, watchedPage, type Watched } from "../support/browser.ts"
 import { makeShiftedClock } from "../support/clock.ts"
 import { databases, startServer, type TestServer } from "../support/harness.ts"
@@ -440,6 +441,51 @@ for (const database of databases()) {
           await w.page.goto(`${server.baseUrl}/dashboard/customers`)
           expect(new URL(w.page.url()).pathname).toBe("/dashboard/sign-in")
           expect((await w.page.request.get(`${server.baseUrl}/dashboard/api/overview`)).status()).toBe(401)
+        } finally {
+          clock.set(Date.now())
+        }
+      },
+      T
+    )
+
+    test(
+      "the overview's attention lists: a renewal declined is past due, its failed payment listed in major units",
+      async () => {
+        const c = await server.createOrg()
+        const send = sendAs(c.apiKey)
+        expect((await send("POST", "/v1/sync", SAMPLE_CATALOG)).status).toBe(200)
+        expect(
+          (await send("POST", "/v1/customers", { id: "late", name: "Late Payer", email: "late@example.com" })).status
+        ).toBe(200)
+        const attached = await send("POST", "/v1/attach", { customer: "late", product: "pro" })
+        // Paid now with the test card that is declined later.
+        await server.fetch(new URL(attached.body.checkoutUrl).pathname, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: "outcome=pay&card=declining"
+        })
+        clock.advance(32 * 86_400_000)
+        try {
+          await server.run(Effect.flatMap(Renewals, (r) => r.runDue))
+          const subs = (await v1(c.apiKey, "/v1/subscriptions?customer=late")).subscriptions
+          expect(subs[0].status).toBe("past_due")
+          const w = await signInQuietly(c.apiKey)
+          await openView(w.page, `${server.baseUrl}/dashboard`)
+          expect(await w.page.textContent("#stat-past-due .value")).toBe("1")
+          expect(await w.page.textContent("#stat-active .value")).toBe("0")
+          const text = (await w.page.textContent("main"))!
+          expect(text).toContain("Late Payer")
+          // In grace, a past-due subscription still counts as recurring revenue.
+          expect(text).toContain("5,000.00 NGN")
+          const failed = await w.page
+            .locator("section:has(h2:text-is('Needs attention: failed payments')) tbody tr")
+            .count()
+          expect(failed).toBeGreaterThanOrEqual(1)
+          expect(await w.page.textContent("section:has(h2:text-is('Needs attention: failed payments'))")).toContain(
+            "5,000.00 NGN"
+          )
+          await shot(w.page, `${database.name}-overview-attention`)
+          expect(w.errors).toEqual([])
         } finally {
           clock.set(Date.now())
         }
