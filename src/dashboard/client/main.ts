@@ -465,7 +465,13 @@ const catalog = async () => {
       "Features",
       table(
         ["Name", "Slug", "Type", "Meter", "Unit"],
-        c.features.map((f: any) => [f.name, h("code", null, f.slug), f.type, f.meterType, f.unit ?? "—"]),
+        c.features.map((f: any) => [
+          f.name,
+          h("code", null, f.slug),
+          f.type,
+          f.type === "boolean" ? "—" : f.meterType,
+          f.unit ?? "—"
+        ]),
         "No features: sync a catalog (POST /v1/sync)"
       )
     ),
@@ -505,7 +511,7 @@ const catalog = async () => {
                     : f.tiers
                         .map(
                           (t: any) =>
-                            `to ${num(t.upTo ?? t.to ?? null)}: ${money(t.unitPrice ?? 0, p.currency)}${t.flatFee ? ` + ${money(t.flatFee, p.currency)}` : ""}`
+                            `to ${num(t.upTo ?? t.to ?? null)}: ${money(t.unitPrice ?? 0, p.currency)}${Number(t.flatFee ?? 0) > 0 ? ` + ${money(t.flatFee, p.currency)}` : ""}`
                         )
                         .join("; ")
                 ]),
