@@ -116,6 +116,15 @@ const sameOrigin = (request: Request) => {
   }
 }
 
+/** A path segment as text; a malformed escape (`%E0%A4%A`) is no such object, never a 500. */
+const segment = (raw: string): string | undefined => {
+  try {
+    return decodeURIComponent(raw)
+  } catch {
+    return undefined
+  }
+}
+
 const readJson = async (request: Request): Promise<Record<string, unknown>> => {
   try {
     const body = (await request.json()) as unknown
@@ -207,7 +216,8 @@ export const makeDashboard = (deps: DashboardDeps) => {
       }
       const customerPart = /^\/customers\/([^/]+)\/(balances|entities)$/.exec(path)
       if (customerPart !== null) {
-        const ref = decodeURIComponent(customerPart[1]!)
+        const ref = segment(customerPart[1]!)
+        if (ref === undefined) return apiError("NotFound", "customer_not_found", "No such customer")
         const found = await run(Effect.flatMap(Customers, (c) => c.resolve(org.id, ref)))
         if (Either.isLeft(found)) return domainError(found.left)
         const customer = found.right
@@ -244,7 +254,7 @@ export const makeDashboard = (deps: DashboardDeps) => {
       const match = pattern.exec(path)
       if (match !== null) {
         const answer = await withHeaders(await v1(request, context, org, "POST", path, {}))
-        return audited(session, action, decodeURIComponent(match[1]!), answer)
+        return audited(session, action, segment(match[1]!) ?? match[1]!, answer)
       }
     }
     const body = await readJson(request)
@@ -277,7 +287,7 @@ export const makeDashboard = (deps: DashboardDeps) => {
     }
     const revoke = /^\/keys\/([^/]+)\/revoke$/.exec(path)
     if (revoke !== null) {
-      const keyId = decodeURIComponent(revoke[1]!)
+      const keyId = segment(revoke[1]!) ?? revoke[1]!
       const revoked = await run(
         Effect.gen(function* () {
           const orgs = yield* Organizations

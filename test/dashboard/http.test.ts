@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { gunzipSync } from "node:zlib"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
 import { databases, startServer, type TestServer } from "../support/harness.ts"
 
 /** The dashboard's routes without a browser: who gets in, what is refused, what the pages are made of. */
@@ -70,6 +72,19 @@ for (const database of databases()) {
       expect((await server.fetch("/v1/customers", { headers: { cookie } })).status).toBe(401)
     })
 
+    test("odd paths are 404s in the error body; keys are listed without their hashes", async () => {
+      const get = (path: string) => server.fetch(`/dashboard/api${path}`, { headers: { cookie } })
+      const malformed = await get("/customers/%E0%A4%A/balances")
+      expect(malformed.status).toBe(404)
+      expect(await malformed.json()).toMatchObject({ success: false, code: "customer_not_found" })
+      expect((await get("/customers/nobody/entities")).status).toBe(404)
+      expect((await get("/nothing-here")).status).toBe(404)
+      const keys = await (await get("/keys")).text()
+      expect(keys).toContain(org.apiKey.slice(0, 12))
+      expect(keys).not.toContain(org.apiKey)
+      expect(keys.toLowerCase()).not.toContain("hash")
+    })
+
     test("invalid input to an action is a 400 with the error body, and is logged", async () => {
       const answer = await server.fetch("/dashboard/api/credits/grant", {
         method: "POST",
@@ -85,6 +100,16 @@ for (const database of databases()) {
       })
       expect(unknown.status).toBe(404)
       expect(await unknown.json()).toMatchObject({ success: false, code: "customer_not_found" })
+      const audit = await server.run(
+        Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          sql<{ action: string; outcome: string }>`SELECT action, outcome FROM dashboard_audit
+            WHERE organization_id = ${org.id} ORDER BY id`.pipe(Effect.orDie)
+        )
+      )
+      expect(audit).toEqual([
+        { action: "credits.grant", outcome: "refused 400" },
+        { action: "credits.grant", outcome: "refused 404" }
+      ])
     })
 
     test("pages carry a strict policy; the script is the service's own, under 100 KB compressed", async () => {
