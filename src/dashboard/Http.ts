@@ -150,10 +150,17 @@ export const makeDashboard = (deps: DashboardDeps) => {
     throw Cause.squash(exit.cause)
   }
 
-  const signedIn = (request: Request, signed: SignedIn) =>
-    json({ success: true, organization: signed.session.organization.slug }, 200, {
+  const signedIn = async (request: Request, signed: SignedIn) => {
+    const { session } = signed
+    await run(
+      Effect.flatMap(DashboardSessions, (s) =>
+        s.audit(session, "session.sign_in", session.keyId ?? "one-time link", "ok")
+      )
+    )
+    return json({ success: true, organization: signed.session.organization.slug }, 200, {
       "set-cookie": cookieFor(request)(signed.cookie, SESSION_MS / 1000)
     })
+  }
 
   /** One `/v1` request for the session's organization, through HttpApi's handlers. */
   const v1 = (

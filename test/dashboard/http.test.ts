@@ -107,6 +107,7 @@ for (const database of databases()) {
         )
       )
       expect(audit).toEqual([
+        { action: "session.sign_in", outcome: "ok" },
         { action: "credits.grant", outcome: "refused 400" },
         { action: "credits.grant", outcome: "refused 404" }
       ])
