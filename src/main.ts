@@ -23,7 +23,10 @@ const startup = Effect.gen(function* () {
       slug: demo.value.organization.slug
     })
     process.stderr.write(
-      `\nCreated the 'demo' organization. Its API key, shown only this once:\n\n    ${demo.value.apiKey}\n\n`
+      `\nCreated the 'demo' organization. Its API key, shown only this once:\n\n    ${demo.value.apiKey}\n\n` +
+        `The dashboard: ${config.publicUrl}/dashboard (sign in with this key, or run ` +
+        `\`npm run cli -- dashboard demo\` for a one-time link; \`npm run cli -- sample-data demo\` fills it with ` +
+        `sample customers and usage)\n\n`
     )
   }
   return config

@@ -11,6 +11,12 @@ export interface Organization {
 /** The organization the bearer key belongs to; everything below the middleware is scoped to it. */
 export class CurrentOrganization extends Context.Tag("CurrentOrganization")<CurrentOrganization, Organization>() {}
 
+/**
+ * The organization of a signed-in dashboard session, put in a request's context by the server itself (never read
+ * from the request): the dashboard's reads and changes go through the `/v1` handlers scoped to it.
+ */
+export class SessionOrganization extends Context.Tag("SessionOrganization")<SessionOrganization, Organization>() {}
+
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
   failure: Schema.Union(UnauthorizedError, TooManyRequestsError, UnavailableError),
   provides: CurrentOrganization,

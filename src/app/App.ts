@@ -12,6 +12,9 @@ import { EntitiesRepoSql } from "../entities/EntitiesRepo.ts"
 import { CreditsLive } from "../entitlements/Credits.ts"
 import { EntitlementsLive } from "../entitlements/Engine.ts"
 import { EntitlementsRepoSql } from "../entitlements/EntitlementsRepo.ts"
+import { assets } from "../dashboard/assets.ts"
+import { makeDashboard } from "../dashboard/Http.ts"
+import { DashboardSessionsLive } from "../dashboard/Sessions.ts"
 import { Deliveries, DeliveriesLive } from "../events/Deliveries.ts"
 import { EventsLive } from "../events/Events.ts"
 import { OutboxLive } from "../events/Outbox.ts"
@@ -83,7 +86,8 @@ export const ServicesLive = Layer.mergeAll(
   WebhooksLive,
   InvoicePaymentsLive,
   RenewalsLive,
-  EventCustomersLive
+  EventCustomersLive,
+  DashboardSessionsLive.pipe(Layer.provide(AuthenticatorLive))
 ).pipe(
   Layer.provideMerge(Layer.mergeAll(SubscriptionsLive, AddonsLive)),
   Layer.provideMerge(Layer.mergeAll(PaymentsLive, CreditsLive, InvoicesLive)),
@@ -140,7 +144,18 @@ export const makeApp = <E>(
       })
     )
     .catch(() => undefined)
+  // The dashboard (src/dashboard/): its pages, assets and JSON routes; its `/v1` reads and changes go through
+  // HttpApi's handlers with the session's organization. Its script is built now, not on the first page.
+  const dashboard = makeDashboard({
+    run: (effect) => runtime.runPromiseExit(effect),
+    v1: (request, context) => web.handler(request, context)
+  })
+  void assets().catch(() => undefined)
   const handler = async (request: Request, context?: Context.Context<never>): Promise<Response> => {
+    const path = request.url.slice(request.url.indexOf("/", request.url.indexOf("//") + 2))
+    if (path === "/dashboard" || path.startsWith("/dashboard/") || path.startsWith("/dashboard?")) {
+      return dashboard(request, context)
+    }
     const limited = rateLimit?.(request)
     if (limited !== undefined) return limited
     if (Option.isNone(hot)) return web.handler(request, context)

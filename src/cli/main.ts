@@ -5,9 +5,11 @@ import type { Issue } from "../api/errors.ts"
 import { ServicesLive } from "../app/App.ts"
 import { AppConfig, AppConfigLive } from "../platform/config.ts"
 import { checkFlags, CommandError, type FlagSpec, type Output, parse, type Parsed, UsageError } from "./args.ts"
+import { dashboardCommand } from "./dashboard.ts"
 import { organizationCommand } from "./organizations.ts"
 import { outOfRangeCommand } from "./outOfRange.ts"
 import { paymentsCommand } from "./payments.ts"
+import { sampleCommand } from "./sample.ts"
 import { syncCommand } from "./sync.ts"
 
 const USAGE = `Usage: npm run --silent cli -- <command> [--json]
@@ -28,6 +30,11 @@ Commands:
   sync <file> [--org <org>]           sync the catalog in <file> (JSON, or a .ts/.js module whose default or
                                       \`catalog\` export is the catalog) into an organization (id or slug);
                                       --org may be omitted when there is exactly one organization
+  dashboard <org>                     print a one-time sign-in link to the dashboard (10 minutes, once);
+                                      the host is PUBLIC_URL (default http://localhost:$PORT)
+  sample-data <org> [--customers 200] [--events 5000]
+                                      fill a sandbox organization with a sample catalog, customers, paid plans
+                                      and 30 days of usage (through the API), for the dashboard to show
   out-of-range                        list stored numbers outside their bounds (values from before the bounds;
                                       the service reads each as its bound): organization, table, row, field
 
@@ -57,7 +64,9 @@ const COMMANDS: ReadonlyArray<{
   { name: "provider remove", flags: {}, run: paymentsCommand },
   { name: "credits grant", flags: { boolean: ["bonus"] }, run: paymentsCommand },
   { name: "sync", flags: { value: ["org"] }, run: syncCommand },
-  { name: "out-of-range", flags: {}, run: outOfRangeCommand }
+  { name: "out-of-range", flags: {}, run: outOfRangeCommand },
+  { name: "dashboard", flags: {}, run: dashboardCommand },
+  { name: "sample-data", flags: { value: ["customers", "events"] }, run: sampleCommand }
 ]
 
 /** Every flag of every command: what the parser needs to tell a flag's value from a positional argument. */
@@ -174,7 +183,7 @@ export const main = async (argv: ReadonlyArray<string>, io: CliIo = processIo): 
     AppConfig,
     Effect.map(AppConfig, (c) => ({ ...c, logLevel: "none" }))
   ).pipe(Layer.provide(configFrom(io.env)))
-  const layer = ServicesLive.pipe(Layer.provide(config), Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
+  const layer = ServicesLive.pipe(Layer.provideMerge(config), Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
   const runtime = ManagedRuntime.make(layer)
   try {
     const exit = await runtime.runPromiseExit(cmd.run(args) as Effect.Effect<Output, unknown, never>)

@@ -25,6 +25,9 @@ export type IdPrefix =
   | "msg"
   | "dlv"
   | "att"
+  /** Dashboard sessions and the audit log of changes made from the dashboard. */
+  | "dss"
+  | "aud"
 
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz" // Crockford base32, lower case
 

@@ -899,7 +899,15 @@ describe("start-up after an upgrade: migration 0010 logs every stored value out 
     // the later ones made (a later migration that creates something must be undone here too).
     db.run(`DELETE FROM effect_sql_migrations WHERE migration_id >= 10`)
     db.run(`DROP TABLE payment_reversals`)
-    for (const table of ["outbound_events", "webhook_endpoints", "webhook_deliveries", "webhook_attempts"])
+    for (const table of [
+      "outbound_events",
+      "webhook_endpoints",
+      "webhook_deliveries",
+      "webhook_attempts",
+      "dashboard_sessions",
+      "dashboard_links",
+      "dashboard_audit"
+    ])
       db.run(`DROP TABLE ${table}`)
     db.close()
 

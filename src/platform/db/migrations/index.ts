@@ -13,6 +13,7 @@ import m0013 from "./0013_refunds.ts"
 import m0014 from "./0014_hot_statements.ts"
 import m0015 from "./0015_outbound_events.ts"
 import m0016 from "./0016_commit_balances_once_per_item.ts"
+import m0018 from "./0018_dashboard.ts"
 
 /**
  * The schema's versions in order, one file each. A migration that has landed is never edited: a change is a new file.
@@ -32,5 +33,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0013_refunds": m0013,
   "0014_hot_statements": m0014,
   "0015_outbound_events": m0015,
-  "0016_commit_balances_once_per_item": m0016
+  "0016_commit_balances_once_per_item": m0016,
+  "0018_dashboard": m0018
 }

@@ -1,0 +1,181 @@
+import { SqlClient } from "@effect/sql"
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import type { Organization } from "../api/security.ts"
+import { Authenticator } from "../organizations/Authenticator.ts"
+import { Organizations, type OrganizationError } from "../organizations/Organizations.ts"
+import { randomToken, sha256Hex } from "../platform/crypto.ts"
+import { Ids } from "../platform/ids.ts"
+import type { Unauthorized } from "../api/errors.ts"
+
+/** decisions.md §13: a session lives 12 hours; a one-time link 10 minutes, once. */
+export const SESSION_MS = 12 * 60 * 60 * 1000
+export const LINK_MS = 10 * 60 * 1000
+
+export interface Session {
+  readonly id: string
+  readonly organization: Organization
+  readonly csrfToken: string
+  readonly keyId: string | null
+  readonly expiresAt: number
+}
+
+export interface SignedIn {
+  readonly session: Session
+  /** The cookie's value: `<organization id>.<secret>`; only the secret's SHA-256 is stored. */
+  readonly cookie: string
+}
+
+export interface DashboardSessionsShape {
+  readonly signInWithKey: (apiKey: string) => Effect.Effect<SignedIn, Unauthorized>
+  /** A one-time sign-in token for an organization (id or slug), for the CLI to print as a link. */
+  readonly createLink: (
+    organizationRef: string
+  ) => Effect.Effect<{ readonly token: string; readonly organization: Organization }, OrganizationError>
+  readonly redeemLink: (token: string) => Effect.Effect<Option.Option<SignedIn>>
+  readonly find: (cookie: string) => Effect.Effect<Option.Option<Session>>
+  readonly end: (session: Session) => Effect.Effect<void>
+  readonly audit: (session: Session, action: string, objectId: string, outcome: string) => Effect.Effect<void>
+}
+
+export class DashboardSessions extends Context.Tag("DashboardSessions")<DashboardSessions, DashboardSessionsShape>() {}
+
+/** `<organization id>.<secret>`: the organization scopes the lookup, the secret is what is checked. */
+const split = (value: string): Option.Option<{ readonly organizationId: string; readonly secret: string }> => {
+  const dot = value.indexOf(".")
+  if (dot <= 0 || dot === value.length - 1 || value.length > 200) return Option.none()
+  return Option.some({ organizationId: value.slice(0, dot), secret: value.slice(dot + 1) })
+}
+
+export const DashboardSessionsLive = Layer.effect(
+  DashboardSessions,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const authenticator = yield* Authenticator
+    const organizations = yield* Organizations
+    const ids = yield* Ids
+
+    const open = (organization: Organization, keyId: string | null) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const secret = randomToken(32)
+        const session: Session = {
+          id: yield* ids.next("dss"),
+          organization,
+          csrfToken: randomToken(24),
+          keyId,
+          expiresAt: now + SESSION_MS
+        }
+        yield* sql`INSERT INTO dashboard_sessions ${sql.insert({
+          organizationId: organization.id,
+          id: session.id,
+          tokenHash: sha256Hex(secret),
+          csrfToken: session.csrfToken,
+          keyId,
+          createdAt: now,
+          expiresAt: session.expiresAt,
+          endedAt: null
+        })}`.pipe(Effect.orDie)
+        return { session, cookie: `${organization.id}.${secret}` }
+      })
+
+    return {
+      signInWithKey: (apiKey) =>
+        Effect.gen(function* () {
+          const organization = yield* authenticator.authenticate(apiKey)
+          const hash = sha256Hex(apiKey.trim())
+          const rows = yield* sql<{ id: string }>`SELECT id FROM api_keys
+            WHERE organization_id = ${organization.id} AND key_hash = ${hash} AND revoked_at IS NULL`.pipe(Effect.orDie)
+          return yield* open(organization, rows[0]?.id ?? null)
+        }),
+      createLink: (ref) =>
+        Effect.gen(function* () {
+          const org = yield* organizations.get(ref)
+          const now = yield* Clock.currentTimeMillis
+          const secret = randomToken(32)
+          yield* sql`INSERT INTO dashboard_links ${sql.insert({
+            organizationId: org.id,
+            tokenHash: sha256Hex(secret),
+            createdAt: now,
+            expiresAt: now + LINK_MS,
+            usedAt: null
+          })}`.pipe(Effect.orDie)
+          return { token: `${org.id}.${secret}`, organization: { id: org.id, slug: org.slug, name: org.name } }
+        }),
+      redeemLink: (token) =>
+        Effect.gen(function* () {
+          const parts = split(token)
+          if (Option.isNone(parts)) return Option.none()
+          const { organizationId, secret } = parts.value
+          const now = yield* Clock.currentTimeMillis
+          // Used once: the guarded update is the claim, whichever request gets there first.
+          const claimed = yield* sql<{ organizationId: string }>`UPDATE dashboard_links SET used_at = ${now}
+            WHERE organization_id = ${organizationId} AND token_hash = ${sha256Hex(secret)}
+              AND used_at IS NULL AND expires_at > ${now}
+            RETURNING organization_id`.pipe(Effect.orDie)
+          if (claimed.length !== 1) return Option.none()
+          const org = yield* Effect.option(organizations.get(organizationId))
+          if (Option.isNone(org)) return Option.none()
+          const { id, slug, name } = org.value
+          return Option.some(yield* open({ id, slug, name }, null))
+        }),
+      find: (cookie) =>
+        Effect.gen(function* () {
+          const parts = split(cookie)
+          if (Option.isNone(parts)) return Option.none()
+          const now = yield* Clock.currentTimeMillis
+          // Ended, expired, or signed in with a key since revoked: no session. Read every time, never cached, so a
+          // revocation ends it at once.
+          const rows = yield* sql<{
+            id: string
+            csrfToken: string
+            keyId: string | null
+            expiresAt: number
+            slug: string
+            name: string
+          }>`SELECT s.id, s.csrf_token, s.key_id, s.expires_at, o.slug, o.name
+            FROM dashboard_sessions s JOIN organizations o ON o.id = s.organization_id
+            WHERE s.organization_id = ${parts.value.organizationId} AND s.token_hash = ${sha256Hex(parts.value.secret)}
+              AND s.ended_at IS NULL AND s.expires_at > ${now}
+              AND (s.key_id IS NULL OR EXISTS (SELECT 1 FROM api_keys k WHERE k.organization_id = s.organization_id
+                AND k.id = s.key_id AND k.revoked_at IS NULL))`.pipe(Effect.orDie)
+          const row = rows[0]
+          if (row === undefined) return Option.none()
+          return Option.some<Session>({
+            id: row.id,
+            organization: { id: parts.value.organizationId, slug: row.slug, name: row.name },
+            csrfToken: row.csrfToken,
+            keyId: row.keyId,
+            expiresAt: Number(row.expiresAt)
+          })
+        }),
+      end: (session) =>
+        Effect.flatMap(
+          Clock.currentTimeMillis,
+          (now) => sql`UPDATE dashboard_sessions SET ended_at = ${now}
+            WHERE organization_id = ${session.organization.id} AND id = ${session.id}`
+        ).pipe(Effect.asVoid, Effect.orDie),
+      audit: (session, action, objectId, outcome) =>
+        Effect.gen(function* () {
+          const row = {
+            organizationId: session.organization.id,
+            id: yield* ids.next("aud"),
+            sessionId: session.id,
+            action,
+            objectId,
+            outcome,
+            createdAt: yield* Clock.currentTimeMillis
+          }
+          yield* sql`INSERT INTO dashboard_audit ${sql.insert(row)}`.pipe(Effect.orDie)
+          yield* Effect.logInfo("dashboard change").pipe(
+            Effect.annotateLogs({
+              organization: row.organizationId,
+              action,
+              object: objectId,
+              session: session.id,
+              outcome
+            })
+          )
+        })
+    }
+  })
+)
