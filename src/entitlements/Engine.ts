@@ -395,11 +395,36 @@ export const EntitlementsLive = Layer.effect(
           const { customerData: _, ...withoutData } = inputs[i]!
           return resolve(org, "track", create ? inputs[i]! : withoutData, false, now, times[i] as number | undefined)
         }
+        // Items naming the same customer, feature and entity share one read (a hot customer's batch is one).
+        const shared = new Map<string, number>()
+        const firstOf = items.map((item, i) => {
+          if (results[i] !== undefined) return i
+          const key = JSON.stringify([item.customer, item.feature, item.entity ?? null])
+          const first = shared.get(key)
+          if (first !== undefined) return first
+          shared.set(key, i)
+          return i
+        })
         const resolutions: Array<Resolution | undefined> = yield* Effect.forEach(
           items,
-          (_, i) => (results[i] !== undefined ? Effect.succeed(undefined) : resolveItem(i, false)),
+          (_, i) => (results[i] !== undefined || firstOf[i] !== i ? Effect.succeed(undefined) : resolveItem(i, false)),
           { concurrency: "unbounded" }
         )
+        items.forEach((_, i) => {
+          const first = resolutions[firstOf[i]!]
+          if (firstOf[i] === i || first === undefined) return
+          resolutions[i] =
+            first._tag === "Answered"
+              ? first
+              : {
+                  ...first,
+                  resolved: {
+                    ...first.resolved,
+                    input: inputs[i]!,
+                    at: (times[i] as number | undefined) ?? first.resolved.now
+                  }
+                }
+        })
         const unknown = (i: number) => {
           const r = resolutions[i]
           return r?._tag === "Answered" && r.state.code === "customer_not_found"
