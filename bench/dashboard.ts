@@ -19,12 +19,13 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
-import { Clock, Duration, Effect, LogLevel, Option, Redacted } from "effect"
+import { Effect, LogLevel, Option, Redacted } from "effect"
 import { makeApp } from "../src/app/App.ts"
 import { assets } from "../src/dashboard/assets.ts"
 import { seedSample, type Send } from "../src/dashboard/sample.ts"
 import { serve } from "../src/http/server.ts"
 import { Organizations } from "../src/organizations/Organizations.ts"
+import { makeShiftedClock } from "../src/platform/shiftedClock.ts"
 import { AppConfigTest } from "../src/platform/config.ts"
 import { launchBrowser } from "../test/support/browser.ts"
 
@@ -38,20 +39,8 @@ const { values: args } = parseArgs({
 })
 
 // The service's clock, movable: the seed places each event at its own instant.
-let offset = 0
-const millis = () => Date.now() + offset
-const clock: Clock.Clock = {
-  [Clock.ClockTypeId]: Clock.ClockTypeId,
-  unsafeCurrentTimeMillis: millis,
-  currentTimeMillis: Effect.sync(millis),
-  unsafeCurrentTimeNanos: () => BigInt(millis()) * 1_000_000n,
-  currentTimeNanos: Effect.sync(() => BigInt(millis()) * 1_000_000n),
-  sleep: (duration) =>
-    Effect.async<void>((resume) => {
-      const timer = setTimeout(() => resume(Effect.void), Duration.toMillis(duration))
-      return Effect.sync(() => clearTimeout(timer))
-    })
-}
+const movable = makeShiftedClock()
+const clock = movable.clock
 
 const url = process.env.DATABASE_URL?.trim()
 const dir = mkdtempSync(join(tmpdir(), "bench-dashboard-"))
@@ -88,7 +77,7 @@ try {
     paidEvery: 5,
     invoices: 20,
     concurrency: 16,
-    clock: { set: (at) => void (offset = at - Date.now()) }
+    clock: movable
   })
   console.log(
     `seeded ${slug} on ${url ? "postgresql" : "sqlite"}: ${sampled.customers.length} customers, ` +

@@ -1,28 +1,10 @@
-import { Clock, Duration, Effect, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { makeApp } from "../app/App.ts"
 import { seedSample, type Send } from "../dashboard/sample.ts"
 import { Organizations } from "../organizations/Organizations.ts"
 import { AppConfig } from "../platform/config.ts"
+import { makeShiftedClock } from "../platform/shiftedClock.ts"
 import { flag, need, type Output, type Parsed, UsageError } from "./args.ts"
-
-/** A clock the seed can move (each usage event at its own instant), otherwise the real one. */
-const movableClock = () => {
-  let offset = 0
-  const millis = () => Date.now() + offset
-  const clock: Clock.Clock = {
-    [Clock.ClockTypeId]: Clock.ClockTypeId,
-    unsafeCurrentTimeMillis: millis,
-    currentTimeMillis: Effect.sync(millis),
-    unsafeCurrentTimeNanos: () => BigInt(millis()) * 1_000_000n,
-    currentTimeNanos: Effect.sync(() => BigInt(millis()) * 1_000_000n),
-    sleep: (duration) =>
-      Effect.async<void>((resume) => {
-        const timer = setTimeout(() => resume(Effect.void), Duration.toMillis(duration))
-        return Effect.sync(() => clearTimeout(timer))
-      })
-  }
-  return { clock, set: (at: number) => void (offset = at - Date.now()) }
-}
 
 const count = (args: Parsed, name: string, fallback: number, max: number) =>
   Effect.suspend(() => {
@@ -47,7 +29,7 @@ export const sampleCommand = (args: Parsed) =>
     const customers = yield* count(args, "customers", 200, 10_000)
     const events = yield* count(args, "events", 5_000, 1_000_000)
     const { apiKey, key } = yield* orgs.createKey(org.id)
-    const movable = movableClock()
+    const movable = makeShiftedClock()
     const sampled = yield* Effect.acquireUseRelease(
       Effect.sync(() => makeApp(Layer.succeed(AppConfig, { ...config, logLevel: "none" }), { clock: movable.clock })),
       (app) =>
