@@ -513,8 +513,9 @@ const fill = (template: string, values: Record<string, string>) =>
 
 /** Path values that name nothing: random unicode, traversal, encodings, very long. */
 const hostilePathValue = fc.oneof(
-  unicode(1, 40),
-  // (A "." or ".." segment is resolved away by the client's URL parser, so it never reaches the service.)
+  // A "." or ".." segment (also as %2E) is resolved away by the client's URL parser, so it never reaches the service:
+  // the random ones exclude them (a generated "." once made `/v1/events/.` the list route's 200).
+  unicode(1, 40).filter((v) => v !== "." && v !== ".."),
   fc.constantFrom(
     "...",
     "..%2F",
