@@ -1,32 +1,13 @@
 import { Schema } from "effect"
+import { errorCodes } from "../api/errors.ts"
 
 /**
  * Domain failures, by kind. Each carries the machine code of decisions.md §10 so the api boundary
  * can render it without knowing the feature; nothing here knows about HTTP.
  */
-export const NotFoundCode = Schema.Literal(
-  "customer_not_found",
-  "feature_not_found",
-  "plan_not_found",
-  "pack_not_found",
-  "invoice_not_found",
-  "subscription_not_found",
-  "payment_method_not_found",
-  "entity_not_found",
-  "organization_not_found",
-  "provider_not_supported",
-  "not_found"
-)
-export const ConflictCode = Schema.Literal(
-  "customer_ambiguous",
-  "customer_conflict",
-  "entity_exists",
-  "limit_exceeded",
-  "invoice_not_open",
-  "subscription_not_pending",
-  "nothing_to_invoice",
-  "idempotency_conflict"
-)
+// The codes are the contract's (src/api/errors.ts, each status's enum in the document): one list for both.
+export const NotFoundCode = Schema.Literal(...errorCodes.NotFound)
+export const ConflictCode = Schema.Literal(...errorCodes.Conflict)
 
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
   code: NotFoundCode,

@@ -70,6 +70,10 @@ type Resolution =
 const answered = (state: EntitlementState): Resolution => ({ _tag: "Answered", state })
 
 const DAY_MS = 86_400_000
+
+/** A key used again with another request: by a single request, its 409; by a batch item, that item's. */
+const idempotencyConflict = () =>
+  new Conflict({ code: "idempotency_conflict", message: "This Idempotency-Key was used with a different request" })
 /**
  * Write batches in flight at once, and each idle lane waiting for the draws of the same turn of the event loop
  * (docs/decisions.md, "Performance"). One lane on both databases: SQLite has one connection; on PostgreSQL one lane
@@ -350,12 +354,7 @@ export const EntitlementsLive = Layer.effect(
             Effect.gen(function* () {
               const claim = yield* repo.claimIdempotencyKey(org, idempotencyKey, requestHash, now, now - DAY_MS)
               if (claim._tag === "Existing") {
-                if (claim.requestHash !== requestHash) {
-                  return yield* new Conflict({
-                    code: "idempotency_conflict",
-                    message: "This Idempotency-Key was used with a different request"
-                  })
-                }
+                if (claim.requestHash !== requestHash) return yield* idempotencyConflict()
                 if (claim.response !== null) return storedState(JSON.parse(claim.response) as EntitlementState)
               }
               const state = yield* Effect.flatMap(resolve(org, mode, input, true, now, timestamp), decideResolved)
@@ -365,9 +364,6 @@ export const EntitlementsLive = Layer.effect(
           )
           .pipe(Effect.catchTag("SqlError", Effect.die))
       })
-
-    const conflict = () =>
-      new Conflict({ code: "idempotency_conflict", message: "This Idempotency-Key was used with a different request" })
 
     const evaluateBatch = (org: string, items: ReadonlyArray<BatchItem>) =>
       Effect.gen(function* () {
@@ -466,7 +462,7 @@ export const EntitlementsLive = Layer.effect(
               for (const { key, i } of keyed) {
                 const first = firstOfKey.get(key)
                 if (first === undefined) firstOfKey.set(key, i)
-                else if (hashes[first] !== hashes[i]) results[i] = Either.left(conflict())
+                else if (hashes[first] !== hashes[i]) results[i] = Either.left(idempotencyConflict())
                 else repeats.push([i, first])
               }
               const claimed = new Set<number>()
@@ -478,7 +474,8 @@ export const EntitlementsLive = Layer.effect(
               )
               for (const [key, i] of firstOfKey) {
                 const claim = claims.get(key)!
-                if (claim._tag === "Existing" && claim.requestHash !== hashes[i]) results[i] = Either.left(conflict())
+                if (claim._tag === "Existing" && claim.requestHash !== hashes[i])
+                  results[i] = Either.left(idempotencyConflict())
                 else if (claim._tag === "Existing" && claim.response !== null) {
                   results[i] = Either.right(storedState(JSON.parse(claim.response) as EntitlementState))
                 } else claimed.add(i)

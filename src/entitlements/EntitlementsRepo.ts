@@ -211,6 +211,57 @@ export const EntitlementsRepoSql = Layer.effect(
         inTransaction
       )
 
+    const claimIdempotencyKeys: EntitlementsRepoShape["claimIdempotencyKeys"] = (org, claims, now, expiredBefore) =>
+      Effect.gen(function* () {
+        const answers = new Map<string, IdempotencyClaim>()
+        // Key order, as the balances: two batches claiming the same keys never wait on each other in a cycle.
+        const sorted = [...claims].sort((a, b) => byKey(a.key, b.key))
+        for (let i = 0; i < sorted.length; i += 500) {
+          const chunk = sorted.slice(i, i + 500)
+          const keys = chunk.map((c) => c.key)
+          yield* sql`DELETE FROM idempotency_keys WHERE organization_id = ${org} AND ${sql.in("key", keys)}
+                     AND created_at < ${expiredBefore}`
+          const claimed = yield* sql<{ key: string }>`INSERT INTO idempotency_keys ${sql.insert(
+            chunk.map((c) => ({
+              organizationId: org,
+              key: c.key,
+              requestHash: c.requestHash,
+              response: null,
+              createdAt: now
+            }))
+          )} ON CONFLICT DO NOTHING RETURNING key`
+          for (const row of claimed) answers.set(row.key, { _tag: "Claimed" })
+          const existing = keys.filter((k) => !answers.has(k))
+          if (existing.length === 0) continue
+          const rows = yield* sql<{ key: string; requestHash: string; response: string | null }>`SELECT key,
+              request_hash, response FROM idempotency_keys WHERE organization_id = ${org} AND ${sql.in("key", existing)}`
+          for (const row of rows) {
+            answers.set(row.key, { _tag: "Existing", requestHash: row.requestHash, response: row.response })
+          }
+        }
+        return answers
+      }).pipe(Effect.orDie)
+
+    const saveIdempotentResponses: EntitlementsRepoShape["saveIdempotentResponses"] = (org, responses) => {
+      if (responses.length === 0) return Effect.void
+      const one = ({ key, response }: { readonly key: string; readonly response: string }) =>
+        sql`UPDATE idempotency_keys SET response = ${response} WHERE organization_id = ${org} AND key = ${key}`
+      return sql
+        .onDialectOrElse({
+          // One statement for a batch's answers, the keys and answers as one JSON parameter.
+          pg: () => {
+            const json = JSON.stringify(responses)
+            return Effect.asVoid(sql`UPDATE idempotency_keys SET response = v.response
+                FROM json_to_recordset(${json}::JSON) AS v(key TEXT, response TEXT)
+                WHERE idempotency_keys.organization_id = ${org} AND idempotency_keys.key = v.key`)
+          },
+          // SQLite's UPDATE … FROM scanned the organization's keys for each answer (bench/batch.ts: ~3 ms an
+          // item); its statements are in-process calls, so one indexed UPDATE per key is the cheap way.
+          orElse: () => Effect.forEach(responses, one, { discard: true })
+        })
+        .pipe(Effect.asVoid, Effect.orDie)
+    }
+
     return {
       context,
       commitBalances,
@@ -320,72 +371,12 @@ export const EntitlementsRepoSql = Layer.effect(
       writeSpend: (org, customerId, periodStart, spent, now) =>
         sql`UPDATE customer_spend SET period_start = ${periodStart}, spent = ${spent}, updated_at = ${now}
             WHERE organization_id = ${org} AND customer_id = ${customerId}`.pipe(Effect.asVoid, Effect.orDie),
+      // A single request's key is a batch of one: one way to claim and to answer.
       claimIdempotencyKey: (org, key, requestHash, now, expiredBefore) =>
-        Effect.gen(function* () {
-          yield* sql`DELETE FROM idempotency_keys WHERE organization_id = ${org} AND key = ${key}
-                     AND created_at < ${expiredBefore}`
-          const claimed =
-            yield* sql`INSERT INTO idempotency_keys (organization_id, key, request_hash, response, created_at)
-              VALUES (${org}, ${key}, ${requestHash}, NULL, ${now}) ON CONFLICT DO NOTHING RETURNING key`
-          if (claimed.length === 1) return { _tag: "Claimed" } as const
-          const rows = yield* sql<{ requestHash: string; response: string | null }>`SELECT request_hash, response
-              FROM idempotency_keys WHERE organization_id = ${org} AND key = ${key}`
-          return { _tag: "Existing", requestHash: rows[0]!.requestHash, response: rows[0]!.response } as const
-        }).pipe(Effect.orDie),
-      claimIdempotencyKeys: (org, claims, now, expiredBefore) =>
-        Effect.gen(function* () {
-          const answers = new Map<string, IdempotencyClaim>()
-          // Key order, as the balances: two batches claiming the same keys never wait on each other in a cycle.
-          const sorted = [...claims].sort((a, b) => byKey(a.key, b.key))
-          for (let i = 0; i < sorted.length; i += 500) {
-            const chunk = sorted.slice(i, i + 500)
-            const keys = chunk.map((c) => c.key)
-            yield* sql`DELETE FROM idempotency_keys WHERE organization_id = ${org} AND ${sql.in("key", keys)}
-                       AND created_at < ${expiredBefore}`
-            const claimed = yield* sql<{ key: string }>`INSERT INTO idempotency_keys ${sql.insert(
-              chunk.map((c) => ({
-                organizationId: org,
-                key: c.key,
-                requestHash: c.requestHash,
-                response: null,
-                createdAt: now
-              }))
-            )} ON CONFLICT DO NOTHING RETURNING key`
-            for (const row of claimed) answers.set(row.key, { _tag: "Claimed" })
-            const existing = keys.filter((k) => !answers.has(k))
-            if (existing.length === 0) continue
-            const rows = yield* sql<{ key: string; requestHash: string; response: string | null }>`SELECT key,
-                request_hash, response FROM idempotency_keys WHERE organization_id = ${org} AND ${sql.in("key", existing)}`
-            for (const row of rows) {
-              answers.set(row.key, { _tag: "Existing", requestHash: row.requestHash, response: row.response })
-            }
-          }
-          return answers
-        }).pipe(Effect.orDie),
-      saveIdempotentResponses: (org, responses) => {
-        if (responses.length === 0) return Effect.void
-        const one = ({ key, response }: { readonly key: string; readonly response: string }) =>
-          sql`UPDATE idempotency_keys SET response = ${response} WHERE organization_id = ${org} AND key = ${key}`
-        return sql
-          .onDialectOrElse({
-            // One statement for a batch's answers, the keys and answers as one JSON parameter.
-            pg: () => {
-              const json = JSON.stringify(responses)
-              return Effect.asVoid(sql`UPDATE idempotency_keys SET response = v.response
-                  FROM json_to_recordset(${json}::JSON) AS v(key TEXT, response TEXT)
-                  WHERE idempotency_keys.organization_id = ${org} AND idempotency_keys.key = v.key`)
-            },
-            // SQLite's UPDATE … FROM scanned the organization's keys for each answer (bench/batch.ts: ~3 ms an
-            // item); its statements are in-process calls, so one indexed UPDATE per key is the cheap way.
-            orElse: () => Effect.forEach(responses, one, { discard: true })
-          })
-          .pipe(Effect.asVoid, Effect.orDie)
-      },
-      saveIdempotentResponse: (org, key, response) =>
-        sql`UPDATE idempotency_keys SET response = ${response} WHERE organization_id = ${org} AND key = ${key}`.pipe(
-          Effect.asVoid,
-          Effect.orDie
-        )
+        Effect.map(claimIdempotencyKeys(org, [{ key, requestHash }], now, expiredBefore), (claims) => claims.get(key)!),
+      claimIdempotencyKeys,
+      saveIdempotentResponse: (org, key, response) => saveIdempotentResponses(org, [{ key, response }]),
+      saveIdempotentResponses
     }
   })
 )
