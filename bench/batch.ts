@@ -3,7 +3,7 @@
  * work and the service over HTTP, and checks every balance against the events after every run.
  *
  *   node_modules/.bin/bun bench/batch.ts [--db pg,sqlite] [--seconds 10] [--customers 10000] [--connections 4]
- *     [--sizes 100,1000] [--pg postgres://postgres@127.0.0.1:5432] [--keep]
+ *     [--sizes 100,1000] [--pg postgres://postgres@127.0.0.1:5432] [--keep] [--reuse]
  *
  * It starts and stops everything it needs (bench/support.ts): a scratch PostgreSQL database `billing_bench_batch`
  * and/or a temporary SQLite data directory; the service as a subprocess with `npm start`'s environment; an
@@ -20,9 +20,9 @@
  *      unnest(…)` of every event and one `INSERT INTO usage_rollups … ON CONFLICT DO UPDATE` of every balance's
  *      rollup; the hot balance: one row moved by the batch's sum, and N events;
  *    - `as the service`: the statements the service sends for a batch (src/entitlements/Engine.ts `evaluateBatch`):
- *      the reads (`entitlement_reads`, 128 a statement, as the service's read batcher sends them at most), then one
- *      transaction: the balances created where missing (`INSERT … ON CONFLICT DO NOTHING`), locked in key order, and
- *      written with their events and rollups by `commit_balances` (items built by the service's `itemJson`).
+ *      the read of the batch's references (`contextReadMany`), then one transaction: the balances locked in key order
+ *      (`LOCK_BALANCES_SELECT_PG`; they all exist, so the service creates none) and written with their events and
+ *      rollups set-based (`COMMIT_LOCKED`, items built by the service's `itemJson`).
  * 2. service: `POST /v1/track/batch` over HTTP, items without idempotency keys; ratio = events/s over the higher of
  *    the two ceilings of the same balances and size (the target: ≥ 50%);
  * 3. keys: the same with a unique `idempotencyKey` on every item (no target; ratio over the unkeyed service's rate).
@@ -37,16 +37,26 @@
  * per acknowledged item of the service (all its processes), of PostgreSQL (all its processes) and of this bench
  * process (the HTTP client; in the ceiling runs, the raw driver); idle = the machine's idle CPU during the run.
  *
+ * Narrower runs (profiling; their ratios need the lines they divide by): `--service-only`, `--scenarios many|hot`,
+ * `--keyed false|true`.
+ * `--keep` keeps PostgreSQL's scratch database and writes its organization's key beside the OS's temporary files;
+ * `--reuse` then starts from them without the set-up (a profiling loop; the figures of record come from a fresh one).
+ *
  * BENCH_SERVICE_FLAGS, BENCH_SERVICE, BENCH_SERVICE_LOG: as in bench/track.ts (e.g. a CPU profile of the service).
  */
 import { SQL } from "bun"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { parseArgs } from "node:util"
 import {
-  ENTITLEMENT_READS,
+  COMMIT_LOCKED,
+  contextReadMany,
+  LOCK_BALANCES_SELECT_PG,
+  manyReadParameters,
   ROLLUP_MS,
   ROLLUP_SUM_PG,
   itemJson,
-  readsParameter,
   rollupsOf,
   type UsageEventRow
 } from "../src/entitlements/hotStatements.ts"
@@ -78,7 +88,11 @@ const { values: args } = parseArgs({
     connections: { type: "string", default: "4" },
     sizes: { type: "string", default: "100,1000" },
     pg: { type: "string", default: process.env.BENCH_PG ?? "postgres://postgres@127.0.0.1:5432" },
-    keep: { type: "boolean", default: false }
+    keep: { type: "boolean", default: false },
+    reuse: { type: "boolean", default: false },
+    "service-only": { type: "boolean", default: false },
+    scenarios: { type: "string", default: "many,hot" },
+    keyed: { type: "string", default: "false,true" }
   }
 })
 
@@ -92,13 +106,14 @@ const FEATURE = "bench-calls"
 const HOT = "bench-hot"
 const VALUE = 1
 const VALUE_MICRO = BigInt(VALUE * 1_000_000)
-/** `ENTITLEMENT_READS` with its parameter sent as text (Bun.sql would send a string to a JSON parameter as a JSON string). */
-const READS = ENTITLEMENT_READS.replace("$1", "$1::text::json")
-/** Reads a statement of the service's read batcher (src/entitlements/hotRead.ts, `maxBatch`). */
-const READS_PER_STATEMENT = 128
+/** The service's statements with their JSON parameters sent as text (Bun.sql sends a string to a JSON parameter as a JSON string). */
+const asText = (statement: string) => statement.replace(/\$(\d)::json/g, "$$$1::text::json")
+const READ_MANY = asText(contextReadMany("pg"))
+const LOCK_SELECT = asText(LOCK_BALANCES_SELECT_PG)
+const COMMIT_SET = asText(COMMIT_LOCKED)
 
 type Scenario = "many" | "hot"
-const SCENARIOS: ReadonlyArray<Scenario> = ["many", "hot"]
+const SCENARIOS = args.scenarios!.split(",") as ReadonlyArray<Scenario>
 const customerName = (i: number) => `bench-${i}`
 const picker = (scenario: Scenario) =>
   scenario === "hot" ? () => HOT : () => customerName(Math.floor(Math.random() * CUSTOMERS))
@@ -228,23 +243,25 @@ const setBased: CeilingScript = async (db, ctx, customers) => {
 /** The service's statements for a batch: the reads, then create-if-missing, lock, and `commit_balances`. */
 const asTheService: CeilingScript = async (db, ctx, customers) => {
   const { organizationId: org, featureId: f, planId } = ctx.ids
-  for (let i = 0; i < customers.length; i += READS_PER_STATEMENT) {
-    const reads = customers
-      .slice(i, i + READS_PER_STATEMENT)
-      .map((ref) => ({ org, ref, refLower: ref.toLowerCase(), feature: f, subjects: [f] }))
-    await db.unsafe(READS, [readsParameter(reads)])
-  }
+  await db.unsafe(READ_MANY, manyReadParameters({ org, refs: [...new Set(customers)], feature: f, subjects: [f] }))
   const balances = perBalance(ctx, customers)
-  const ids = balances.map(([id]) => id)
   await db.begin(async (tx) => {
     const now = Date.now()
-    await tx.unsafe(
-      `INSERT INTO balances (organization_id, customer_id, subject_id, window_start, window_end, used, overage, bonus,
-         addon, updated_at)
-       SELECT $1, c, $2, $3, NULL, 0, 0, 0, 0, $3 FROM unnest($4::text[]) AS c ON CONFLICT DO NOTHING`,
-      [org, f, now, array(ids)]
+    const rows = JSON.stringify(balances.map(([c]) => ({ c, s: f, ws: now, we: null })))
+    const [lockedRows] = await tx.unsafe(LOCK_SELECT, [org, rows])
+    const locked = aligned(
+      balances,
+      (lockedRows.balances as Array<Record<string, string | number | null>>).map((b) => ({
+        customer_id: b.customerId as string,
+        window_start: b.windowStart as number,
+        window_end: b.windowEnd ?? null,
+        used: b.used as string,
+        overage: b.overage as string,
+        bonus: b.bonus as string,
+        addon: b.addon as string,
+        version: b.version as number
+      }))
     )
-    const locked = aligned(balances, await tx.unsafe(LOCK, [org, f, array(ids)]))
     const items = locked.map((row, i) => {
       const n = balances[i]![1]
       const events: Array<UsageEventRow> = Array.from({ length: n }, () => ({
@@ -281,7 +298,7 @@ const asTheService: CeilingScript = async (db, ctx, customers) => {
         rollups: rollupsOf(events)
       })
     })
-    const [written] = await tx.unsafe("SELECT commit_balances($1::text::json) AS versions", [JSON.stringify(items)])
+    const [written] = await tx.unsafe(COMMIT_SET, [JSON.stringify(items), org])
     if ((written.versions as Array<number | null>).some((v) => v === null)) throw new Error("a guard failed")
   })
 }
@@ -353,12 +370,15 @@ const summary: Array<string> = []
 const benchDatabase = async (kind: "pg" | "sqlite") => {
   const cleanups: Array<() => Promise<void> | void> = []
   try {
-    const scratch = await scratchDatabase(kind, { name: SCRATCH_DB, pg: args.pg!, keep: args.keep! })
+    const keyFile = join(tmpdir(), `${SCRATCH_DB}-${CUSTOMERS}.key`)
+    const reuse = kind === "pg" && args.reuse! && existsSync(keyFile)
+    const scratch = await scratchDatabase(kind, { name: SCRATCH_DB, pg: args.pg!, keep: args.keep!, reuse })
     cleanups.push(...scratch.cleanups)
-    const apiKey = await createOrganization(scratch.env)
+    const apiKey = reuse ? readFileSync(keyFile, "utf8") : await createOrganization(scratch.env)
     const service = await startService(scratch.env, apiKey)
     cleanups.unshift(() => service.stop())
-    const setupSeconds = await setUp(service)
+    const setupSeconds = reuse ? 0 : await setUp(service)
+    if (kind === "pg" && args.keep!) writeFileSync(keyFile, apiKey)
     const store = scratch.store()
     cleanups.unshift(() => store.close())
     if (kind === "pg") await store.rows("ANALYZE")
@@ -385,7 +405,7 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
     // 1. The ceiling (PostgreSQL).
     const ceiling = new Map<string, number>()
     const ceilingKey = (scenario: Scenario, size: number) => `${scenario} ${size}`
-    if (kind === "pg") {
+    if (kind === "pg" && !args["service-only"]) {
       const ctx: Context = { ids, valueMicro: VALUE_MICRO }
       const db = new SQL({ url: scratch.pgUrl, max: CONNECTIONS })
       cleanups.unshift(() => db.close())
@@ -409,7 +429,7 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
 
     // 2. and 3. The service over HTTP, without and with idempotency keys.
     const serviceRate = new Map<string, number>()
-    for (const keyed of [false, true]) {
+    for (const keyed of args.keyed!.split(",").map((k) => k === "true")) {
       console.log(
         keyed
           ? "service over HTTP, every item with its own idempotencyKey (ratio = events/s over the unkeyed line's)"
@@ -424,7 +444,7 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
           const k = ceilingKey(scenario, size)
           const what = `${keyed ? "keyed" : "batch"}, ${label(scenario)}`
           let ratio: number | null = null
-          if (keyed) ratio = result.itemRate / serviceRate.get(k)!
+          if (keyed) ratio = serviceRate.has(k) ? result.itemRate / serviceRate.get(k)! : null
           else {
             serviceRate.set(k, result.itemRate)
             const reference = kind === "pg" ? ceiling.get(k) : pgServiceRate.get(k)

@@ -389,14 +389,17 @@ export const micros = (v: number | null) => (v === null ? "-" : v.toFixed(0))
  */
 export const scratchDatabase = async (
   kind: "pg" | "sqlite",
-  options: { readonly name: string; readonly pg: string; readonly keep: boolean }
+  options: { readonly name: string; readonly pg: string; readonly keep: boolean; readonly reuse?: boolean }
 ) => {
   const cleanups: Array<() => Promise<void> | void> = []
   if (kind === "pg") {
     if (!options.name.startsWith("billing_bench_")) throw new Error("refusing a database not named billing_bench_*")
     const admin = new SQL({ url: `${options.pg}/postgres`, max: 1 })
-    await admin.unsafe(`DROP DATABASE IF EXISTS ${options.name} WITH (FORCE)`)
-    await admin.unsafe(`CREATE DATABASE ${options.name}`)
+    const exists = (await admin.unsafe(`SELECT 1 FROM pg_database WHERE datname = '${options.name}'`)).length > 0
+    if (!(options.reuse === true && exists)) {
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${options.name} WITH (FORCE)`)
+      await admin.unsafe(`CREATE DATABASE ${options.name}`)
+    }
     const url = `${options.pg}/${options.name}`
     if (!options.keep) cleanups.push(() => admin.unsafe(`DROP DATABASE IF EXISTS ${options.name} WITH (FORCE)`))
     cleanups.push(() => admin.close())

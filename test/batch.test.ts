@@ -78,6 +78,35 @@ for (const database of databases()) {
       expect(await usage("b1")).toBe(100)
     })
 
+    test("references resolve as track resolves them: id, external id, email in any case, ambiguous, unknown", async () => {
+      const { org, batch, track } = await setup()
+      const create = (body: Record<string, unknown>) => post(server, org.apiKey, "/v1/customers", body)
+      const alice = await create({ id: "alice", email: "Alice@Example.com" })
+      // One customer's external id is Carol's email: that reference names two customers.
+      expect((await create({ id: "bob", email: "bob@example.com" })).status).toBe(200)
+      expect((await create({ id: "carol@example.com", email: "c2@example.com" })).status).toBe(200)
+      expect((await create({ id: "carol", email: "carol@example.com" })).status).toBe(200)
+      expect(alice.status).toBe(200)
+      const refs = [alice.body.id, "alice", "ALICE@example.COM", "carol@example.com", "nobody", "bob"]
+      const answer = await batch(refs.map((customer) => ({ customer, feature: "tokens", value: 1 })))
+      expect(answer.status).toBe(200)
+      const singles = []
+      for (const customer of refs)
+        singles.push((await track({ customer, feature: "tokens", value: 0, customerData: undefined })).body)
+      expect(answer.body.results.map((r: any) => r.code)).toEqual([
+        "tracked",
+        "tracked",
+        "tracked",
+        "customer_ambiguous",
+        "customer_not_found",
+        "tracked"
+      ])
+      // The same codes as single tracks of the same references; Alice's three items drew from one balance.
+      expect(singles.map((r: any) => r.code)).toEqual(answer.body.results.map((r: any) => r.code))
+      expect(answer.body.results[2]).toMatchObject({ usage: 3 })
+      expect(singles[0]).toMatchObject({ usage: 3 })
+    })
+
     test("counts and booleans in a batch; several customers and features in one", async () => {
       const { batch } = await setup()
       const answer = await batch([

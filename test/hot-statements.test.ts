@@ -14,7 +14,9 @@ import { join } from "node:path"
 import { EntitlementsRepo } from "../src/entitlements/EntitlementsRepo.ts"
 import {
   commitBalancesFunction,
+  contextReadMany,
   ENTITLEMENT_READS,
+  LOCK_BALANCES_SELECT_PG,
   entitlementReadsFunction,
   HotBalance,
   HotConfig,
@@ -63,13 +65,17 @@ describe("the hot statements' one source", () => {
       )
     for (const [sql, builder] of [
       [entitlementReadsFunction(), "json_build_object"],
-      [SQLITE_ENTITLEMENT_READ, "json_object"]
+      [SQLITE_ENTITLEMENT_READ, "json_object"],
+      [contextReadMany("pg"), "json_build_object"],
+      [contextReadMany("sqlite"), "json_object"]
     ] as const) {
       const objects = keysIn(sql, builder).filter((keys) => !keys.includes("catalogVersion"))
       expect(objects).toEqual(
         [keysOf(HotCustomer), keysOf(HotSubscription), keysOf(HotConfig), keysOf(HotBalance)].map((k) => [...k])
       )
     }
+    // A batch's locked balances are read as the hot read reads balances.
+    expect(keysIn(LOCK_BALANCES_SELECT_PG, "json_build_object")).toEqual([[...keysOf(HotBalance)]])
   })
 })
 
@@ -170,78 +176,95 @@ for (const database of databases()) {
       })
     })
 
-    test("a step records its events column for column, and its rollups", async () => {
-      const { customerId, featureId, org } = await setUp()
-      const [before] = (
-        await server.run(
-          Effect.flatMap(EntitlementsRepo, (repo) => repo.context(org.id, customerId, featureId, [featureId]))
+    for (const locked of [false, true]) {
+      test(`a step records its events column for column, and its rollups${locked ? " (a batch's, rows locked)" : ""}`, async () => {
+        const { customerId, featureId, org } = await setUp()
+        const [before] = (
+          await server.run(
+            Effect.flatMap(EntitlementsRepo, (repo) => repo.context(org.id, customerId, featureId, [featureId]))
+          )
+        ).balances
+        const event = {
+          organizationId: org.id,
+          id: `evt_${crypto.randomUUID().replaceAll("-", "").slice(0, 26)}`,
+          customerId,
+          featureId,
+          subjectId: featureId,
+          entityId: "seat-1",
+          value: 3_000_000n,
+          cost: 3_000_000n,
+          fromPlan: 2_000_000n,
+          fromBonus: 0n,
+          fromAddon: 0n,
+          overage: 1_000_000n,
+          billable: 1_000_000n,
+          planId: "plan_x",
+          metadata: { source: "test" },
+          createdAt: before!.windowStart + 1
+        }
+        const commit = (expectedVersion: number) => ({
+          organizationId: org.id,
+          customerId,
+          subjectId: featureId,
+          expectedVersion,
+          next: { ...before!, used: before!.used + 2_000_000n, overage: 1_000_000n },
+          events: [event],
+          now: event.createdAt
+        })
+        const step = (expectedVersion: number) =>
+          server.run(
+            Effect.flatMap(EntitlementsRepo, (repo) =>
+              locked
+                ? Effect.flatMap(SqlClient.SqlClient, (sql) =>
+                    sql.withTransaction(
+                      Effect.zipRight(
+                        repo.lockBalances(
+                          org.id,
+                          [{ customerId, subjectId: featureId, init: { windowStart: 0, windowEnd: null } }],
+                          event.createdAt
+                        ),
+                        repo.commitBalances([commit(expectedVersion)], true)
+                      )
+                    )
+                  )
+                : repo.commitBalances([commit(expectedVersion)])
+            )
+          )
+        // A stale version writes nothing, then the current one writes it all.
+        expect(await step(before!.version - 1)).toEqual([Option.none()])
+        expect(await step(before!.version)).toEqual([Option.some(before!.version + 1)])
+        const rows = await server.run(
+          Effect.flatMap(
+            SqlClient.SqlClient,
+            (sql) => sql`SELECT * FROM usage_events WHERE organization_id = ${org.id} AND id = ${event.id}`
+          )
         )
-      ).balances
-      const event = {
-        organizationId: org.id,
-        id: `evt_${crypto.randomUUID().replaceAll("-", "").slice(0, 26)}`,
-        customerId,
-        featureId,
-        subjectId: featureId,
-        entityId: "seat-1",
-        value: 3_000_000n,
-        cost: 3_000_000n,
-        fromPlan: 2_000_000n,
-        fromBonus: 0n,
-        fromAddon: 0n,
-        overage: 1_000_000n,
-        billable: 1_000_000n,
-        planId: "plan_x",
-        metadata: { source: "test" },
-        createdAt: before!.windowStart + 1
-      }
-      const versions = await server.run(
-        Effect.flatMap(EntitlementsRepo, (repo) =>
-          repo.commitBalances([
-            {
-              organizationId: org.id,
-              customerId,
-              subjectId: featureId,
-              expectedVersion: before!.version,
-              next: { ...before!, used: before!.used + 2_000_000n, overage: 1_000_000n },
-              events: [event],
-              now: event.createdAt
-            }
-          ])
-        )
-      )
-      expect(versions).toEqual([Option.some(before!.version + 1)])
-      const rows = await server.run(
-        Effect.flatMap(
-          SqlClient.SqlClient,
-          (sql) => sql`SELECT * FROM usage_events WHERE organization_id = ${org.id} AND id = ${event.id}`
-        )
-      )
-      expect(
-        rows.map((r) => ({
-          ...r,
-          value: BigInt(r.value as number),
-          cost: BigInt(r.cost as number),
-          fromPlan: BigInt(r.fromPlan as number),
-          fromBonus: BigInt(r.fromBonus as number),
-          fromAddon: BigInt(r.fromAddon as number),
-          overage: BigInt(r.overage as number),
-          billable: BigInt(r.billable as number),
-          metadata: JSON.parse(r.metadata as string),
-          createdAt: Number(r.createdAt)
-        }))
-      ).toEqual([{ ...event, invoiceId: null }] as never)
-      const rollups = await server.run(
-        Effect.flatMap(
-          SqlClient.SqlClient,
-          (sql) =>
-            sql<{ value: number; records: number }>`SELECT value, records FROM usage_rollups
+        expect(
+          rows.map((r) => ({
+            ...r,
+            value: BigInt(r.value as number),
+            cost: BigInt(r.cost as number),
+            fromPlan: BigInt(r.fromPlan as number),
+            fromBonus: BigInt(r.fromBonus as number),
+            fromAddon: BigInt(r.fromAddon as number),
+            overage: BigInt(r.overage as number),
+            billable: BigInt(r.billable as number),
+            metadata: JSON.parse(r.metadata as string),
+            createdAt: Number(r.createdAt)
+          }))
+        ).toEqual([{ ...event, invoiceId: null }] as never)
+        const rollups = await server.run(
+          Effect.flatMap(
+            SqlClient.SqlClient,
+            (sql) =>
+              sql<{ value: number; records: number }>`SELECT value, records FROM usage_rollups
           WHERE organization_id = ${org.id} AND customer_id = ${customerId}`
+          )
         )
-      )
-      expect(rollups.reduce((sum, r) => sum + Number(r.value), 0)).toBe(5_000_000)
-      expect(rollups.reduce((sum, r) => sum + Number(r.records), 0)).toBe(2)
-    })
+        expect(rollups.reduce((sum, r) => sum + Number(r.value), 0)).toBe(5_000_000)
+        expect(rollups.reduce((sum, r) => sum + Number(r.records), 0)).toBe(2)
+      })
+    }
 
     if (database.name === "postgresql") {
       test("the functions PostgreSQL runs are the module's", async () => {

@@ -3,8 +3,7 @@ import { BigDecimal, Clock, Context, Effect, Either, Layer, Option } from "effec
 import type { EntitlementCode, EntitlementState } from "../api/entitlements.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import type { Feature } from "../catalog/model.ts"
-import { ambiguous, Customers, pickMatch } from "../customers/Customers.ts"
-import { matchesOf } from "../customers/CustomersRepo.ts"
+import { Customers } from "../customers/Customers.ts"
 import { Conflict, customerNotFound, InvalidInput } from "../domain/errors.ts"
 import { toDecimal } from "../domain/money.ts"
 import { fitsMicro, FACTOR_BIGINT, fromMicro, toMicro } from "../domain/quantity.ts"
@@ -13,10 +12,8 @@ import { Outbox } from "../events/Outbox.ts"
 import { sha256Hex } from "../platform/crypto.ts"
 import { retryDeadlocks } from "../platform/db/deadlocks.ts"
 import { Ids } from "../platform/ids.ts"
-import { grantingOf } from "../subscriptions/Subscriptions.ts"
 import { makeBalanceWriter } from "./BalanceWriter.ts"
-import { EntitlementsRepo, type FeatureConfigRow, type StoredBalance, type UsageEventRow } from "./EntitlementsRepo.ts"
-import { creditsOnlyGrant, type Grant, resolveGrant } from "./grants.ts"
+import { EntitlementsRepo, type StoredBalance, type UsageEventRow } from "./EntitlementsRepo.ts"
 import {
   type EntitlementInput,
   eventTime,
@@ -30,6 +27,15 @@ import {
   pastBound,
   type Resolved
 } from "./meter.ts"
+import {
+  answered,
+  instantFor,
+  pickCustomer,
+  readsOfMany,
+  readsOfOne,
+  type Resolution,
+  resolveFound
+} from "./resolution.ts"
 import { countedState, denial, storedState } from "./state.ts"
 
 const isMeter = (m: Meter | InvalidInput): m is Meter => !(m instanceof InvalidInput)
@@ -61,13 +67,6 @@ export interface BatchItem extends EntitlementInput {
 }
 
 export class Entitlements extends Context.Tag("Entitlements")<Entitlements, EntitlementsShape>() {}
-
-/** What `resolve` made of a request: an answer already (a denial before any balance), or what to decide over. */
-type Resolution =
-  | { readonly _tag: "Answered"; readonly state: EntitlementState }
-  | { readonly _tag: "Resolved"; readonly resolved: Resolved; readonly stored: Option.Option<StoredBalance> }
-
-const answered = (state: EntitlementState): Resolution => ({ _tag: "Answered", state })
 
 const DAY_MS = 86_400_000
 
@@ -243,9 +242,10 @@ export const EntitlementsLive = Layer.effect(
             snapshot = yield* catalog.snapshotAt(org, version)
             continue
           }
-          const picked = pickMatch(matchesOf(context.customers, input.customer))
-          if (picked === "ambiguous") return answered(denial("customer_ambiguous", ambiguous(input.customer).message))
-          if (Option.isNone(picked)) {
+          const reads = readsOfOne(context)
+          const picked = pickCustomer(reads, input.customer)
+          if (picked._tag === "Answered" || picked._tag === "Resolved") return picked
+          if (picked._tag === "Missing") {
             if (input.customerData === undefined || created) {
               return answered(denial("customer_not_found", customerNotFound(input.customer).message))
             }
@@ -261,11 +261,8 @@ export const EntitlementsLive = Layer.effect(
             created = true
             continue
           }
-          const customer = picked.value
-          // The request's instant: its one reading of the clock, unless the customer it found was created after that
-          // reading (by a concurrent request, whose creation this one waited for or read). The request then happens at
-          // the creation, so its event falls inside the window and the subscription the creation started.
-          const now = Math.max(requestedAt, customer.createdAt)
+          const customer = picked.customer
+          const now = instantFor(customer, requestedAt)
           if (feature === undefined) return answered(denial("feature_not_found", `No feature '${input.feature}'`))
           let entityId: string | null = null
           if (input.entity !== undefined) {
@@ -274,53 +271,19 @@ export const EntitlementsLive = Layer.effect(
               return answered(denial("entity_not_found", `The customer has no entity '${input.entity}'`))
             entityId = found.value
           }
-          const balanceOf = (subjectId: string): Option.Option<StoredBalance> =>
-            Option.fromNullable(context.balances.find((b) => b.customerId === customer.id && b.subjectId === subjectId))
-          const config: Option.Option<FeatureConfigRow> = Option.fromNullable(
-            context.configs.find((c) => c.customerId === customer.id)
-          )
-          const granting = grantingOf(
-            context.subscriptions.filter((s) => s.customerId === customer.id),
-            snapshot,
-            now
-          )
-          const resolution = resolveGrant(snapshot, feature, granting, now)
-          let grant: Grant | undefined = resolution._tag === "Granted" ? resolution.grant : undefined
-          if (grant === undefined && feature.type === "metered" && feature.meterType === "consumable") {
-            // No plan grants it, but purchased or bonus credits of one of its credit systems may.
-            for (const system of snapshot.creditSystemsByFeature.get(feature.slug) ?? []) {
-              const balance = balanceOf(system.id)
-              if (Option.isSome(balance) && balance.value.bonus + balance.value.addon > 0n) {
-                grant = creditsOnlyGrant(feature, system, now)
-                break
-              }
-            }
-          }
-          if (grant === undefined) {
-            const code = resolution._tag === "Denied" ? resolution.code : "feature_not_in_plan"
-            return answered(
-              denial(
-                code,
-                code === "no_active_subscription"
-                  ? "The customer has no active subscription"
-                  : `No plan of the customer includes '${feature.slug}'`
-              )
-            )
-          }
-          const resolved: Resolved = {
+          return resolveFound({
             org,
             mode,
             input,
-            customer,
+            snapshot,
             feature,
-            grant,
-            config,
+            customer,
+            reads,
             entityId,
             now,
-            at: timestamp ?? now,
+            timestamp,
             inTransaction
-          }
-          return { _tag: "Resolved", resolved, stored: balanceOf(grant.subject.id) } as const
+          })
         }
       })
 
@@ -365,13 +328,110 @@ export const EntitlementsLive = Layer.effect(
           .pipe(Effect.catchTag("SqlError", Effect.die))
       })
 
+    /**
+     * A batch's items resolved as `resolve` would resolve each, over one read per feature named (every customer its
+     * items reference, one statement; docs/decisions.md, "Batches"); an item naming an entity reads it as a single
+     * request does. `into[i]` receives item i's resolution; a customer not found is answered so (the caller may create
+     * it and resolve the item again).
+     */
+    const resolveMany = (
+      org: string,
+      inputs: ReadonlyArray<EntitlementInput>,
+      indices: ReadonlyArray<number>,
+      requestedAt: number,
+      times: ReadonlyArray<number | undefined>,
+      into: Array<Resolution | undefined>
+    ) =>
+      Effect.gen(function* () {
+        if (indices.length === 0) return
+        let { snapshot, version } = yield* catalog.cached(org)
+        while (true) {
+          const groups = new Map<string, { feature: Feature | undefined; items: Array<number> }>()
+          for (const i of indices) {
+            const named = inputs[i]!.feature
+            const feature = snapshot.features.get(named) ?? snapshot.featuresById.get(named)
+            const key = feature?.id ?? ""
+            const group = groups.get(key)
+            if (group === undefined) groups.set(key, { feature, items: [i] })
+            else group.items.push(i)
+          }
+          const contexts = yield* Effect.forEach(
+            groups.values(),
+            ({ feature, items }) =>
+              repo.contexts({
+                org,
+                refs: [...new Set(items.map((i) => inputs[i]!.customer))],
+                feature: feature?.id ?? "",
+                subjects:
+                  feature === undefined
+                    ? []
+                    : [feature.id, ...(snapshot.creditSystemsByFeature.get(feature.slug) ?? []).map((s) => s.id)]
+              }),
+            { concurrency: "unbounded" }
+          )
+          const moved = contexts.find((c) => c.catalogVersion !== version)
+          if (moved !== undefined) {
+            // Another sync (in any process) changed the catalog: decide over the current one.
+            version = moved.catalogVersion
+            snapshot = yield* catalog.snapshotAt(org, version)
+            continue
+          }
+          const withEntity: Array<number> = []
+          ;[...groups.values()].forEach(({ feature, items }, g) => {
+            const reads = readsOfMany(contexts[g]!)
+            for (const i of items) {
+              const input = inputs[i]!
+              const picked = pickCustomer(reads, input.customer)
+              if (picked._tag === "Missing") {
+                into[i] = answered(denial("customer_not_found", customerNotFound(input.customer).message))
+              } else if (picked._tag !== "Found") into[i] = picked
+              else if (feature === undefined) {
+                into[i] = answered(denial("feature_not_found", `No feature '${input.feature}'`))
+              } else if (input.entity !== undefined) withEntity.push(i)
+              else {
+                into[i] = resolveFound({
+                  org,
+                  mode: "track",
+                  input,
+                  snapshot,
+                  feature,
+                  customer: picked.customer,
+                  reads,
+                  entityId: null,
+                  now: instantFor(picked.customer, requestedAt),
+                  timestamp: times[i],
+                  inTransaction: false
+                })
+              }
+            }
+          })
+          yield* Effect.forEach(
+            withEntity,
+            (i) => {
+              const { customerData: _, ...withoutData } = inputs[i]!
+              return Effect.map(
+                resolve(org, "track", withoutData, false, requestedAt, times[i]),
+                (r) => void (into[i] = r)
+              )
+            },
+            { concurrency: "unbounded", discard: true }
+          )
+          return
+        }
+      })
+
     const evaluateBatch = (org: string, items: ReadonlyArray<BatchItem>) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         type Result = Either.Either<EntitlementState, InvalidInput | Conflict>
         const results: Array<Result | undefined> = items.map(() => undefined)
         const inputs = items.map(({ idempotencyKey: _, ...input }) => input)
-        const hashes = inputs.map((input) => sha256Hex(JSON.stringify(canonical({ mode: "track", input }))))
+        // Only a keyed item's request is compared with what its key stored.
+        const hashes = items.map((item, i) =>
+          item.idempotencyKey === undefined
+            ? ""
+            : sha256Hex(JSON.stringify(canonical({ mode: "track", input: inputs[i] })))
+        )
         const times = items.map((item) => {
           const at = eventTime("track", item.timestamp, now)
           return at instanceof InvalidInput ? at : item.timestamp === undefined ? undefined : at
@@ -401,10 +461,14 @@ export const EntitlementsLive = Layer.effect(
           shared.set(key, i)
           return i
         })
-        const resolutions: Array<Resolution | undefined> = yield* Effect.forEach(
-          items,
-          (_, i) => (results[i] !== undefined || firstOf[i] !== i ? Effect.succeed(undefined) : resolveItem(i, false)),
-          { concurrency: "unbounded" }
+        const resolutions: Array<Resolution | undefined> = items.map(() => undefined)
+        yield* resolveMany(
+          org,
+          inputs,
+          items.flatMap((_, i) => (results[i] === undefined && firstOf[i] === i ? [i] : [])),
+          now,
+          times as ReadonlyArray<number | undefined>,
+          resolutions
         )
         items.forEach((_, i) => {
           const first = resolutions[firstOf[i]!]
@@ -439,10 +503,7 @@ export const EntitlementsLive = Layer.effect(
           }
         )
         const again = items.flatMap((item, i) => (unknown(i) && creators.has(item.customer) ? [i] : []))
-        yield* Effect.forEach(again, (i) => Effect.map(resolveItem(i, false), (r) => void (resolutions[i] = r)), {
-          concurrency: "unbounded",
-          discard: true
-        })
+        yield* resolveMany(org, inputs, again, now, times as ReadonlyArray<number | undefined>, resolutions)
 
         // PostgreSQL may still roll the transaction back to break a deadlock (with a writer's step, whose row order
         // is its statement's): all of it undone, it runs again.
@@ -560,8 +621,10 @@ export const EntitlementsLive = Layer.effect(
                 if (write === null) continue
                 state.set(key, { ...write.next, version: state.get(key)?.version ?? 0 })
                 if (write.spentAfter !== null) spent.set(customerId, write.spentAfter)
-                events.set(key, [...(events.get(key) ?? []), write.event])
-                notices.set(key, [...(notices.get(key) ?? []), ...write.notices])
+                const drawn = events.get(key)
+                if (drawn === undefined) events.set(key, [write.event])
+                else drawn.push(write.event)
+                if (write.notices.length > 0) notices.set(key, [...(notices.get(key) ?? []), ...write.notices])
               }
 
               // One write of every balance drawn, with its events, rollups and alerts (guards hold: rows locked).
@@ -575,7 +638,7 @@ export const EntitlementsLive = Layer.effect(
                   expectedVersion: lockedVersion.get(key) ?? null,
                   next,
                   events: events.get(key)!,
-                  notices: notices.get(key)!,
+                  notices: notices.get(key) ?? [],
                   now
                 }
               })

@@ -4,6 +4,7 @@ import { retryDeadlocks } from "../platform/db/deadlocks.ts"
 import { PgPool, poolQuery } from "../platform/db/PgPool.ts"
 import {
   COMMIT_BALANCES,
+  COMMIT_LOCKED,
   type CommitItem,
   CommitVersions,
   itemJson,
@@ -81,8 +82,10 @@ export const makeCommitBalances = (sql: SqlClient.SqlClient, pool: Option.Option
     // A step with notices is a transaction on the SqlClient (the statement, then the notices of what it wrote);
     // every other step is the statement alone, on the pool, committing by itself.
     const noticed = commits.some((c) => c.notices !== undefined && c.notices.length > 0)
-    const rows =
-      Option.isSome(pool) && !noticed && !inTransaction
+    // Inside a caller's transaction the rows are its locked ones (a batch's): written set-based.
+    const rows = inTransaction
+      ? raw.unsafe<{ versions: unknown }>(COMMIT_LOCKED, [...values, commits[0]?.organizationId ?? ""])
+      : Option.isSome(pool) && !noticed
         ? poolQuery<{ versions: unknown }>(pool.value, COMMIT_BALANCES, values, "commit_balances")
         : raw.unsafe<{ versions: unknown }>(COMMIT_BALANCES, values)
     const versions = Effect.flatMap(rows, (rows) => {

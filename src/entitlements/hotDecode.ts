@@ -123,3 +123,6 @@ export const fastContext = (u: unknown): EntitlementContext | undefined => {
   }
   return { catalogVersion: u.catalogVersion, customers, subscriptions, configs, balances }
 }
+
+/** Balances as `Schema.Array(HotBalance)` decodes them (a batch's locked rows), or `undefined` as above. */
+export const fastBalances = (u: unknown): Array<HotBalance> | undefined => all(u, balance)

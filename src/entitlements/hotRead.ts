@@ -5,7 +5,10 @@ import { makeBatcher } from "./Batcher.ts"
 import { fastContext } from "./hotDecode.ts"
 import {
   type ContextRead,
+  contextReadMany,
   ENTITLEMENT_READS,
+  type ManyRead,
+  manyReadParameters,
   EntitlementContext,
   readsParameter,
   SQLITE_ENTITLEMENT_READ,
@@ -20,7 +23,12 @@ import {
  */
 export interface ContextReader {
   readonly read: (read: ContextRead, inTransaction: boolean) => Effect.Effect<EntitlementContext>
+  /** Many references of one feature in one statement (a batch's items), on the pool; one context for all of them. */
+  readonly readMany: (read: ManyRead) => Effect.Effect<EntitlementContext>
 }
+
+const PG_READ_MANY = contextReadMany("pg")
+const SQLITE_READ_MANY = contextReadMany("sqlite")
 
 const schemaContexts = Schema.decodeUnknownEither(Schema.Array(EntitlementContext))
 const schemaContext = Schema.decodeUnknownEither(EntitlementContext)
@@ -88,7 +96,25 @@ export const makeContextReader = (sql: SqlClient.SqlClient, pool: Option.Option<
       orDie(decodeContext(JSON.parse(rows[0]?.context ?? "null")))
     ).pipe(Effect.map(ordered), Effect.orDie)
 
+  const readMany = (read: ManyRead) =>
+    sql
+      .onDialectOrElse({
+        pg: () => {
+          const values = manyReadParameters(read)
+          const rows = Option.isNone(pool)
+            ? raw.unsafe<{ context: unknown }>(PG_READ_MANY, values)
+            : poolQuery<{ context: unknown }>(pool.value, PG_READ_MANY, values, "entitlement_read_many")
+          return Effect.flatMap(rows, (rows) => orDie(decodeContext(rows[0]?.context)))
+        },
+        orElse: () =>
+          Effect.flatMap(raw.unsafe<{ context: string }>(SQLITE_READ_MANY, manyReadParameters(read)), (rows) =>
+            orDie(decodeContext(JSON.parse(rows[0]?.context ?? "null")))
+          )
+      })
+      .pipe(Effect.map(ordered), Effect.orDie)
+
   return {
+    readMany,
     read: (read, inTransaction) =>
       sql.onDialectOrElse({
         pg: () =>
