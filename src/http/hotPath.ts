@@ -5,6 +5,7 @@ import type { CheckRequest, EntitlementState, TrackRequest } from "../api/entitl
 import { errorBody, errorStatus } from "../api/errors.ts"
 import { Entitlements } from "../entitlements/Engine.ts"
 import { AppConfig } from "../platform/config.ts"
+import { sampledRootContext, sampleRoot } from "../platform/tracing.ts"
 import { Authenticator } from "../organizations/Authenticator.ts"
 import { jsonTextProblem, MAX_JSON_DEPTH } from "../boundary/jsonText.ts"
 import { defectAnswer } from "./errorMiddleware.ts"
@@ -107,13 +108,21 @@ export const makeHotPath = (
       )
 
     /** HttpApi's request span (HttpMiddleware.tracer): the same name, parent and attributes. */
-    const withServerSpan = (run: Effect.Effect<Response | undefined>, request: Request, pathname: string) =>
+    const withServerSpan = (
+      run: Effect.Effect<Response | undefined>,
+      request: Request,
+      pathname: string,
+      sampledRoot: boolean
+    ) =>
       Effect.useSpan(
         `http.server ${request.method}`,
         {
-          parent: Option.getOrUndefined(HttpTraceContext.fromHeaders(Headers.fromInput(request.headers))),
+          parent: sampledRoot
+            ? undefined
+            : Option.getOrUndefined(HttpTraceContext.fromHeaders(Headers.fromInput(request.headers))),
           kind: "server",
-          captureStackTrace: false
+          captureStackTrace: false,
+          ...(sampledRoot ? { context: sampledRootContext } : {})
         },
         (span) => {
           span.attribute("http.request.method", request.method)
@@ -141,7 +150,13 @@ export const makeHotPath = (
       if (Either.isLeft(payload) || Either.isLeft(headers)) return Promise.resolve(undefined)
       const bearer = (request.headers.get("authorization") ?? "").slice(BEARER)
       let run = program(route, bearer, payload.right, headers.right["idempotency-key"])
-      if (traced) run = withServerSpan(run, request, endpoint.path)
+      if (traced) {
+        // A root that is not sampled runs without spans (its children would not be sampled either); a sampled root
+        // and a caller's trace (`traceparent`) get HttpApi's server span.
+        const parent = request.headers.get("traceparent")
+        if (parent === null && !sampleRoot(config.traceSampleRatio)) run = Effect.withTracerEnabled(run, false)
+        else run = withServerSpan(run, request, endpoint.path, parent === null)
+      }
       const fiber = runFork(requestId === undefined ? run : Effect.annotateLogs(run, "requestId", requestId))
       if (slot !== undefined) slot.fiber = fiber
       return new Promise((resolve) =>
