@@ -107,6 +107,55 @@ for (const database of databases()) {
       expect(singles[0]).toMatchObject({ usage: 3 })
     })
 
+    test("credit systems: two features drawing from one credit balance in one batch, in order, exact", async () => {
+      const org = await server.createOrg()
+      await syncCatalog(server, org.apiKey, {
+        features: [
+          { slug: "gen", name: "Gen", type: "metered" },
+          { slug: "img", name: "Img", type: "metered" }
+        ],
+        creditSystems: [
+          {
+            slug: "cr",
+            name: "Credits",
+            features: [
+              { feature: "gen", creditCost: 2 },
+              { feature: "img", creditCost: 5 }
+            ]
+          }
+        ],
+        plans: [{ slug: "p", name: "P", autoEnable: true, features: [{ slug: "cr", limit: 50, reset: "monthly" }] }]
+      })
+      const item = (customer: string, feature: string, value: number) => ({
+        customer,
+        feature,
+        value,
+        customerData: {}
+      })
+      const answer = await post(server, org.apiKey, "/v1/track/batch", {
+        events: [
+          item("k1", "gen", 5), // 10 credits
+          item("k2", "img", 1), // another customer's 5
+          item("k1", "img", 4), // 20: 30
+          item("k1", "gen", 10), // 20: 50, the whole grant
+          item("k1", "gen", 1), // 2 more do not fit
+          item("k1", "img", 0) // nothing, allowed
+        ]
+      })
+      expect(answer.status).toBe(200)
+      expect(answer.body.results.map((r: any) => [r.allowed, r.code, r.usage])).toEqual([
+        [true, "tracked", 10],
+        [true, "tracked", 5],
+        [true, "tracked", 30],
+        [true, "tracked", 50],
+        [false, "insufficient_credits", 50],
+        [true, "tracked", 50]
+      ])
+      const usage = async (customer: string, feature: string) =>
+        (await post(server, org.apiKey, "/v1/check", { customer, feature, value: 0 })).body.usage
+      expect([await usage("k1", "gen"), await usage("k1", "img"), await usage("k2", "gen")]).toEqual([50, 50, 5])
+    })
+
     test("counts and booleans in a batch; several customers and features in one", async () => {
       const { batch } = await setup()
       const answer = await batch([
