@@ -19,8 +19,7 @@ import { fromMicro } from "../../src/domain/quantity.ts"
 import { InvoicesRepo } from "../../src/billing/InvoicesRepo.ts"
 import { type CreditKind, Credits } from "../../src/credits/Credits.ts"
 import { formatPath } from "../../src/boundary/issues.ts"
-import migration0010 from "../../src/platform/db/migrations/0010_out_of_range_report.ts"
-import { findOutOfRange } from "../../src/platform/db/outOfRange.ts"
+import { findOutOfRange, reportOutOfRange } from "../../src/platform/db/outOfRange.ts"
 import { syncCatalog } from "../support/catalog.ts"
 import { databases, startServer, type TestServer } from "../support/harness.ts"
 import { cli, startService } from "./support.ts"
@@ -761,7 +760,8 @@ for (const database of databases()) {
         bound: "more than 0 to 1000000000000, an integer"
       })
 
-      // Migration 0010 is this scan with one warning per row.
+      // Migration 0010 reports this scan with one warning per row. (Its report alone: the whole migration would put
+      // back its era's `commit_balances` on a database the other tests share.)
       const warnings: Array<Record<string, unknown>> = []
       // In place of the service's JSON logger (src/platform/logging.ts), at every level.
       const capture = Logger.make(({ annotations, logLevel, message }) => {
@@ -769,7 +769,7 @@ for (const database of databases()) {
           warnings.push({ message, ...Object.fromEntries(HashMap.toEntries(annotations)) })
       })
       await server.run(
-        migration0010.pipe(
+        reportOutOfRange.pipe(
           Effect.locally(FiberRef.currentLoggers, HashSet.make(capture)),
           Effect.locally(FiberRef.currentMinimumLogLevel, LogLevel.All)
         )
