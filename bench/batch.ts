@@ -45,7 +45,7 @@
  * BENCH_SERVICE_FLAGS, BENCH_SERVICE, BENCH_SERVICE_LOG: as in bench/track.ts (e.g. a CPU profile of the service).
  */
 import { SQL } from "bun"
-import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
@@ -371,9 +371,16 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
   const cleanups: Array<() => Promise<void> | void> = []
   try {
     const keyFile = join(tmpdir(), `${SCRATCH_DB}-${CUSTOMERS}.key`)
-    const reuse = kind === "pg" && args.reuse! && existsSync(keyFile)
-    const scratch = await scratchDatabase(kind, { name: SCRATCH_DB, pg: args.pg!, keep: args.keep!, reuse })
+    const scratch = await scratchDatabase(kind, {
+      name: SCRATCH_DB,
+      pg: args.pg!,
+      keep: args.keep!,
+      reuse: kind === "pg" && args.reuse! && existsSync(keyFile)
+    })
     cleanups.push(...scratch.cleanups)
+    const reuse = scratch.reused
+    // A key file stands for a set-up that finished on the kept database; a new set-up voids it until it finishes.
+    if (!reuse) rmSync(keyFile, { force: true })
     const apiKey = reuse ? readFileSync(keyFile, "utf8") : await createOrganization(scratch.env)
     const service = await startService(scratch.env, apiKey)
     cleanups.unshift(() => service.stop())

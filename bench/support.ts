@@ -396,19 +396,20 @@ export const scratchDatabase = async (
     if (!options.name.startsWith("billing_bench_")) throw new Error("refusing a database not named billing_bench_*")
     const admin = new SQL({ url: `${options.pg}/postgres`, max: 1 })
     const exists = (await admin.unsafe(`SELECT 1 FROM pg_database WHERE datname = '${options.name}'`)).length > 0
-    if (!(options.reuse === true && exists)) {
+    const reused = options.reuse === true && exists
+    if (!reused) {
       await admin.unsafe(`DROP DATABASE IF EXISTS ${options.name} WITH (FORCE)`)
       await admin.unsafe(`CREATE DATABASE ${options.name}`)
     }
     const url = `${options.pg}/${options.name}`
     if (!options.keep) cleanups.push(() => admin.unsafe(`DROP DATABASE IF EXISTS ${options.name} WITH (FORCE)`))
     cleanups.push(() => admin.close())
-    return { env: { DATABASE_URL: url }, pgUrl: url, cleanups, store: () => pgStore(url) }
+    return { env: { DATABASE_URL: url }, pgUrl: url, cleanups, store: () => pgStore(url), reused }
   }
   const dir = mkdtempSync(join(tmpdir(), "billing-bench-"))
   if (!options.keep) cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
   const env: Record<string, string> = { DATABASE_URL: "", DATA_DIR: dir }
-  return { env, pgUrl: "", cleanups, store: () => sqliteStore(join(dir, "billing.db")) }
+  return { env, pgUrl: "", cleanups, store: () => sqliteStore(join(dir, "billing.db")), reused: false }
 }
 
 /** The catalog: one metered feature `feature` with a limit of `limit` on the auto-enabled plan `bench`. */

@@ -212,6 +212,29 @@ for (const database of databases()) {
       expect(await usage("b5")).toBe(7)
     })
 
+    test("concurrent batches sharing a key: one of them records it, the others repeat its answer or are 409", async () => {
+      const { batch, usage } = await setup()
+      await batch([{ customer: "b6", feature: "tokens", value: 0, customerData: {} }])
+      const shared = { customer: "b6", feature: "tokens", value: 4, idempotencyKey: "together" }
+      const answers = await Promise.all([
+        ...Array.from({ length: 6 }, (_, i) =>
+          batch([shared, { customer: "b6", feature: "tokens", value: 1, idempotencyKey: `own-${i}` }])
+        ),
+        batch([{ ...shared, value: 5 }])
+      ])
+      expect(answers.every((a) => a.status === 200)).toBe(true)
+      const sharedAnswers = answers.slice(0, 6).map((a) => a.body.results[0])
+      const conflicting = answers[6]!.body.results[0]
+      // Whichever body came first recorded the key; every other use of it repeats that answer or is a conflict.
+      const recordedFive = conflicting.allowed === true
+      expect(sharedAnswers.every((r: any) => (recordedFive ? r.code === "idempotency_conflict" : r.allowed))).toBe(true)
+      if (!recordedFive) {
+        expect(conflicting).toMatchObject({ success: false, code: "idempotency_conflict" })
+        expect(new Set(sharedAnswers.map((r: any) => r.usage)).size).toBe(1)
+      }
+      expect(await usage("b6")).toBe((recordedFive ? 5 : 4) + 6)
+    })
+
     test("batches and single tracks racing for one balance admit exactly the remaining 100", async () => {
       const { batch, track, usage } = await setup()
       await track({ customer: "race", feature: "tokens", value: 0 })
