@@ -718,9 +718,10 @@ export const EntitlementsLive = Layer.effect(
      * arrives while a lane's transaction runs waits, and goes into the next one as one batch of their items in
      * arrival order. A key two of them use is then a key repeated in one batch (the later item repeats the first's
      * answer, or is a 409 if its body differs), which is what it would have been had the later waited for the first.
-     * The row locks of one transaction are taken in one order, so batches of a process never wait on each other's
-     * locks; each transaction's share of its fixed costs (claims, locks, the commit and its sync) is smaller.
-     * PostgreSQL: two lanes (the database works on one while the service prepares the other); SQLite: one.
+     * The row locks of one transaction are taken in one order, so batches merged into it never wait on each other's
+     * locks, and each pays a share of its fixed costs (claims, locks, the commit and its sync). PostgreSQL: two lanes
+     * (the database works on one while the service decides the other; one lane lost 7–15%); SQLite: one. A lane per
+     * organization that has sent a batch: merged transactions never mix organizations.
      */
     const batchLanes = new Map<string, Batcher<PreparedBatch, ReadonlyArray<BatchResult>>>()
     const batchLane = (org: string) => {
