@@ -232,33 +232,40 @@ export const makeBalanceWriter = (
   return {
     draw: <A>(key: BalanceKey, seen: StoredBalance | null, decide: (stored: StoredBalance | null) => Decision<A>) =>
       // Uninterruptible but for the wait: a lane, once opened, is always written and closed.
+      // Combinators, not a generator: every recording draw passes here (see `Authenticator`).
       Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function* () {
-          const done = yield* Deferred.make<unknown>()
+        Effect.flatMap(Deferred.make<unknown>(), (done) => {
           const id = `${key.organizationId}\u0000${key.customerId}\u0000${key.subjectId}`
           const lane = options.lanes <= 1 ? 0 : hash(id) % options.lanes
           const pending: Pending = { key, id, seen, decide, done }
+          const answer = restore(Deferred.await(done)) as Effect.Effect<A>
           const queue = lanes.get(lane)
           if (queue !== undefined) {
             queue.push(pending)
-          } else {
-            // The lane was idle: this request writes its own draw, in its own fiber (a fiber per request was measured
-            // to cost more than the write). Whatever arrives meanwhile is written by a daemon, batch after batch, so
-            // this request answers as soon as its own step has committed. Outside any transaction the caller might be
-            // in: a step is its own statement (or transaction).
-            const fresh: Array<Pending> = []
-            lanes.set(lane, fresh)
-            if (options.gather === true) {
-              fresh.push(pending)
-              yield* nextTurn
-              yield* outsideTransaction(step(fresh.splice(0, MAX_BATCH)))
-            } else {
-              yield* outsideTransaction(step([pending]))
-            }
-            if (fresh.length > 0) yield* Effect.forkDaemon(outsideTransaction(drain(lane, fresh)))
-            else lanes.delete(lane)
+            return answer
           }
-          return (yield* restore(Deferred.await(done))) as A
+          // The lane was idle: this request writes its own draw, in its own fiber (a fiber per request was measured to
+          // cost more than the write). Whatever arrives meanwhile is written by a daemon, batch after batch, so this
+          // request answers as soon as its own step has committed. Outside any transaction the caller might be in: a
+          // step is its own statement (or transaction).
+          const fresh: Array<Pending> = []
+          lanes.set(lane, fresh)
+          const own =
+            options.gather === true
+              ? Effect.suspend(() => {
+                  fresh.push(pending)
+                  return Effect.zipRight(
+                    nextTurn,
+                    Effect.suspend(() => outsideTransaction(step(fresh.splice(0, MAX_BATCH))))
+                  )
+                })
+              : outsideTransaction(step([pending]))
+          const handOver = Effect.suspend(() => {
+            if (fresh.length > 0) return Effect.asVoid(Effect.forkDaemon(outsideTransaction(drain(lane, fresh))))
+            lanes.delete(lane)
+            return Effect.void
+          })
+          return Effect.zipRight(Effect.zipRight(own, handOver), answer)
         })
       )
   }

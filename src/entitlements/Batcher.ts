@@ -88,28 +88,38 @@ export const makeBatcher = <I, O>(options: {
   return {
     submit: (item) =>
       // Uninterruptible but for the wait: a lane, once taken, is always given back.
+      // Combinators, not a generator: every request passes here (see `Authenticator`).
       Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function* () {
-          const entry: Entry<I, O> = { item, done: yield* Deferred.make<O>() }
-          if (running < options.lanes) {
-            // A free lane: this request runs its own step, in its own fiber (a fiber per request was measured to
-            // cost more than the read). Whatever queued meanwhile goes to a daemon, batch after batch.
-            running++
-            if (options.gather === true) {
-              queue.push(entry)
-              yield* nextTurn
-              // Another lane's step may have taken everything meanwhile, this entry included.
-              const batch = queue.splice(0, options.maxBatch)
-              if (batch.length > 0) yield* outsideTransaction(step(batch))
-            } else {
-              yield* outsideTransaction(step([entry]))
-            }
-            if (queue.length > 0) yield* Effect.forkDaemon(outsideTransaction(drain))
-            else running--
-          } else {
+        Effect.flatMap(Deferred.make<O>(), (done) => {
+          const entry: Entry<I, O> = { item, done }
+          const answer = restore(Deferred.await(done))
+          if (running >= options.lanes) {
             queue.push(entry)
+            return answer
           }
-          return yield* restore(Deferred.await(entry.done))
+          // A free lane: this request runs its own step, in its own fiber (a fiber per request was measured to cost
+          // more than the read). Whatever queued meanwhile goes to a daemon, batch after batch.
+          running++
+          const own =
+            options.gather === true
+              ? Effect.suspend(() => {
+                  queue.push(entry)
+                  return Effect.zipRight(
+                    nextTurn,
+                    Effect.suspend(() => {
+                      // Another lane's step may have taken everything meanwhile, this entry included.
+                      const batch = queue.splice(0, options.maxBatch)
+                      return batch.length > 0 ? outsideTransaction(step(batch)) : Effect.void
+                    })
+                  )
+                })
+              : outsideTransaction(step([entry]))
+          const handOver = Effect.suspend(() => {
+            if (queue.length > 0) return Effect.asVoid(Effect.forkDaemon(outsideTransaction(drain)))
+            running--
+            return Effect.void
+          })
+          return Effect.zipRight(Effect.zipRight(own, handOver), answer)
         })
       )
   }

@@ -27,22 +27,24 @@ export const AuthenticatorLive = Layer.effect(
     const config = yield* AppConfig
     const expectedPrefix = keyPrefix(config.appEnv)
     return {
-      authenticate: (raw) =>
-        Effect.gen(function* () {
-          const key = raw.trim()
-          if (key === "") return yield* unauthorized("Missing API key: send 'Authorization: Bearer <key>'")
-          if (!key.startsWith(expectedPrefix)) {
-            return yield* unauthorized(`This is a ${config.appEnv} deployment: use a ${expectedPrefix}… key`)
-          }
-          const found = yield* repo.findByKeyHash(sha256Hex(key))
-          return yield* Option.match(found, {
+      // Every request's first step: combinators, not a generator (JavaScriptCore recompiled this one's generator
+      // body a few hundred times a minute at peak; docs/decisions.md, "Performance").
+      authenticate: (raw) => {
+        const key = raw.trim()
+        if (key === "") return Effect.fail(unauthorized("Missing API key: send 'Authorization: Bearer <key>'"))
+        if (!key.startsWith(expectedPrefix)) {
+          return Effect.fail(unauthorized(`This is a ${config.appEnv} deployment: use a ${expectedPrefix}… key`))
+        }
+        return Effect.flatMap(repo.findByKeyHash(sha256Hex(key)), (found) =>
+          Option.match(found, {
             onNone: () => Effect.fail(unauthorized("Invalid or revoked API key")),
             onSome: ({ environment, organization }) =>
               environment === config.appEnv
                 ? Effect.succeed(organization)
                 : Effect.fail(unauthorized("Invalid or revoked API key"))
           })
-        })
+        )
+      }
     }
   })
 )
