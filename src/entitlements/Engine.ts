@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { BigDecimal, Clock, Context, Effect, Either, Layer, Option } from "effect"
 import type { EntitlementCode, EntitlementState } from "../api/entitlements.ts"
 import { Catalog } from "../catalog/Catalog.ts"
-import type { Feature } from "../catalog/model.ts"
+import type { CatalogSnapshot, Feature } from "../catalog/model.ts"
 import { Customers } from "../customers/Customers.ts"
 import { Conflict, customerNotFound, InvalidInput } from "../domain/errors.ts"
 import { toDecimal } from "../domain/money.ts"
@@ -205,28 +205,35 @@ export const EntitlementsLive = Layer.effect(
      * exact) or inside an idempotent request's transaction, it takes the balance's row lock for the rest of the
      * transaction.
      */
-    const metered = (resolved: Resolved, stored: Option.Option<StoredBalance>) =>
-      Effect.gen(function* () {
-        const { org, mode, customer, inTransaction, now } = resolved
-        const meter = makeMeter(resolved, outbox)
-        if (!isMeter(meter)) return yield* meter
-        const settled = (answer: EntitlementState | PastBound) =>
-          isPastBound(answer) ? pastBound(answer, meter.unit) : Effect.succeed(answer)
-        if (mode === "check") return yield* settled(meter.check(Option.getOrNull(stored)))
+    const metered = (
+      resolved: Resolved,
+      stored: Option.Option<StoredBalance>
+    ): Effect.Effect<EntitlementState, InvalidInput> => {
+      const { org, mode, customer, inTransaction, now } = resolved
+      const meter = makeMeter(resolved, outbox)
+      if (!isMeter(meter)) return Effect.fail(meter)
+      const settled = (answer: EntitlementState | PastBound) =>
+        isPastBound(answer) ? pastBound(answer, meter.unit) : Effect.succeed(answer)
+      if (mode === "check") return settled(meter.check(Option.getOrNull(stored)))
 
-        if (!meter.capped && !inTransaction) {
-          const eventId = yield* ids.next("evt")
-          const result = yield* writer.draw<EntitlementState | PastBound>(
-            { organizationId: org, customerId: customer.id, subjectId: meter.subjectId },
-            Option.getOrNull(stored),
-            (current) => {
-              const outcome = meter.over(current, "0", eventId)
-              return { answer: outcome.answer, write: outcome.write }
-            }
+      // The common case, every plain track and check with sendEvent: combinators (see `evaluate`).
+      if (!meter.capped && !inTransaction) {
+        return Effect.flatMap(ids.next("evt"), (eventId) =>
+          Effect.flatMap(
+            writer.draw<EntitlementState | PastBound>(
+              { organizationId: org, customerId: customer.id, subjectId: meter.subjectId },
+              Option.getOrNull(stored),
+              (current) => {
+                const outcome = meter.over(current, "0", eventId)
+                return { answer: outcome.answer, write: outcome.write }
+              }
+            ),
+            settled
           )
-          return yield* settled(result)
-        }
+        )
+      }
 
+      return Effect.gen(function* () {
         return yield* sql.withTransaction(
           Effect.gen(function* () {
             const row = yield* repo.lockBalance(org, customer.id, meter.subjectId, meter.init, now)
@@ -248,6 +255,7 @@ export const EntitlementsLive = Layer.effect(
         )
         // Database failures are defects; the refusals above are the request's 400.
       }).pipe(Effect.catchTag("SqlError", Effect.die))
+    }
 
     /**
      * One query reads what the decision needs (docs/decisions.md, "Performance"): the catalog version (a stale cached
@@ -262,66 +270,94 @@ export const EntitlementsLive = Layer.effect(
       requestedAt: number,
       timestamp: number | undefined
     ): Effect.Effect<Resolution> =>
-      Effect.gen(function* () {
-        let { snapshot, version } = yield* catalog.cached(org)
-        let created = false
-        while (true) {
-          const feature = snapshot.features.get(input.feature) ?? snapshot.featuresById.get(input.feature)
-          const subjects =
-            feature === undefined
-              ? []
-              : [feature.id, ...(snapshot.creditSystemsByFeature.get(feature.slug) ?? []).map((s) => s.id)]
-          const context = yield* repo.context(org, input.customer, feature?.id ?? null, subjects, inTransaction)
+      Effect.flatMap(catalog.cached(org), ({ snapshot, version }) =>
+        resolveOver({ org, mode, input, inTransaction, requestedAt, timestamp }, snapshot, version, false)
+      )
+
+    /**
+     * `resolve` over one catalog: read, then again over the current catalog if a sync (in any process) changed it, or
+     * once more after creating the customer (`customerData`). Combinators, not a generator (see `evaluate`).
+     */
+    const resolveOver = (
+      request: {
+        readonly org: string
+        readonly mode: Mode
+        readonly input: EntitlementInput
+        readonly inTransaction: boolean
+        readonly requestedAt: number
+        readonly timestamp: number | undefined
+      },
+      snapshot: CatalogSnapshot,
+      version: number,
+      created: boolean
+    ): Effect.Effect<Resolution> => {
+      const { org, input, requestedAt } = request
+      const feature = snapshot.features.get(input.feature) ?? snapshot.featuresById.get(input.feature)
+      const subjects =
+        feature === undefined
+          ? []
+          : [feature.id, ...(snapshot.creditSystemsByFeature.get(feature.slug) ?? []).map((s) => s.id)]
+      return Effect.flatMap(
+        repo.context(org, input.customer, feature?.id ?? null, subjects, request.inTransaction),
+        (context): Effect.Effect<Resolution> => {
           if (context.catalogVersion !== version) {
-            // Another sync (in any process) changed the catalog: decide over the current one.
-            version = context.catalogVersion
-            snapshot = yield* catalog.snapshotAt(org, version)
-            continue
+            return Effect.flatMap(catalog.snapshotAt(org, context.catalogVersion), (current) =>
+              resolveOver(request, current, context.catalogVersion, created)
+            )
           }
           const reads = readsOfOne(context)
           const picked = pickCustomer(reads, input.customer)
-          if (picked._tag === "Answered" || picked._tag === "Resolved") return picked
+          if (picked._tag === "Answered" || picked._tag === "Resolved") return Effect.succeed(picked)
           if (picked._tag === "Missing") {
             if (input.customerData === undefined || created) {
-              return answered(denial("customer_not_found", customerNotFound(input.customer).message))
+              return Effect.succeed(answered(denial("customer_not_found", customerNotFound(input.customer).message)))
             }
-            const made = yield* Effect.either(
-              customers.findOrCreate(org, { ...input.customerData, externalId: input.customer }, requestedAt)
+            return Effect.flatMap(
+              Effect.either(
+                customers.findOrCreate(org, { ...input.customerData, externalId: input.customer }, requestedAt)
+              ),
+              (made) =>
+                made._tag === "Left"
+                  ? Effect.succeed(
+                      answered(
+                        denial(
+                          "customer_not_found",
+                          `Customer '${input.customer}' could not be created: ${made.left.message}`
+                        )
+                      )
+                    )
+                  : // Created (with its autoEnable plans): read its subscriptions and balances like any customer's.
+                    resolveOver(request, snapshot, version, true)
             )
-            if (made._tag === "Left") {
-              return answered(
-                denial("customer_not_found", `Customer '${input.customer}' could not be created: ${made.left.message}`)
-              )
-            }
-            // Created (with its autoEnable plans): read its subscriptions and balances like any customer's.
-            created = true
-            continue
           }
           const customer = picked.customer
           const now = instantFor(customer, requestedAt)
-          if (feature === undefined) return answered(denial("feature_not_found", `No feature '${input.feature}'`))
-          let entityId: string | null = null
-          if (input.entity !== undefined) {
-            const found = yield* repo.findEntity(org, customer.id, input.entity, now)
-            if (Option.isNone(found))
-              return answered(denial("entity_not_found", `The customer has no entity '${input.entity}'`))
-            entityId = found.value
+          if (feature === undefined) {
+            return Effect.succeed(answered(denial("feature_not_found", `No feature '${input.feature}'`)))
           }
-          return resolveFound({
-            org,
-            mode,
-            input,
-            snapshot,
-            feature,
-            customer,
-            reads,
-            entityId,
-            now,
-            timestamp,
-            inTransaction
-          })
+          const found = (entityId: string | null) =>
+            resolveFound({
+              org,
+              mode: request.mode,
+              input,
+              snapshot,
+              feature,
+              customer,
+              reads,
+              entityId,
+              now,
+              timestamp: request.timestamp,
+              inTransaction: request.inTransaction
+            })
+          if (input.entity === undefined) return Effect.succeed(found(null))
+          return Effect.map(repo.findEntity(org, customer.id, input.entity, now), (entity) =>
+            Option.isNone(entity)
+              ? answered(denial("entity_not_found", `The customer has no entity '${input.entity}'`))
+              : found(entity.value)
+          )
         }
-      })
+      )
+    }
 
     /** A resolved request decided and recorded: a count for boolean and non-consumable features, a draw otherwise. */
     const decideResolved = (resolution: Resolution) =>
@@ -331,24 +367,30 @@ export const EntitlementsLive = Layer.effect(
           ? counted(resolution.resolved)
           : metered(resolution.resolved, resolution.stored)
 
-    const evaluate = (org: string, mode: Mode, input: EntitlementInput, idempotencyKey?: string) =>
-      Effect.gen(function* () {
-        // The schema refuses these already (src/api/numbers.ts); kept for callers that do not decode one.
-        if (!(input.value >= 0) || !fitsMicro(input.value)) {
-          return yield* invalid("value", `must be 0 to ${VALUE_MAX} with at most 6 decimal places`)
-        }
-        // Read once: the customer a request creates, its subscriptions, the event, its rollup and the idempotency
-        // record all carry this instant.
-        const now = yield* Clock.currentTimeMillis
+    // Every check and track: combinators around the generators of the rarer paths (docs/decisions.md, "Performance":
+    // JavaScriptCore kept recompiling the per-request generator bodies).
+    const evaluate = (
+      org: string,
+      mode: Mode,
+      input: EntitlementInput,
+      idempotencyKey?: string
+    ): Effect.Effect<EntitlementState, InvalidInput | Conflict> => {
+      // The schema refuses these already (src/api/numbers.ts); kept for callers that do not decode one.
+      if (!(input.value >= 0) || !fitsMicro(input.value)) {
+        return Effect.fail(invalid("value", `must be 0 to ${VALUE_MAX} with at most 6 decimal places`))
+      }
+      // Read once: the customer a request creates, its subscriptions, the event, its rollup and the idempotency
+      // record all carry this instant.
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const at = eventTime(mode, input.timestamp, now)
-        if (at instanceof InvalidInput) return yield* at
+        if (at instanceof InvalidInput) return Effect.fail(at)
         const timestamp = input.timestamp === undefined ? undefined : at
         if (idempotencyKey === undefined || mode === "check") {
-          return yield* Effect.flatMap(resolve(org, mode, input, false, now, timestamp), decideResolved)
+          return Effect.flatMap(resolve(org, mode, input, false, now, timestamp), decideResolved)
         }
         const requestHash = sha256Hex(JSON.stringify(canonical({ mode, input })))
         // The claim, the effects and the stored answer commit together: a retry sees all of them or none.
-        return yield* sql
+        return sql
           .withTransaction(
             Effect.gen(function* () {
               const claim = yield* repo.claimIdempotencyKey(org, idempotencyKey, requestHash, now, now - DAY_MS)
@@ -363,6 +405,7 @@ export const EntitlementsLive = Layer.effect(
           )
           .pipe(Effect.catchTag("SqlError", Effect.die))
       })
+    }
 
     /**
      * A batch's items resolved as `resolve` would resolve each, over one read per feature named (every customer its

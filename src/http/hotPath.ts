@@ -84,21 +84,28 @@ export const makeHotPath = (
       payload: CheckRequest | TrackRequest,
       idempotencyKey: string | undefined
     ) =>
-      Effect.gen(function* () {
-        const org = yield* Effect.either(authenticate(key))
-        if (Either.isLeft(org)) return undefined
-        const mode = route === "track" ? "track" : (payload as CheckRequest).sendEvent === true ? "check_send" : "check"
-        const state = yield* Effect.either(
-          engine.evaluate(org.right.id, mode, { ...payload, value: payload.value ?? 1 }, idempotencyKey)
-        )
-        if (Either.isLeft(state)) {
-          const wire = toApiError(state.left)
-          return json(errorStatus[wire._tag][0], errorBody(wire._tag, wire.code, wire.message, wire.details), {})
+      // Combinators, not a generator: JavaScriptCore kept recompiling per-request generator bodies
+      // (docs/decisions.md, "Performance").
+      Effect.matchEffect(authenticate(key), {
+        onFailure: () => Effect.succeed(undefined),
+        onSuccess: (org) => {
+          const mode =
+            route === "track" ? "track" : (payload as CheckRequest).sendEvent === true ? "check_send" : "check"
+          return Effect.match(
+            engine.evaluate(org.id, mode, { ...payload, value: payload.value ?? 1 }, idempotencyKey),
+            {
+              onFailure: (error): Response | undefined => {
+                const wire = toApiError(error)
+                return json(errorStatus[wire._tag][0], errorBody(wire._tag, wire.code, wire.message, wire.details), {})
+              },
+              onSuccess: (state) =>
+                Either.match(endpoints[route].success(state), {
+                  onLeft: () => wireError("InternalError", "internal_error", "An unexpected error occurred"),
+                  onRight: (body) => json(200, body, {})
+                })
+            }
+          )
         }
-        return Either.match(endpoints[route].success(state.right), {
-          onLeft: () => wireError("InternalError", "internal_error", "An unexpected error occurred"),
-          onRight: (body) => json(200, body, {})
-        })
       }).pipe(
         // As the API middleware renders them.
         Effect.catchAllDefect((defect) => {
