@@ -233,28 +233,30 @@ export const EntitlementsLive = Layer.effect(
         )
       }
 
-      return Effect.gen(function* () {
-        return yield* sql.withTransaction(
-          Effect.gen(function* () {
-            const row = yield* repo.lockBalance(org, customer.id, meter.subjectId, meter.init, now)
-            const spent = meter.capped ? yield* repo.lockSpend(org, customer.id, meter.period, now) : "0"
-            const outcome = meter.over(row, spent, yield* ids.next("evt"))
-            // A block by the cap is reached too: its event commits with this transaction (nothing else does).
-            yield* Effect.all(outcome.denialNotices, { discard: true })
-            const write = outcome.write
-            if (write !== null) {
-              yield* repo.writeBalance(org, customer.id, meter.subjectId, write.next, now)
-              yield* repo.insertEvent(write.event)
-              if (write.spentAfter !== null && !BigDecimal.equals(toDecimal(write.spentAfter), toDecimal(spent))) {
-                yield* repo.writeSpend(org, customer.id, meter.period, write.spentAfter, now)
+      return (
+        sql
+          .withTransaction(
+            Effect.gen(function* () {
+              const row = yield* repo.lockBalance(org, customer.id, meter.subjectId, meter.init, now)
+              const spent = meter.capped ? yield* repo.lockSpend(org, customer.id, meter.period, now) : "0"
+              const outcome = meter.over(row, spent, yield* ids.next("evt"))
+              // A block by the cap is reached too: its event commits with this transaction (nothing else does).
+              yield* Effect.all(outcome.denialNotices, { discard: true })
+              const write = outcome.write
+              if (write !== null) {
+                yield* repo.writeBalance(org, customer.id, meter.subjectId, write.next, now)
+                yield* repo.insertEvent(write.event)
+                if (write.spentAfter !== null && !BigDecimal.equals(toDecimal(write.spentAfter), toDecimal(spent))) {
+                  yield* repo.writeSpend(org, customer.id, meter.period, write.spentAfter, now)
+                }
+                yield* Effect.all(write.notices, { discard: true })
               }
-              yield* Effect.all(write.notices, { discard: true })
-            }
-            return yield* settled(outcome.answer)
-          })
-        )
-        // Database failures are defects; the refusals above are the request's 400.
-      }).pipe(Effect.catchTag("SqlError", Effect.die))
+              return yield* settled(outcome.answer)
+            })
+          )
+          // Database failures are defects; the refusals above are the request's 400.
+          .pipe(Effect.catchTag("SqlError", Effect.die))
+      )
     }
 
     /**

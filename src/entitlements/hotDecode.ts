@@ -1,4 +1,5 @@
 import { storedCapMicro, storedMicro, storedMoney, COUNT_MAX_MICRO } from "../domain/bounds.ts"
+import { SubscriptionStatus as SubscriptionStatusSchema } from "../api/subscriptions.ts"
 import type { SubscriptionStatus } from "../subscriptions/model.ts"
 import type { EntitlementContext, HotBalance, HotConfig, HotCustomer } from "./hotStatements.ts"
 
@@ -18,15 +19,7 @@ const strOrNull = (u: unknown) => u === null || typeof u === "string"
 const numOrNull = (u: unknown) => u === null || typeof u === "number"
 const stored = (u: unknown) => typeof u === "string" || typeof u === "number" || typeof u === "bigint"
 
-const STATUSES: ReadonlySet<unknown> = new Set<SubscriptionStatus>([
-  "pending",
-  "trialing",
-  "active",
-  "past_due",
-  "canceled",
-  "expired"
-])
-
+const STATUSES: ReadonlySet<unknown> = new Set(SubscriptionStatusSchema.literals)
 const customer = (r: unknown): HotCustomer | undefined => {
   if (!isRow(r)) return undefined
   const { id, externalId, email, overageMaxAmount, overageOnLimit, createdAt } = r

@@ -15,7 +15,8 @@
  */
 import { Schema, SchemaAST } from "effect"
 import { COUNT_MAX_MICRO, INT64_MAX, storedCapMicro, storedMicro, storedMoney } from "../domain/bounds.ts"
-import type { SubscriptionRecord, SubscriptionStatus } from "../subscriptions/model.ts"
+import { SubscriptionStatus } from "../api/subscriptions.ts"
+import type { SubscriptionRecord } from "../subscriptions/model.ts"
 
 // ---------------------------------------------------------------- column types
 
@@ -68,21 +69,13 @@ export const HotCustomer = Schema.Struct({
 })
 export type HotCustomer = typeof HotCustomer.Type
 
-const SUBSCRIPTION_STATUSES: ReadonlyArray<SubscriptionStatus> = [
-  "pending",
-  "trialing",
-  "active",
-  "past_due",
-  "canceled",
-  "expired"
-]
 /** A live subscription of one of them, whole (grants and resolution read all of it). */
 export const HotSubscription = Schema.Struct({
   organizationId: Schema.String,
   id: Schema.String,
   customerId: Schema.String,
   planId: Schema.String,
-  status: Schema.Literal(...SUBSCRIPTION_STATUSES),
+  status: SubscriptionStatus,
   startedAt: Instant,
   currentPeriodStart: Instant,
   currentPeriodEnd: Schema.NullOr(Instant),

@@ -1,6 +1,8 @@
+import type { SubscriptionStatus as SubscriptionStatusSchema } from "../api/subscriptions.ts"
 import { addInterval, type BillingInterval } from "../domain/periods.ts"
 
-export type SubscriptionStatus = "pending" | "trialing" | "active" | "past_due" | "canceled" | "expired"
+/** The contract's statuses (src/api/subscriptions.ts holds the one list). */
+export type SubscriptionStatus = typeof SubscriptionStatusSchema.Type
 
 export interface SubscriptionRecord {
   readonly organizationId: string
