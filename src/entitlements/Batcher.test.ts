@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test"
 import { Effect } from "effect"
-import { makeBatcher } from "./Batcher.ts"
+import { makeBatcher, nextTurn } from "./Batcher.ts"
 
 /** A batcher that doubles numbers and remembers the batches it ran; `fail` makes a batch containing it fail. */
-const doubling = (options: { lanes: number; gather?: boolean }, fail?: number) => {
+const doubling = (options: { lanes: number; gather?: boolean | number }, fail?: number) => {
   const batches: Array<ReadonlyArray<number>> = []
   const batcher = makeBatcher<number, number>({
     ...options,
@@ -46,6 +46,22 @@ describe("batcher", () => {
     const { batcher, batches } = doubling({ lanes: 1 })
     await submitAll(batcher, [1, 2, 3, 4])
     expect(batches).toEqual([[1], [2, 3, 4]])
+  })
+
+  test("gathering over several turns joins requests that arrive a turn or two later; one turn does not", async () => {
+    const lateBy = (turns: number, n: number, batcher: { submit: (n: number) => Effect.Effect<number> }) =>
+      Effect.zipRight(Effect.repeatN(nextTurn, turns - 1), batcher.submit(n))
+    for (const [gather, expected] of [
+      [3, [[1, 2, 3]]],
+      [true, [[1], [2, 3]]]
+    ] as const) {
+      const { batcher, batches } = doubling({ lanes: 1, gather })
+      const answers = await Effect.runPromise(
+        Effect.all([batcher.submit(1), lateBy(1, 2, batcher), lateBy(2, 3, batcher)], { concurrency: "unbounded" })
+      )
+      expect(answers).toEqual([2, 4, 6])
+      expect(batches).toEqual(expected.map((b) => [...b]))
+    }
   })
 
   test("with gather and several lanes, a lane whose requests another lane took runs no empty step", async () => {

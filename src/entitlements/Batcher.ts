@@ -15,7 +15,7 @@ export const outsideTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Eff
  * Runs many small requests as few database steps (docs/decisions.md, "Performance"): up to `lanes` steps at a time;
  * whatever arrives while they are all busy waits and goes, `maxBatch` at most, into the next free one. A request that
  * finds a lane idle runs the step itself, in its own fiber (a quiet service adds no fiber): at once, or with `gather`
- * after one turn of the event loop, together with whatever arrived in that turn. `run` answers a batch in order.
+ * after one turn of the event loop (or several), together with whatever arrived meanwhile. `run` answers a batch in order.
  *
  * Never for work inside a transaction: a step runs outside the caller's transaction, on a connection of its own.
  */
@@ -40,12 +40,17 @@ export const nextTurn: Effect.Effect<void> = Effect.async<void>((resume) => {
 export const makeBatcher = <I, O>(options: {
   readonly lanes: number
   readonly maxBatch: number
-  /** An idle lane first waits for the requests of the same turn of the event loop (`nextTurn`). */
-  readonly gather?: boolean
+  /**
+   * An idle lane first waits for the requests of the same turn of the event loop (`nextTurn`); a number: of that many
+   * turns (requests still reading their bodies, on a thread that a synchronous database blocked meanwhile).
+   */
+  readonly gather?: boolean | number
   readonly run: (items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<O>>
 }): Batcher<I, O> => {
   const queue: Array<Entry<I, O>> = []
   let running = 0
+  const turns = options.gather === true ? 1 : typeof options.gather === "number" ? options.gather : 0
+  const gathering = turns <= 1 ? nextTurn : Effect.repeatN(nextTurn, turns - 1)
 
   /** One batch: answers everyone in it; a failed batch is retried item by item, so one bad item fails alone. */
   const step = (batch: ReadonlyArray<Entry<I, O>>): Effect.Effect<void> =>
@@ -101,11 +106,11 @@ export const makeBatcher = <I, O>(options: {
           // more than the read). Whatever queued meanwhile goes to a daemon, batch after batch.
           running++
           const own =
-            options.gather === true
+            turns > 0
               ? Effect.suspend(() => {
                   queue.push(entry)
                   return Effect.zipRight(
-                    nextTurn,
+                    gathering,
                     Effect.suspend(() => {
                       // Another lane's step may have taken everything meanwhile, this entry included.
                       const batch = queue.splice(0, options.maxBatch)

@@ -87,6 +87,12 @@ interface PreparedBatch {
 
 /** Batches of one transaction at most: a transaction's row locks and its answers wait for all of them. */
 const BATCHES_PER_TRANSACTION = 8
+/**
+ * SQLite: an idle batch lane first waits this many turns of the event loop. Its statements block the one thread, so
+ * the batches that arrived meanwhile are still reading their bodies when a transaction ends; without the wait each
+ * ran alone and paid its own commit and sync (docs/decisions.md, "Batches and event time").
+ */
+const SQLITE_BATCH_GATHER_TURNS = 3
 
 /** Several batches as one, their items in order (each item keeps its own instant: its resolution carries it). */
 const mergeBatches = (batches: ReadonlyArray<PreparedBatch>): PreparedBatch => ({
@@ -765,7 +771,8 @@ export const EntitlementsLive = Layer.effect(
      * answer, or is a 409 if its body differs), which is what it would have been had the later waited for the first.
      * The row locks of one transaction are taken in one order, so batches merged into it never wait on each other's
      * locks, and each pays a share of its fixed costs (claims, locks, the commit and its sync). PostgreSQL: two lanes
-     * (the database works on one while the service decides the other; one lane lost 7–15%); SQLite: one. A lane per
+     * (the database works on one while the service decides the other; one lane lost 7–15%); SQLite: one, gathering
+     * for a few turns (`SQLITE_BATCH_GATHER_TURNS`). A lane per
      * organization that has sent a batch: merged transactions never mix organizations.
      */
     const batchLanes = new Map<string, Batcher<PreparedBatch, ReadonlyArray<BatchResult>>>()
@@ -775,6 +782,7 @@ export const EntitlementsLive = Layer.effect(
         lane = makeBatcher<PreparedBatch, ReadonlyArray<BatchResult>>({
           lanes: sql.onDialectOrElse({ pg: () => 2, orElse: () => 1 }),
           maxBatch: BATCHES_PER_TRANSACTION,
+          gather: sql.onDialectOrElse({ pg: () => false, orElse: () => SQLITE_BATCH_GATHER_TURNS }),
           run: (batches) =>
             batches.length === 1
               ? Effect.map(transact(org, batches[0]!), (results) => [results])
