@@ -15,7 +15,8 @@ export const outsideTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Eff
  * Runs many small requests as few database steps (docs/decisions.md, "Performance"): up to `lanes` steps at a time;
  * whatever arrives while they are all busy waits and goes, `maxBatch` at most, into the next free one. A request that
  * finds a lane idle runs the step itself, in its own fiber (a quiet service adds no fiber): at once, or with `gather`
- * after one turn of the event loop (or several), together with whatever arrived meanwhile. `run` answers a batch in order.
+ * after one turn of the event loop (or several), together with whatever arrived meanwhile. `run` answers a batch in
+ * order.
  *
  * Never for work inside a transaction: a step runs outside the caller's transaction, on a connection of its own.
  */

@@ -772,8 +772,8 @@ export const EntitlementsLive = Layer.effect(
      * The row locks of one transaction are taken in one order, so batches merged into it never wait on each other's
      * locks, and each pays a share of its fixed costs (claims, locks, the commit and its sync). PostgreSQL: two lanes
      * (the database works on one while the service decides the other; one lane lost 7–15%); SQLite: one, gathering
-     * for a few turns (`SQLITE_BATCH_GATHER_TURNS`). A lane per
-     * organization that has sent a batch: merged transactions never mix organizations.
+     * for a few turns (`SQLITE_BATCH_GATHER_TURNS`). A lane per organization that has sent a batch: merged
+     * transactions never mix organizations.
      */
     const batchLanes = new Map<string, Batcher<PreparedBatch, ReadonlyArray<BatchResult>>>()
     const batchLane = (org: string) => {

@@ -89,9 +89,9 @@ const sqliteSynchronous = Config.literal(
 )("SQLITE_SYNCHRONOUS").pipe(Config.withDefault("full" as const))
 
 /**
- * A file database's page cache in MiB (`SQLITE_CACHE_MB`, 1–4096; SQLite's own default is 2). Pages are cached as they
- * are read, so a small database costs no more. *Evidence:* batches over 10,000 balances +6% (100 items) and +10% (1,000)
- * with 64 against 2 (docs/decisions.md, "Batches and event time").
+ * A file database's page cache in MiB (`SQLITE_CACHE_MB`, 1–4096; SQLite's own default is 2). Pages are cached as
+ * they are read, so a small database costs no more. Batches over 10,000 balances ran 6% (100 items) and 10% (1,000)
+ * faster with 64 than with 2 (docs/decisions.md, "Batches and event time").
  */
 const sqliteCacheMb = Config.integer("SQLITE_CACHE_MB").pipe(
   Config.withDefault(64),
