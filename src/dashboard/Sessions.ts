@@ -4,7 +4,7 @@ import type { Organization } from "../api/security.ts"
 import { Authenticator } from "../organizations/Authenticator.ts"
 import { Organizations, type OrganizationError } from "../organizations/Organizations.ts"
 import { randomToken, sha256Hex } from "../platform/crypto.ts"
-import { Ids } from "../platform/ids.ts"
+import { Ids, makeMonotonicIds } from "../platform/ids.ts"
 import type { Unauthorized } from "../api/errors.ts"
 
 /** decisions.md §13: a session lives 12 hours; a one-time link 10 minutes, once. */
@@ -53,6 +53,8 @@ export const DashboardSessionsLive = Layer.effect(
     const authenticator = yield* Authenticator
     const organizations = yield* Organizations
     const ids = yield* Ids
+    // The audit lists in the order it was written: two changes of one millisecond keep their order.
+    const auditId = makeMonotonicIds("aud")
 
     const open = (organization: Organization, keyId: string | null) =>
       Effect.gen(function* () {
@@ -156,14 +158,15 @@ export const DashboardSessionsLive = Layer.effect(
         ).pipe(Effect.asVoid, Effect.orDie),
       audit: (session, action, objectId, outcome) =>
         Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
           const row = {
             organizationId: session.organization.id,
-            id: yield* ids.next("aud"),
+            id: auditId(now),
             sessionId: session.id,
             action,
             objectId,
             outcome,
-            createdAt: yield* Clock.currentTimeMillis
+            createdAt: now
           }
           yield* sql`INSERT INTO dashboard_audit ${sql.insert(row)}`.pipe(Effect.orDie)
           yield* Effect.logInfo("dashboard change").pipe(
