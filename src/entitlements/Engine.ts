@@ -71,7 +71,7 @@ export class Entitlements extends Context.Tag("Entitlements")<Entitlements, Enti
 
 const DAY_MS = 86_400_000
 
-/** A key used again with another request: by a single request, its 409; by a batch item, that item's. */
+/** A batch item's answer: its state, or its own error body. */
 type BatchResult = Either.Either<EntitlementState, InvalidInput | Conflict>
 
 /** A batch resolved outside its transaction: what the transaction decides over (`transact`). */
@@ -113,6 +113,7 @@ const splitResults = (batches: ReadonlyArray<PreparedBatch>, results: ReadonlyAr
   })
 }
 
+/** A key used again with another request: by a single request, its 409; by a batch item, that item's. */
 const idempotencyConflict = () =>
   new Conflict({ code: "idempotency_conflict", message: "This Idempotency-Key was used with a different request" })
 /**
@@ -529,14 +530,10 @@ export const EntitlementsLive = Layer.effect(
             results[i] = Either.left(invalid("value", `must be 0 to ${VALUE_MAX} with at most 6 decimal places`))
           }
         })
-        // Resolved outside the transaction and all at once: PostgreSQL's reads of concurrent requests share a
-        // statement (a batch of 1,000 items is ~8 of them). Customers are created in a second pass, a few at a time
-        // (each is a transaction of its own, on a connection of the pool), once per reference; the customers a batch
-        // creates then exist for all of its items. A created customer stays if the batch then fails: a retry finds it.
-        const resolveItem = (i: number, create: boolean) => {
-          const { customerData: _, ...withoutData } = inputs[i]!
-          return resolve(org, "track", create ? inputs[i]! : withoutData, false, now, times[i] as number | undefined)
-        }
+        // Resolved outside the transaction and all at once (`resolveMany`: one read per feature named). Customers are
+        // created in a second pass, a few at a time (each is a transaction of its own, on a connection of the pool),
+        // once per reference; the customers a batch creates then exist for all of its items. A created customer stays
+        // if the batch then fails: a retry finds it.
         // Items naming the same customer, feature and entity share one read (a hot customer's batch is one).
         const shared = new Map<string, number>()
         const firstOf = items.map((item, i) => {
@@ -582,7 +579,11 @@ export const EntitlementsLive = Layer.effect(
         })
         yield* Effect.forEach(
           creators.values(),
-          (i) => Effect.map(resolveItem(i, true), (r) => void (resolutions[i] = r)),
+          (i) =>
+            Effect.map(
+              resolve(org, "track", inputs[i]!, false, now, times[i] as number | undefined),
+              (r) => void (resolutions[i] = r)
+            ),
           {
             concurrency: 4,
             discard: true

@@ -293,25 +293,22 @@ export const EntitlementsRepoSql = Layer.effect(
           if (sql.onDialectOrElse({ pg: () => true, orElse: () => false })) {
             // PostgreSQL: two statements of one text whatever the batch's size (the rows as one JSON parameter):
             // a list of row values in the text was planned anew for every batch, ~4 ms of 100 rows.
-            const lock = (chunk: typeof sorted) => {
-              const rows = JSON.stringify(
+            const rowsOf = (chunk: typeof sorted) =>
+              JSON.stringify(
                 chunk.map((b) => ({ c: b.customerId, s: b.subjectId, ws: b.init.windowStart, we: b.init.windowEnd }))
               )
-              return sql
+            const lock = (chunk: typeof sorted) =>
+              sql
                 .withoutTransforms()
-                .unsafe<{ balances: unknown }>(LOCK_BALANCES_SELECT_PG, [org, rows])
+                .unsafe<{ balances: unknown }>(LOCK_BALANCES_SELECT_PG, [org, rowsOf(chunk)])
                 .pipe(Effect.map(([locked]) => fastBalances(locked?.balances) ?? decodeBalances(locked?.balances)))
-            }
             // The rows that exist, locked; then the missing ones created and locked (a customer's first draws; a
             // lock taken out of byte order there may deadlock, and the batch's transaction then runs again).
             const existing = yield* lock(sorted)
             if (existing.length === sorted.length) return existing
             const found = new Set(existing.map((b) => `${b.customerId}\u0000${b.subjectId}`))
             const missing = sorted.filter((b) => !found.has(`${b.customerId}\u0000${b.subjectId}`))
-            const rows = JSON.stringify(
-              missing.map((b) => ({ c: b.customerId, s: b.subjectId, ws: b.init.windowStart, we: b.init.windowEnd }))
-            )
-            yield* sql.unsafe(LOCK_BALANCES_INSERT_PG, [org, rows, now])
+            yield* sql.unsafe(LOCK_BALANCES_INSERT_PG, [org, rowsOf(missing), now])
             return [...existing, ...(yield* lock(missing))]
           }
           // 500 rows of 10 parameters: far below either database's limit of parameters per statement.
