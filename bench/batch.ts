@@ -22,7 +22,7 @@
  *    - `as the service`: the statements the service sends for a batch (src/entitlements/Engine.ts `evaluateBatch`):
  *      the read of the batch's references (`contextReadMany`), then one transaction: the balances locked in key order
  *      (`LOCK_BALANCES_SELECT_PG`; they all exist, so the service creates none) and written with their events and
- *      rollups set-based (`COMMIT_LOCKED`, items built by the service's `itemJson`).
+ *      rollups set-based (`COMMIT_LOCKED`, parameters built by the service's `commitLockedParameters`).
  * 2. service: `POST /v1/track/batch` over HTTP, items without idempotency keys; ratio = events/s over the higher of
  *    the two ceilings of the same balances and size (the target: ≥ 50%);
  * 3. keys: the same with a unique `idempotencyKey` on every item (no target; ratio over the unkeyed service's rate).
@@ -51,12 +51,12 @@ import { join } from "node:path"
 import { parseArgs } from "node:util"
 import {
   COMMIT_LOCKED,
+  commitLockedParameters,
   contextReadMany,
   LOCK_BALANCES_SELECT_PG,
   manyReadParameters,
   ROLLUP_MS,
   ROLLUP_SUM_PG,
-  itemJson,
   rollupsOf,
   type UsageEventRow
 } from "../src/entitlements/hotStatements.ts"
@@ -109,8 +109,6 @@ const VALUE_MICRO = BigInt(VALUE * 1_000_000)
 /** The service's statements with their JSON parameters sent as text (Bun.sql sends a string to a JSON parameter as a JSON string). */
 const asText = (statement: string) => statement.replace(/\$(\d)::json/g, "$$$1::text::json")
 const READ_MANY = asText(contextReadMany("pg"))
-const LOCK_SELECT = asText(LOCK_BALANCES_SELECT_PG)
-const COMMIT_SET = asText(COMMIT_LOCKED)
 
 type Scenario = "many" | "hot"
 const SCENARIOS = args.scenarios!.split(",") as ReadonlyArray<Scenario>
@@ -179,6 +177,9 @@ const aligned = (balances: ReadonlyArray<readonly [string, number]>, rows: Reado
 }
 /** A PostgreSQL array literal of plain tokens (ids of [0-9a-z_], decimal numbers). */
 const array = (values: ReadonlyArray<string | number | bigint>) => `{${values.join(",")}}`
+/** A PostgreSQL array literal of any values, each quoted (null as NULL), as the `pg` driver writes one. */
+const quotedArray = (values: ReadonlyArray<unknown>) =>
+  `{${values.map((v) => (v === null ? "NULL" : `"${String(v).replace(/(["\\])/g, "\\$1")}"`)).join(",")}}`
 
 interface LockedRow {
   readonly customer_id: string
@@ -247,8 +248,11 @@ const asTheService: CeilingScript = async (db, ctx, customers) => {
   const balances = perBalance(ctx, customers)
   await db.begin(async (tx) => {
     const now = Date.now()
-    const rows = JSON.stringify(balances.map(([c]) => ({ c, s: f, ws: now, we: null })))
-    const [lockedRows] = await tx.unsafe(LOCK_SELECT, [org, rows])
+    const [lockedRows] = await tx.unsafe(LOCK_BALANCES_SELECT_PG, [
+      org,
+      array(balances.map(([c]) => c)),
+      array(balances.map(() => f))
+    ])
     const locked = aligned(
       balances,
       (lockedRows.balances as Array<Record<string, string | number | null>>).map((b) => ({
@@ -282,7 +286,7 @@ const asTheService: CeilingScript = async (db, ctx, customers) => {
         metadata: {},
         createdAt: now
       }))
-      return itemJson({
+      return {
         org,
         customer: row.customer_id,
         subject: f,
@@ -296,9 +300,10 @@ const asTheService: CeilingScript = async (db, ctx, customers) => {
         now,
         events,
         rollups: rollupsOf(events)
-      })
+      }
     })
-    const [written] = await tx.unsafe(COMMIT_SET, [JSON.stringify(items), org])
+    const [org_, ...arrays] = commitLockedParameters(org, items)
+    const [written] = await tx.unsafe(COMMIT_LOCKED, [org_, ...arrays.map((a) => quotedArray(a as Array<unknown>))])
     if ((written.versions as Array<number | null>).some((v) => v === null)) throw new Error("a guard failed")
   })
 }

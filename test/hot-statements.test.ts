@@ -199,7 +199,8 @@ for (const database of databases()) {
           overage: 1_000_000n,
           billable: 1_000_000n,
           planId: "plan_x",
-          metadata: { source: "test" },
+          // Quotes, a backslash, braces, a comma and NULL as text: what an array literal must escape.
+          metadata: { source: 'a "quoted" \\ {x,y} NULL', unicode: "é✓" },
           createdAt: before!.windowStart + 1
         }
         const commit = (expectedVersion: number) => ({
@@ -267,6 +268,32 @@ for (const database of databases()) {
     }
 
     if (database.name === "postgresql") {
+      test("a batch's lock and set-based write are prepared statements of the transaction's connection", async () => {
+        const { customerId, featureId, org } = await setUp()
+        const prepared = () =>
+          server.run(
+            Effect.flatMap(EntitlementsRepo, (repo) =>
+              Effect.flatMap(SqlClient.SqlClient, (sql) =>
+                sql.withTransaction(
+                  Effect.zipRight(
+                    repo.lockBalances(
+                      org.id,
+                      [{ customerId, subjectId: featureId, init: { windowStart: 0, windowEnd: null } }],
+                      Date.now()
+                    ),
+                    Effect.zipRight(
+                      repo.commitBalances([], true),
+                      sql<{ name: string }>`SELECT name FROM pg_prepared_statements
+                        WHERE name IN ('lock_balances', 'commit_locked') ORDER BY name`
+                    )
+                  )
+                )
+              )
+            )
+          )
+        expect((await prepared()).map((r) => r.name)).toEqual(["commit_locked", "lock_balances"])
+      })
+
       test("the functions PostgreSQL runs are the module's", async () => {
         const installed = await server.run(
           Effect.flatMap(

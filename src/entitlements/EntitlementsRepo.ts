@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { COUNT_MAX_MICRO, storedCapMicro } from "../domain/bounds.ts"
 import { microParam } from "../domain/quantity.ts"
-import { PgPool } from "../platform/db/PgPool.ts"
+import { PgPool, transactionQuery } from "../platform/db/PgPool.ts"
 import { type BalanceCommit, makeCommitBalances } from "./hotCommit.ts"
 import { fastBalances } from "./hotDecode.ts"
 import { makeContextReader } from "./hotRead.ts"
@@ -291,17 +291,19 @@ export const EntitlementsRepoSql = Layer.effect(
             (a, b) => byKey(a.customerId, b.customerId) || byKey(a.subjectId, b.subjectId)
           )
           if (sql.onDialectOrElse({ pg: () => true, orElse: () => false })) {
-            // PostgreSQL: two statements of one text whatever the batch's size (the rows as one JSON parameter):
-            // a list of row values in the text was planned anew for every batch, ~4 ms of 100 rows.
+            // PostgreSQL: two statements of one text whatever the batch's size (LOCK_BALANCES_SELECT_PG).
             const rowsOf = (chunk: typeof sorted) =>
               JSON.stringify(
                 chunk.map((b) => ({ c: b.customerId, s: b.subjectId, ws: b.init.windowStart, we: b.init.windowEnd }))
               )
             const lock = (chunk: typeof sorted) =>
-              sql
-                .withoutTransforms()
-                .unsafe<{ balances: unknown }>(LOCK_BALANCES_SELECT_PG, [org, rowsOf(chunk)])
-                .pipe(Effect.map(([locked]) => fastBalances(locked?.balances) ?? decodeBalances(locked?.balances)))
+              transactionQuery<{ balances: unknown }>(
+                sql,
+                pool,
+                LOCK_BALANCES_SELECT_PG,
+                [org, chunk.map((b) => b.customerId), chunk.map((b) => b.subjectId)],
+                "lock_balances"
+              ).pipe(Effect.map(([locked]) => fastBalances(locked?.balances) ?? decodeBalances(locked?.balances)))
             // The rows that exist, locked; then the missing ones created and locked (a customer's first draws; a
             // lock taken out of byte order there may deadlock, and the batch's transaction then runs again).
             const existing = yield* lock(sorted)

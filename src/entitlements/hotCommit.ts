@@ -1,10 +1,11 @@
 import type { SqlClient } from "@effect/sql"
 import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { retryDeadlocks } from "../platform/db/deadlocks.ts"
-import { PgPool, poolQuery } from "../platform/db/PgPool.ts"
+import { PgPool, poolQuery, transactionQuery } from "../platform/db/PgPool.ts"
 import {
   COMMIT_BALANCES,
   COMMIT_LOCKED,
+  commitLockedParameters,
   type CommitItem,
   CommitVersions,
   itemJson,
@@ -78,16 +79,22 @@ export const makeCommitBalances = (sql: SqlClient.SqlClient, pool: Option.Option
     )
 
   const pg = (commits: ReadonlyArray<BalanceCommit>, inTransaction: boolean) => {
-    const values = [JSON.stringify(commits.map((c) => itemJson(itemOf(c))))]
     // A step with notices is a transaction on the SqlClient (the statement, then the notices of what it wrote);
     // every other step is the statement alone, on the pool, committing by itself.
     const noticed = commits.some((c) => c.notices !== undefined && c.notices.length > 0)
+    const items = () => [JSON.stringify(commits.map((c) => itemJson(itemOf(c))))]
     // Inside a caller's transaction the rows are its locked ones (a batch's): written set-based.
     const rows = inTransaction
-      ? raw.unsafe<{ versions: unknown }>(COMMIT_LOCKED, [...values, commits[0]?.organizationId ?? ""])
+      ? transactionQuery<{ versions: unknown }>(
+          sql,
+          pool,
+          COMMIT_LOCKED,
+          commitLockedParameters(commits[0]?.organizationId ?? "", commits.map(itemOf)),
+          "commit_locked"
+        )
       : Option.isSome(pool) && !noticed
-        ? poolQuery<{ versions: unknown }>(pool.value, COMMIT_BALANCES, values, "commit_balances")
-        : raw.unsafe<{ versions: unknown }>(COMMIT_BALANCES, values)
+        ? poolQuery<{ versions: unknown }>(pool.value, COMMIT_BALANCES, items(), "commit_balances")
+        : raw.unsafe<{ versions: unknown }>(COMMIT_BALANCES, items())
     const versions = Effect.flatMap(rows, (rows) => {
       const decoded = decodeVersions(rows[0]?.versions)
       return Either.isRight(decoded)

@@ -1,5 +1,6 @@
+import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
-import { Context, Effect } from "effect"
+import { Context, Effect, Option } from "effect"
 import type pg from "pg"
 
 /**
@@ -16,17 +17,44 @@ export class PgPool extends Context.Tag("PgPool")<PgPool, { readonly pool: pg.Po
  */
 export const poolQuery = <Row>(pool: PgPool["Type"], text: string, values: ReadonlyArray<unknown>, name?: string) =>
   pool.traced
-    ? Effect.withSpan(poolStatement<Row>(pool.pool, text, values, name), "sql.execute", {
-        kind: "client",
-        attributes: { "db.system.name": "postgresql" },
-        captureStackTrace: false
-      })
-    : poolStatement<Row>(pool.pool, text, values, name)
+    ? Effect.withSpan(statementOn<Row>(pool.pool, text, values, name), "sql.execute", SPAN)
+    : statementOn<Row>(pool.pool, text, values, name)
 
-const poolStatement = <Row>(pool: pg.Pool, text: string, values: ReadonlyArray<unknown>, name: string | undefined) =>
+/**
+ * One statement of the current transaction, prepared once per connection under `name` (one per statement text).
+ * @effect/sql sends every statement unnamed, so PostgreSQL parsed and planned a batch's set-based write anew each
+ * time, under the rows' locks (bench: ~24 µs of its CPU an item of a batch of 100). Outside a transaction, or on a
+ * connection that is not a `pg` client (SQLite), it is `sql`'s statement as usual.
+ */
+export const transactionQuery = <Row extends object>(
+  sql: SqlClient.SqlClient,
+  pool: Option.Option<PgPool["Type"]>,
+  text: string,
+  values: ReadonlyArray<unknown>,
+  name: string
+): Effect.Effect<ReadonlyArray<Row>, SqlError> =>
+  Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) => {
+    // The transaction's reserved connection keeps its `pg` client as `pg` (@effect/sql-pg's connection).
+    const client = Option.isSome(transaction) ? (transaction.value[0] as { pg?: unknown }).pg : undefined
+    if (Option.isNone(pool) || !isClient(client)) return sql.withoutTransforms().unsafe<Row>(text, values)
+    const statement = statementOn<Row>(client, text, values, name)
+    return pool.value.traced ? Effect.withSpan(statement, "sql.execute", SPAN) : statement
+  })
+
+const isClient = (value: unknown): value is pg.ClientBase =>
+  typeof value === "object" && value !== null && typeof (value as { query?: unknown }).query === "function"
+
+const SPAN = { kind: "client", attributes: { "db.system.name": "postgresql" }, captureStackTrace: false } as const
+
+const statementOn = <Row>(
+  pool: pg.Pool | pg.ClientBase,
+  text: string,
+  values: ReadonlyArray<unknown>,
+  name: string | undefined
+) =>
   Effect.async<ReadonlyArray<Row>, SqlError>((resume) => {
     const query = name === undefined ? text : { name, text }
-    pool.query(query as string, values as Array<unknown>, (cause, result) => {
+    pool.query(query as string, values as Array<unknown>, (cause: Error | undefined, result: pg.QueryResult) => {
       resume(
         cause
           ? Effect.fail(new SqlError({ cause, message: "Failed to execute statement" }))
