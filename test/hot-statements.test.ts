@@ -294,6 +294,33 @@ for (const database of databases()) {
         expect((await prepared()).map((r) => r.name)).toEqual(["commit_locked", "lock_balances"])
       })
 
+      test("a batch's set-based write refuses balances of two organizations, and writes nothing", async () => {
+        const [a, b] = [await setUp(), await setUp()]
+        const commit = (s: typeof a) => ({
+          organizationId: s.org.id,
+          customerId: s.customerId,
+          subjectId: s.featureId,
+          expectedVersion: 1,
+          next: { windowStart: 0, windowEnd: null, used: 1n, overage: 0n, bonus: 0n, addon: 0n },
+          events: [],
+          now: Date.now()
+        })
+        const written = server.run(
+          Effect.flatMap(EntitlementsRepo, (repo) =>
+            Effect.flatMap(SqlClient.SqlClient, (sql) =>
+              sql.withTransaction(repo.commitBalances([commit(a), commit(b)], true))
+            )
+          )
+        )
+        await expect(written).rejects.toThrow("one organization")
+        const [balance] = await server
+          .run(
+            Effect.flatMap(EntitlementsRepo, (repo) => repo.context(a.org.id, a.customerId, a.featureId, [a.featureId]))
+          )
+          .then((c) => c.balances)
+        expect(balance?.used).toBe(2_000_000n)
+      })
+
       test("the functions PostgreSQL runs are the module's", async () => {
         const installed = await server.run(
           Effect.flatMap(

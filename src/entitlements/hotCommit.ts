@@ -83,15 +83,19 @@ export const makeCommitBalances = (sql: SqlClient.SqlClient, pool: Option.Option
     // every other step is the statement alone, on the pool, committing by itself.
     const noticed = commits.some((c) => c.notices !== undefined && c.notices.length > 0)
     const items = () => [JSON.stringify(commits.map((c) => itemJson(itemOf(c))))]
-    // Inside a caller's transaction the rows are its locked ones (a batch's): written set-based.
+    // Inside a caller's transaction the rows are its locked ones (a batch's): written set-based, all of one
+    // organization (the statement scopes every row by its one parameter).
+    const org = commits[0]?.organizationId ?? ""
     const rows = inTransaction
-      ? transactionQuery<{ versions: unknown }>(
-          sql,
-          pool,
-          COMMIT_LOCKED,
-          commitLockedParameters(commits[0]?.organizationId ?? "", commits.map(itemOf)),
-          "commit_locked"
-        )
+      ? commits.every((c) => c.organizationId === org)
+        ? transactionQuery<{ versions: unknown }>(
+            sql,
+            pool,
+            COMMIT_LOCKED,
+            commitLockedParameters(org, commits.map(itemOf)),
+            "commit_locked"
+          )
+        : Effect.dieMessage("commit_locked: the balances of one organization only")
       : Option.isSome(pool) && !noticed
         ? poolQuery<{ versions: unknown }>(pool.value, COMMIT_BALANCES, items(), "commit_balances")
         : raw.unsafe<{ versions: unknown }>(COMMIT_BALANCES, items())
