@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Effect } from "effect"
+import { Credits } from "../src/credits/Credits.ts"
 import { post, syncCatalog } from "./support/catalog.ts"
 import { makeShiftedClock } from "./support/clock.ts"
 import { databases, startServer, type TestServer } from "./support/harness.ts"
@@ -154,6 +156,30 @@ for (const database of databases()) {
       const usage = async (customer: string, feature: string) =>
         (await post(server, org.apiKey, "/v1/check", { customer, feature, value: 0 })).body.usage
       expect([await usage("k1", "gen"), await usage("k1", "img"), await usage("k2", "gen")]).toEqual([50, 50, 5])
+    })
+
+    test("bonus credits grant a feature no plan includes, in a batch as in a single track", async () => {
+      const org = await server.createOrg()
+      await syncCatalog(server, org.apiKey, {
+        features: [
+          { slug: "gen", name: "Gen", type: "metered" },
+          { slug: "other", name: "Other", type: "metered" }
+        ],
+        creditSystems: [{ slug: "cr", name: "Credits", features: [{ feature: "gen", creditCost: 2 }] }],
+        plans: [{ slug: "p", name: "P", autoEnable: true, features: [{ slug: "other", limit: 5 }] }]
+      })
+      const batch = (value: number) =>
+        post(server, org.apiKey, "/v1/track/batch", {
+          events: [{ customer: "k1", feature: "gen", value, customerData: {} }]
+        })
+      expect((await batch(1)).body.results[0]).toMatchObject({ allowed: false, code: "feature_not_in_plan" })
+      await server.run(Effect.flatMap(Credits, (c) => c.grant(org.id, "k1", "cr", 10, "bonus")))
+      // The batch's read still brings the credit system's balance: 3 units of 2 credits from the 10 bonus ones.
+      const drawn = (await batch(3)).body.results[0]
+      expect(drawn).toMatchObject({ allowed: true, credits: { bonusBalance: 4 } })
+      const single = await post(server, org.apiKey, "/v1/track", { customer: "k1", feature: "gen", value: 2 })
+      expect(single.body).toMatchObject({ allowed: true, code: drawn.code, credits: { bonusBalance: 0 } })
+      expect((await batch(1)).body.results[0]).toMatchObject({ allowed: false })
     })
 
     test("counts and booleans in a batch; several customers and features in one", async () => {

@@ -292,10 +292,6 @@ export const EntitlementsRepoSql = Layer.effect(
           )
           if (sql.onDialectOrElse({ pg: () => true, orElse: () => false })) {
             // PostgreSQL: two statements of one text whatever the batch's size (LOCK_BALANCES_SELECT_PG).
-            const rowsOf = (chunk: typeof sorted) =>
-              JSON.stringify(
-                chunk.map((b) => ({ c: b.customerId, s: b.subjectId, ws: b.init.windowStart, we: b.init.windowEnd }))
-              )
             const lock = (chunk: typeof sorted) =>
               transactionQuery<{ balances: unknown }>(
                 sql,
@@ -310,7 +306,13 @@ export const EntitlementsRepoSql = Layer.effect(
             if (existing.length === sorted.length) return existing
             const found = new Set(existing.map((b) => `${b.customerId}\u0000${b.subjectId}`))
             const missing = sorted.filter((b) => !found.has(`${b.customerId}\u0000${b.subjectId}`))
-            yield* sql.unsafe(LOCK_BALANCES_INSERT_PG, [org, rowsOf(missing), now])
+            const rows = missing.map((b) => ({
+              c: b.customerId,
+              s: b.subjectId,
+              ws: b.init.windowStart,
+              we: b.init.windowEnd
+            }))
+            yield* sql.unsafe(LOCK_BALANCES_INSERT_PG, [org, JSON.stringify(rows), now])
             return [...existing, ...(yield* lock(missing))]
           }
           // 500 rows of 10 parameters: far below either database's limit of parameters per statement.
