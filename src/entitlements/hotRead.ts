@@ -2,6 +2,7 @@ import type { SqlClient } from "@effect/sql"
 import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { PgPool, poolQuery } from "../platform/db/PgPool.ts"
 import { makeBatcher } from "./Batcher.ts"
+import { makeContextCache, type Versions } from "./contextCache.ts"
 import { fastContext } from "./hotDecode.ts"
 import {
   type ContextRead,
@@ -29,6 +30,15 @@ export interface ContextReader {
 
 const PG_READ_MANY = contextReadMany("pg")
 const SQLITE_READ_MANY = contextReadMany("sqlite")
+
+/** The organization's catalog and context versions (migration 0019), one row: what a kept read is checked against. */
+const versionsStatement = (dialect: "pg" | "sqlite") => {
+  const org = dialect === "pg" ? "$1" : "?1"
+  return `SELECT COALESCE((SELECT catalog_version FROM organizations WHERE id = ${org}), 0) AS "catalogVersion",
+    COALESCE((SELECT version FROM context_versions WHERE organization_id = ${org}), 0) AS "contextVersion"`
+}
+const PG_VERSIONS = versionsStatement("pg")
+const SQLITE_VERSIONS = versionsStatement("sqlite")
 
 const schemaContexts = Schema.decodeUnknownEither(Schema.Array(EntitlementContext))
 const schemaContext = Schema.decodeUnknownEither(EntitlementContext)
@@ -96,7 +106,7 @@ export const makeContextReader = (sql: SqlClient.SqlClient, pool: Option.Option<
       orDie(decodeContext(JSON.parse(rows[0]?.context ?? "null")))
     ).pipe(Effect.map(ordered), Effect.orDie)
 
-  const readMany = (read: ManyRead) =>
+  const readManyUncached = (read: ManyRead) =>
     sql
       .onDialectOrElse({
         pg: () => {
@@ -113,8 +123,27 @@ export const makeContextReader = (sql: SqlClient.SqlClient, pool: Option.Option<
       })
       .pipe(Effect.map(ordered), Effect.orDie)
 
+  const versions = (org: string): Effect.Effect<Versions> =>
+    sql
+      .onDialectOrElse({
+        pg: () =>
+          Option.isNone(pool)
+            ? raw.unsafe<Versions>(PG_VERSIONS, [org])
+            : poolQuery<Versions>(pool.value, PG_VERSIONS, [org], "context_versions"),
+        orElse: () => raw.unsafe<Versions>(SQLITE_VERSIONS, [org])
+      })
+      .pipe(
+        // BIGINTs: PostgreSQL's driver gives them as text.
+        Effect.map(([row]) => ({
+          catalogVersion: Number(row!.catalogVersion),
+          contextVersion: Number(row!.contextVersion)
+        })),
+        Effect.orDie
+      )
+  const cache = makeContextCache({ versions, read: readManyUncached })
+
   return {
-    readMany,
+    readMany: cache.readMany,
     read: (read, inTransaction) =>
       sql.onDialectOrElse({
         pg: () =>

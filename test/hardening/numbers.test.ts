@@ -906,9 +906,12 @@ describe("start-up after an upgrade: migration 0010 logs every stored value out 
       "webhook_attempts",
       "dashboard_sessions",
       "dashboard_links",
-      "dashboard_audit"
+      "dashboard_audit",
+      "context_versions"
     ])
       db.run(`DROP TABLE ${table}`)
+    for (const table of ["customers", "subscriptions", "customer_feature_configs"])
+      for (const event of ["inserted", "updated", "deleted"]) db.run(`DROP TRIGGER ${table}_context_${event}`)
     db.close()
 
     const service = await startService({ ...env, LOG_LEVEL: "warn" })

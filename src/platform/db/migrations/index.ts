@@ -14,6 +14,7 @@ import m0014 from "./0014_hot_statements.ts"
 import m0015 from "./0015_outbound_events.ts"
 import m0016 from "./0016_commit_balances_once_per_item.ts"
 import m0018 from "./0018_dashboard.ts"
+import m0019 from "./0019_context_versions.ts"
 
 /**
  * The schema's versions in order, one file each. A migration that has landed is never edited: a change is a new file.
@@ -34,5 +35,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0014_hot_statements": m0014,
   "0015_outbound_events": m0015,
   "0016_commit_balances_once_per_item": m0016,
-  "0018_dashboard": m0018
+  "0018_dashboard": m0018,
+  "0019_context_versions": m0019
 }
