@@ -177,9 +177,6 @@ const aligned = (balances: ReadonlyArray<readonly [string, number]>, rows: Reado
 }
 /** A PostgreSQL array literal of plain tokens (ids of [0-9a-z_], decimal numbers). */
 const array = (values: ReadonlyArray<string | number | bigint>) => `{${values.join(",")}}`
-/** A PostgreSQL array literal of any values, each quoted (null as NULL), as the `pg` driver writes one. */
-const quotedArray = (values: ReadonlyArray<unknown>) =>
-  `{${values.map((v) => (v === null ? "NULL" : `"${String(v).replace(/(["\\])/g, "\\$1")}"`)).join(",")}}`
 
 interface LockedRow {
   readonly customer_id: string
@@ -302,8 +299,7 @@ const asTheService: CeilingScript = async (db, ctx, customers) => {
         rollups: rollupsOf(events)
       }
     })
-    const [org_, ...arrays] = commitLockedParameters(org, items)
-    const [written] = await tx.unsafe(COMMIT_LOCKED, [org_, ...arrays.map((a) => quotedArray(a as Array<unknown>))])
+    const [written] = await tx.unsafe(COMMIT_LOCKED, commitLockedParameters(org, items))
     if ((written.versions as Array<number | null>).some((v) => v === null)) throw new Error("a guard failed")
   })
 }

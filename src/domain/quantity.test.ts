@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test"
+import { BigDecimal } from "effect"
 import { fitsMicro, fromMicro, microToNumber, toMicro } from "./quantity.ts"
 import { format } from "./money.ts"
 
@@ -14,6 +15,25 @@ describe("micro-unit quantities", () => {
     expect(toMicro("0.0000001")).toBe(1n)
     expect(toMicro("0.1666665")).toBe(166_667n)
     expect(toMicro("2")).toBe(2_000_000n)
+  })
+
+  test("decimals of any scale and sign, against their digits: exact to six places, finer rounded up", () => {
+    // The reference reads the decimal's text: whole part and the first six fraction digits, one more if any digit
+    // past the sixth is not zero (up: towards +∞).
+    const reference = (d: BigDecimal.BigDecimal) => {
+      const text = format(d)
+      const negative = text.startsWith("-")
+      const [whole, fraction = ""] = (negative ? text.slice(1) : text).split(".")
+      const micro = BigInt(whole! + fraction.slice(0, 6).padEnd(6, "0"))
+      const finer = /[1-9]/.test(fraction.slice(6))
+      return negative ? -micro : finer ? micro + 1n : micro
+    }
+    for (let i = 0; i < 2000; i++) {
+      const digits = BigInt(Math.floor(Math.random() * 1e15)) * (i % 2 === 0 ? 1n : -1n)
+      const scale = (i % 13) - 3
+      const d = BigDecimal.make(digits, scale)
+      expect(toMicro(d)).toBe(reference(d))
+    }
   })
 
   test("large values beyond 2^53 micro-units stay exact as bigints", () => {

@@ -9,6 +9,7 @@ import { type Decimal, toDecimal, toNumber } from "./money.ts"
 
 export const MICRO_SCALE = 6
 const FACTOR = 1_000_000n
+const POWERS = Array.from({ length: MICRO_SCALE + 1 }, (_, i) => 10n ** BigInt(i))
 
 /** Whether a number can be held exactly as micro-units. */
 export const fitsMicro = (value: number): boolean =>
@@ -20,6 +21,9 @@ export const fitsMicro = (value: number): boolean =>
 export const toMicro = (value: Decimal | number | string): bigint => {
   if (typeof value === "number" && Number.isSafeInteger(value)) return BigInt(value) * FACTOR
   const d = toDecimal(value)
+  // Six decimal places or fewer (every stored quantity and most sums of them): exact by a power of ten, without the
+  // general path's rescaling (a tenth of a batch's CPU went to it).
+  if (d.scale >= 0 && d.scale <= MICRO_SCALE) return d.value * POWERS[MICRO_SCALE - d.scale]!
   const scaled = BigDecimal.scale(d, MICRO_SCALE + 12).value
   const divisor = 10n ** 12n
   const q = scaled / divisor

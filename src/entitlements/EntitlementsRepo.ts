@@ -12,6 +12,7 @@ import {
   LOCK_BALANCES_INSERT_PG,
   LOCK_BALANCES_SELECT_PG,
   type ManyRead,
+  pgArrayLiteral,
   ROLLUP_MS,
   ROLLUP_SUM_PG,
   ROLLUP_SUM_SQLITE,
@@ -297,7 +298,7 @@ export const EntitlementsRepoSql = Layer.effect(
                 sql,
                 pool,
                 LOCK_BALANCES_SELECT_PG,
-                [org, chunk.map((b) => b.customerId), chunk.map((b) => b.subjectId)],
+                [org, pgArrayLiteral(chunk.map((b) => b.customerId)), pgArrayLiteral(chunk.map((b) => b.subjectId))],
                 "lock_balances"
               ).pipe(Effect.map(([locked]) => fastBalances(locked?.balances) ?? decodeBalances(locked?.balances)))
             // The rows that exist, locked; then the missing ones created and locked (a customer's first draws; a

@@ -559,8 +559,28 @@ export const commitLockedStatement = () => {
   SELECT COALESCE(json_agg(w.version ORDER BY i.ord), '[]') AS versions FROM i LEFT JOIN w ON w.ord = i.ord`
 }
 /**
- * `COMMIT_LOCKED`'s parameters for items of one organization: the organization, the items' columns, the events' (by
- * item position, from 1) and the rollups'. Quantities as decimal text (exact at any size).
+ * A PostgreSQL array literal of text or whole numbers: every element quoted, a quote or backslash escaped. What the
+ * driver builds of an array parameter, but with one scan of an element instead of two replacements (its escaping was
+ * ~5% of the service's CPU on a batch's write).
+ */
+export const pgArrayLiteral = (values: ReadonlyArray<string | number | null>): string => {
+  let out = "{"
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]
+    if (i > 0) out += ","
+    if (v === null || v === undefined) out += "NULL"
+    else if (typeof v === "number") out += String(v)
+    else out += ESCAPED.test(v) ? `"${v.replace(ESCAPED_ALL, "\\$&")}"` : `"${v}"`
+  }
+  return out + "}"
+}
+const ESCAPED = /["\\]/
+const ESCAPED_ALL = /["\\]/g
+
+/**
+ * `COMMIT_LOCKED`'s parameters for items of one organization: the organization, then array literals
+ * (`pgArrayLiteral`) of the items' columns, the events' (by item position, from 1) and the rollups'. Quantities as
+ * decimal text (exact at any size).
  */
 export const commitLockedParameters = (org: string, items: ReadonlyArray<CommitItem>) => {
   const itemValues: ReadonlyArray<(c: CommitItem) => string | number | null> = [
@@ -586,7 +606,7 @@ export const commitLockedParameters = (org: string, items: ReadonlyArray<CommitI
       ROLLUP_COLUMNS.forEach(([, , value], k) => rollups[k + 1]!.push(value(r)))
     }
   })
-  return [org, ...itemValues.map((value) => items.map(value)), ...events, ...rollups]
+  return [org, ...[...itemValues.map((value) => items.map(value)), ...events, ...rollups].map(pgArrayLiteral)]
 }
 export const COMMIT_LOCKED = commitLockedStatement()
 

@@ -46,9 +46,22 @@ export const storedState = (stored: EntitlementState): EntitlementState => {
 export const billableInWindow = (terms: PlanFeature | null, row: BalanceRow): Decimal =>
   terms?.usageModel === "usage_based" ? fromMicro(row.used) : fromMicro(row.overage)
 
+/** Nothing billable yet (most answers): the same details for every answer under the same terms, built once. */
+const unbilled = new WeakMap<PlanFeature, ReturnType<typeof ratedDetails>>()
+
 const pricingDetails = (terms: PlanFeature | null, billable: Decimal) => {
   // decisions.md §1: what does not apply is absent, never null.
   if (terms === null) return { tierBreakdown: [] }
+  if (!BigDecimal.isZero(billable)) return ratedDetails(terms, billable)
+  let details = unbilled.get(terms)
+  if (details === undefined) {
+    details = ratedDetails(terms, billable)
+    unbilled.set(terms, details)
+  }
+  return details
+}
+
+const ratedDetails = (terms: PlanFeature, billable: Decimal) => {
   const pricing = pricingOf(terms)
   const rating = rate(billable, pricing)
   return {
