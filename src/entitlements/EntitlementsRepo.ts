@@ -10,7 +10,9 @@ import {
   type EntitlementContext,
   HotBalance,
   LOCK_BALANCES_INSERT_PG,
+  LOCK_BALANCES_INSERT_SQLITE,
   LOCK_BALANCES_SELECT_PG,
+  LOCK_BALANCES_SELECT_SQLITE,
   type ManyRead,
   pgArrayLiteral,
   ROLLUP_MS,
@@ -192,10 +194,6 @@ export const EntitlementsRepoSql = Layer.effect(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
-    const byteOrder = sql.onDialectOrElse({
-      pg: () => sql.literal(`customer_id COLLATE "C", subject_id COLLATE "C"`),
-      orElse: () => sql.literal("customer_id, subject_id")
-    })
 
     const selectBalance = (org: string, customerId: string, subjectId: string, lock: boolean) =>
       sql`SELECT window_start, window_end, used, overage, bonus, addon, version FROM balances
@@ -285,64 +283,42 @@ export const EntitlementsRepoSql = Layer.effect(
         ),
       lockBalances: (org, balances, now) =>
         Effect.gen(function* () {
-          const locked: Array<StoredBalance & { customerId: string; subjectId: string }> = []
           // One order for every batch and every writer step (byte order, as "C" collates): locks taken in it never
           // form a cycle between two transactions.
           const sorted = [...balances].sort(
             (a, b) => byKey(a.customerId, b.customerId) || byKey(a.subjectId, b.subjectId)
           )
-          if (sql.onDialectOrElse({ pg: () => true, orElse: () => false })) {
-            // PostgreSQL: two statements of one text whatever the batch's size (LOCK_BALANCES_SELECT_PG).
-            const lock = (chunk: typeof sorted) =>
-              transactionQuery<{ balances: unknown }>(
-                sql,
-                pool,
-                LOCK_BALANCES_SELECT_PG,
-                [org, pgArrayLiteral(chunk.map((b) => b.customerId)), pgArrayLiteral(chunk.map((b) => b.subjectId))],
-                "lock_balances"
-              ).pipe(Effect.map(([locked]) => fastBalances(locked?.balances) ?? decodeBalances(locked?.balances)))
-            // The rows that exist, locked; then the missing ones created and locked (a customer's first draws; a
-            // lock taken out of byte order there may deadlock, and the batch's transaction then runs again).
-            const existing = yield* lock(sorted)
-            if (existing.length === sorted.length) return existing
-            const found = new Set(existing.map((b) => `${b.customerId}\u0000${b.subjectId}`))
-            const missing = sorted.filter((b) => !found.has(`${b.customerId}\u0000${b.subjectId}`))
-            const rows = missing.map((b) => ({
-              c: b.customerId,
-              s: b.subjectId,
-              ws: b.init.windowStart,
-              we: b.init.windowEnd
-            }))
-            yield* sql.unsafe(LOCK_BALANCES_INSERT_PG, [org, JSON.stringify(rows), now])
-            return [...existing, ...(yield* lock(missing))]
-          }
-          // 500 rows of 10 parameters: far below either database's limit of parameters per statement.
-          for (let i = 0; i < sorted.length; i += 500) {
-            const chunk = sorted.slice(i, i + 500)
-            yield* sql`INSERT INTO balances ${sql.insert(
-              chunk.map((b) => ({
-                organizationId: org,
-                customerId: b.customerId,
-                subjectId: b.subjectId,
-                windowStart: b.init.windowStart,
-                windowEnd: b.init.windowEnd,
-                used: 0,
-                overage: 0,
-                bonus: 0,
-                addon: 0,
-                updatedAt: now
-              }))
-            )} ON CONFLICT DO NOTHING`
-            const rows = yield* sql<{ customerId: string; subjectId: string }>`SELECT customer_id, subject_id,
-                window_start, window_end, used, overage, bonus, addon, version FROM balances
-                WHERE organization_id = ${org} AND (customer_id, subject_id) IN (${sql.csv(
-                  chunk.map((b) => sql`(${b.customerId}, ${b.subjectId})`)
-                )})
-                ORDER BY ${byteOrder} ${forUpdate}`
-            for (const row of rows)
-              locked.push({ ...toBalance(row), customerId: row.customerId, subjectId: row.subjectId })
-          }
-          return locked
+          const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+          // Two statements of one text whatever the batch's size, on either database.
+          const lock = (chunk: typeof sorted) =>
+            pg
+              ? transactionQuery<{ balances: unknown }>(
+                  sql,
+                  pool,
+                  LOCK_BALANCES_SELECT_PG,
+                  [org, pgArrayLiteral(chunk.map((b) => b.customerId)), pgArrayLiteral(chunk.map((b) => b.subjectId))],
+                  "lock_balances"
+                ).pipe(Effect.map(([locked]) => locked?.balances))
+              : sql
+                  .unsafe<{ balances: string }>(LOCK_BALANCES_SELECT_SQLITE, [
+                    org,
+                    JSON.stringify(chunk.map((b) => [b.customerId, b.subjectId]))
+                  ])
+                  .pipe(Effect.map(([locked]) => JSON.parse(locked?.balances ?? "[]") as unknown))
+          const decoded = (chunk: typeof sorted) =>
+            Effect.map(lock(chunk), (balances) => fastBalances(balances) ?? decodeBalances(balances))
+          // The rows that exist (locked on PostgreSQL); then the missing ones created and read (a customer's first
+          // draws; on PostgreSQL a lock taken out of byte order there may deadlock, and the batch's transaction then
+          // runs again).
+          const existing = yield* decoded(sorted)
+          if (existing.length === sorted.length) return existing
+          const found = new Set(existing.map((b) => `${b.customerId}\u0000${b.subjectId}`))
+          const missing = sorted.filter((b) => !found.has(`${b.customerId}\u0000${b.subjectId}`))
+          const rows = JSON.stringify(
+            missing.map((b) => ({ c: b.customerId, s: b.subjectId, ws: b.init.windowStart, we: b.init.windowEnd }))
+          )
+          yield* sql.unsafe(pg ? LOCK_BALANCES_INSERT_PG : LOCK_BALANCES_INSERT_SQLITE, [org, rows, now])
+          return [...existing, ...(yield* decoded(missing))]
         }).pipe(Effect.orDie),
       lockBalance: (org, customerId, subjectId, init, now) =>
         Effect.gen(function* () {

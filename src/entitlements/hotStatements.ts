@@ -326,6 +326,27 @@ export const LOCK_BALANCES_SELECT_PG = `SELECT COALESCE(json_agg(${objectOf("pg"
     ORDER BY customer_id COLLATE "C", subject_id COLLATE "C" FOR UPDATE
   ) b`
 
+/**
+ * SQLite, a batch's `lockBalances` (one writer at a time: nothing to lock, only to read and create): the rows of the
+ * pairs `[customer, subject]` of one JSON parameter, each by its key, read as the hot read reads balances; the missing
+ * ones created first from JSON rows (`c`, `s`, `ws`, `we`) only when some are missing. Each is one text whatever the
+ * batch's size, prepared once (the row-value lists they replace were compiled anew for each size, and their
+ * parameters named and transformed one by one: ~16 µs an item).
+ */
+export const LOCK_BALANCES_SELECT_SQLITE = `SELECT COALESCE(json_group_array(json(${objectOf("sqlite", HotBalance, "b")})), '[]')
+    AS balances
+  FROM (
+    SELECT b.* FROM json_each(?2) j CROSS JOIN balances b
+    WHERE b.organization_id = ?1 AND b.customer_id = json_extract(j.value, '$[0]')
+      AND b.subject_id = json_extract(j.value, '$[1]')
+  ) b`
+export const LOCK_BALANCES_INSERT_SQLITE = `INSERT INTO balances (organization_id, customer_id, subject_id, window_start,
+    window_end, used, overage, bonus, addon, updated_at)
+  SELECT ?1, json_extract(j.value, '$.c'), json_extract(j.value, '$.s'), json_extract(j.value, '$.ws'),
+    json_extract(j.value, '$.we'), 0, 0, 0, 0, ?3
+  FROM json_each(?2) j WHERE true
+  ON CONFLICT DO NOTHING`
+
 /** One read of many references of one feature, as both databases take it. */
 export interface ManyRead {
   readonly org: string
