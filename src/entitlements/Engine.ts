@@ -82,6 +82,12 @@ interface PreparedBatch {
   /** Items answered before the transaction (refused by their timestamp or value). */
   readonly decided: ReadonlyArray<BatchResult | undefined>
   readonly resolutions: ReadonlyArray<Resolution | undefined>
+  /**
+   * Each resolved draw's meter and its event's id, made before the lane takes the batch: pure of the balances, so
+   * that a transaction holding row locks only decides and writes.
+   */
+  readonly meters: ReadonlyArray<Meter | InvalidInput | undefined>
+  readonly eventIds: ReadonlyArray<string>
   readonly now: number
 }
 
@@ -100,6 +106,8 @@ const mergeBatches = (batches: ReadonlyArray<PreparedBatch>): PreparedBatch => (
   hashes: batches.flatMap((b) => b.hashes),
   decided: batches.flatMap((b) => b.decided),
   resolutions: batches.flatMap((b) => b.resolutions),
+  meters: batches.flatMap((b) => b.meters),
+  eventIds: batches.flatMap((b) => b.eventIds),
   now: Math.max(...batches.map((b) => b.now))
 })
 
@@ -595,7 +603,13 @@ export const EntitlementsLive = Layer.effect(
         const again = items.flatMap((item, i) => (unknown(i) && creators.has(item.customer) ? [i] : []))
         yield* resolveMany(org, inputs, again, now, times as ReadonlyArray<number | undefined>, resolutions)
 
-        return yield* batchLane(org).submit({ items, hashes, decided: results, resolutions, now })
+        const meters = resolutions.map((resolution) =>
+          resolution?._tag === "Resolved" && !isCount(resolution.resolved.feature)
+            ? makeMeter({ ...resolution.resolved, inTransaction: true }, outbox)
+            : undefined
+        )
+        const eventIds = yield* Effect.forEach(items, () => ids.next("evt"))
+        return yield* batchLane(org).submit({ items, hashes, decided: results, resolutions, meters, eventIds, now })
       })
 
     /**
@@ -654,8 +668,8 @@ export const EntitlementsLive = Layer.effect(
                   return
                 }
                 const { resolved } = resolution
-                if (isCount(resolved.feature)) return
-                const meter = makeMeter({ ...resolved, inTransaction: true }, outbox)
+                const meter = prepared.meters[i]
+                if (meter === undefined) return
                 if (!isMeter(meter)) {
                   results[i] = Either.left(meter)
                   return
@@ -708,7 +722,7 @@ export const EntitlementsLive = Layer.effect(
                 const outcome = meter.over(
                   state.get(key) ?? null,
                   meter.capped ? spent.get(customerId)! : "0",
-                  yield* ids.next("evt")
+                  prepared.eventIds[i]!
                 )
                 denialNotices.push(...outcome.denialNotices)
                 if (isPastBound(outcome.answer)) {
