@@ -108,6 +108,19 @@ describe("toNumber and arithmetic helpers", () => {
     expect(toNumber(d("9007199254740991"))).toBe(9007199254740991)
   })
 
+  test("toNumber is the double its decimal text parses to, at every scale, sign and size", () => {
+    const digits = () => BigInt(Math.floor(Math.random() * 2 ** 53)) >> BigInt(Math.floor(Math.random() * 53))
+    for (let i = 0; i < 20000; i++) {
+      const value = i % 2 === 0 ? digits() : -digits()
+      const decimal = BigDecimal.make(value, (i % 30) - 4)
+      expect(toNumber(decimal)).toBe(Number(format(decimal)))
+    }
+    // Past 2^53 digits, and ties of the last bit, still as the text parses.
+    for (const text of ["9007199254740993", "0.30000000000000004", "123456789.123456789", "1e-22", "1e-30"]) {
+      expect(toNumber(d(text))).toBe(Number(text))
+    }
+  })
+
   test("sumAll of 0.1 ten times is exactly 1", () => {
     const total = sumAll(Array.from({ length: 10 }, () => d("0.1")))
     expect(format(total)).toBe("1")

@@ -47,9 +47,18 @@ export const toDecimal = (input: Decimal | string | number): Decimal =>
  */
 export const roundHalfUp = (d: Decimal): Decimal => BigDecimal.round(d, { scale: 0, mode: "half-from-zero" })
 
-/** For the wire and for quantities; exact for whole minor units up to 2^53. */
-export const toNumber = (d: Decimal): number =>
-  d.scale === 0 && d.value <= 9007199254740991n && d.value >= -9007199254740991n ? Number(d.value) : Number(format(d))
+/**
+ * For the wire and for quantities; exact for whole minor units up to 2^53. Digits within 2^53 and a scale of 0–22
+ * are divided as doubles: both operands are exact, and IEEE division rounds the quotient to the nearest double, which
+ * is what parsing its decimal text gives (the text's round trip was ~4% of a batch's CPU).
+ */
+export const toNumber = (d: Decimal): number => {
+  if (d.value <= 9007199254740991n && d.value >= -9007199254740991n && d.scale >= 0 && d.scale <= 22) {
+    return d.scale === 0 ? Number(d.value) : Number(d.value) / POWERS_OF_TEN[d.scale]!
+  }
+  return Number(format(d))
+}
+const POWERS_OF_TEN = Array.from({ length: 23 }, (_, i) => Number(`1e${i}`))
 
 /**
  * Plain decimal string, never an exponent (BigDecimal.format switches to exponent form at 16 digits of scale,
