@@ -177,6 +177,35 @@ export interface Meter {
   readonly over: (stored: BalanceRow | null, spent: string, eventId: string) => Outcome
 }
 
+/**
+ * A grant's reset window at an instant and its price of one overage unit. The items of a batch that share a customer
+ * and feature share one grant and one arrival: computed once for all of them (a window's calendar arithmetic and a
+ * price's division were ~3% of a hot batch's CPU).
+ */
+const termsOfGrant = new WeakMap<
+  Grant,
+  { readonly now: number; readonly window: Window | null; readonly unitPrice: BigDecimal.BigDecimal }
+>()
+const grantTermsAt = (grant: Grant, now: number) => {
+  const kept = termsOfGrant.get(grant)
+  if (kept !== undefined && kept.now === now) return kept
+  const pricing = grant.terms === null ? null : pricingOf(grant.terms)
+  const terms = {
+    now,
+    window: currentWindow(grant.anchor, grant.reset, now),
+    // Usage-based pricing bills every unit: the plan "allowance" is then only a cap when one is set.
+    unitPrice:
+      pricing === null
+        ? toDecimal(0)
+        : BigDecimal.unsafeDivide(
+            toDecimal(pricing.pricePerUnit ?? pricing.tiers?.[0]?.unitPrice ?? 0),
+            toDecimal(pricing.billingUnits ?? 1)
+          )
+  }
+  termsOfGrant.set(grant, terms)
+  return terms
+}
+
 export const makeMeter = (resolved: Resolved, outbox: OutboxShape): Meter | InvalidInput => {
   const { org, mode, customer, feature, grant, config, entityId, input, now } = resolved
   const subject = grant.subject
@@ -194,18 +223,9 @@ export const makeMeter = (resolved: Resolved, outbox: OutboxShape): Meter | Inva
         `${AMOUNT_MAX_TEXT} credits`
     )
   }
-  const window = currentWindow(grant.anchor, grant.reset, now)
+  const { window, unitPrice } = grantTermsAt(grant, now)
   const init = { windowStart: window?.start ?? grant.anchor, windowEnd: window?.end ?? null }
   const limit = grant.limitMicro
-  // Usage-based pricing bills every unit: the plan "allowance" is then only a cap when one is set.
-  const pricing = terms === null ? null : pricingOf(terms)
-  const unitPrice =
-    pricing === null
-      ? toDecimal(0)
-      : BigDecimal.unsafeDivide(
-          toDecimal(pricing.pricePerUnit ?? pricing.tiers?.[0]?.unitPrice ?? 0),
-          toDecimal(pricing.billingUnits ?? 1)
-        )
   const spendCap =
     overageAllowed && customer.overageMaxAmount !== null
       ? { max: toDecimal(customer.overageMaxAmount), onLimitReached: customer.overageOnLimit ?? ("block" as const) }
