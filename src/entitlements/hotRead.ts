@@ -24,7 +24,11 @@ import {
  */
 export interface ContextReader {
   readonly read: (read: ContextRead, inTransaction: boolean) => Effect.Effect<EntitlementContext>
-  /** Many references of one feature in one statement (a batch's items), on the pool; one context for all of them. */
+  /**
+   * Many references of one feature (a batch's items), one context for all of them: those kept since the
+   * organization's context version last moved from memory (./contextCache.ts), the others in one statement on the
+   * pool.
+   */
   readonly readMany: (read: ManyRead) => Effect.Effect<EntitlementContext>
 }
 
