@@ -1,5 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { Effect } from "effect"
 import { post, syncCatalog } from "./support/catalog.ts"
 import { databases, startServer, type TestServer } from "./support/harness.ts"
@@ -119,5 +122,34 @@ for (const database of databases()) {
       await call("/v1/customers/overage-limit", { customer: "c3", maxOverageAmount: 5 })
       expect(await version()).toBeGreaterThan(before)
     })
+  })
+}
+
+/** Two instances of the service on one database (PostgreSQL, or one SQLite file): each keeps its own reads. */
+for (const database of databases()) {
+  test(`two instances on ${database.name}: a plan attached through one is seen by the other's next batch`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), "billing-kept-reads-"))
+    const config = database.name === "sqlite" ? { dataDir: dir } : database.config
+    const first = await startServer(config)
+    const second = await startServer(config)
+    try {
+      const org = await first.createOrg()
+      await syncCatalog(first, org.apiKey, catalog)
+      await post(first, org.apiKey, "/v1/customers", { id: "shared", email: "shared@example.com" })
+      const batchOn = async (server: TestServer, value: number) =>
+        (
+          await post(server, org.apiKey, "/v1/track/batch", {
+            events: [{ customer: "shared", feature: "tokens", value }]
+          })
+        ).body.results[0]
+      expect(await batchOn(first, 11)).toMatchObject({ allowed: false, code: "limit_exceeded", limit: 10 })
+      expect(await batchOn(second, 11)).toMatchObject({ allowed: false, limit: 10 })
+      expect((await post(second, org.apiKey, "/v1/attach", { customer: "shared", product: "pro" })).status).toBe(200)
+      expect(await batchOn(first, 11)).toMatchObject({ allowed: true, code: "tracked", limit: 100 })
+    } finally {
+      await first.close()
+      await second.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 }
