@@ -19,8 +19,8 @@ export interface Versions {
   readonly contextVersion: number
 }
 
-/** Entries kept at most (the oldest filled first out): ~1 KB each, ~50 MB at most. */
-export const CONTEXT_CACHE_ENTRIES = 50_000
+/** Entries kept at most, the oldest filled first out: like the service's other caches, 10,000 (~1 KB each). */
+export const CONTEXT_CACHE_ENTRIES = 10_000
 
 /** Each reference's entry, out of a read of those references. */
 export const entriesOf = (
