@@ -20,7 +20,8 @@
  *      unnest(…)` of every event and one `INSERT INTO usage_rollups … ON CONFLICT DO UPDATE` of every balance's
  *      rollup; the hot balance: one row moved by the batch's sum, and N events;
  *    - `as the service`: the statements the service sends for a batch (src/entitlements/Engine.ts `evaluateBatch`):
- *      the read of the batch's references (`contextReadMany`), then one transaction: the balances locked in key order
+ *      the organization's versions (`contextVersions`: every reference's read is kept once the set-up has read it),
+ *      then one transaction: the balances locked in key order
  *      (`LOCK_BALANCES_SELECT_PG`; they all exist, so the service creates none) and written with their events and
  *      rollups set-based (`COMMIT_LOCKED`, parameters built by the service's `commitLockedParameters`).
  * 2. service: `POST /v1/track/batch` over HTTP, items without idempotency keys; ratio = events/s over the higher of
@@ -52,9 +53,9 @@ import { parseArgs } from "node:util"
 import {
   COMMIT_LOCKED,
   commitLockedParameters,
-  contextReadMany,
+  contextVersions,
   LOCK_BALANCES_SELECT_PG,
-  manyReadParameters,
+  pgArrayLiteral,
   ROLLUP_MS,
   ROLLUP_SUM_PG,
   rollupsOf,
@@ -106,9 +107,7 @@ const FEATURE = "bench-calls"
 const HOT = "bench-hot"
 const VALUE = 1
 const VALUE_MICRO = BigInt(VALUE * 1_000_000)
-/** The service's statements with their JSON parameters sent as text (Bun.sql sends a string to a JSON parameter as a JSON string). */
-const asText = (statement: string) => statement.replace(/\$(\d)::json/g, "$$$1::text::json")
-const READ_MANY = asText(contextReadMany("pg"))
+const VERSIONS = contextVersions("pg")
 
 type Scenario = "many" | "hot"
 const SCENARIOS = args.scenarios!.split(",") as ReadonlyArray<Scenario>
@@ -238,17 +237,17 @@ const setBased: CeilingScript = async (db, ctx, customers) => {
   })
 }
 
-/** The service's statements for a batch: the reads, then create-if-missing, lock, and `commit_balances`. */
+/** The service's statements for a batch: the versions its kept reads are checked against, the lock and the write. */
 const asTheService: CeilingScript = async (db, ctx, customers) => {
   const { organizationId: org, featureId: f, planId } = ctx.ids
-  await db.unsafe(READ_MANY, manyReadParameters({ org, refs: [...new Set(customers)], feature: f, subjects: [f] }))
+  await db.unsafe(VERSIONS, [org])
   const balances = perBalance(ctx, customers)
   await db.begin(async (tx) => {
     const now = Date.now()
     const [lockedRows] = await tx.unsafe(LOCK_BALANCES_SELECT_PG, [
       org,
-      array(balances.map(([c]) => c)),
-      array(balances.map(() => f))
+      pgArrayLiteral(balances.map(([c]) => c)),
+      pgArrayLiteral(balances.map(() => f))
     ])
     const locked = aligned(
       balances,

@@ -7,6 +7,7 @@ import { fastContext } from "./hotDecode.ts"
 import {
   type ContextRead,
   contextReadMany,
+  contextVersions,
   ENTITLEMENT_READS,
   type ManyRead,
   manyReadParameters,
@@ -35,14 +36,8 @@ export interface ContextReader {
 const PG_READ_MANY = contextReadMany("pg")
 const SQLITE_READ_MANY = contextReadMany("sqlite")
 
-/** The organization's catalog and context versions (migration 0019), one row: what a kept read is checked against. */
-const versionsStatement = (dialect: "pg" | "sqlite") => {
-  const org = dialect === "pg" ? "$1" : "?1"
-  return `SELECT COALESCE((SELECT catalog_version FROM organizations WHERE id = ${org}), 0) AS "catalogVersion",
-    COALESCE((SELECT version FROM context_versions WHERE organization_id = ${org}), 0) AS "contextVersion"`
-}
-const PG_VERSIONS = versionsStatement("pg")
-const SQLITE_VERSIONS = versionsStatement("sqlite")
+const PG_VERSIONS = contextVersions("pg")
+const SQLITE_VERSIONS = contextVersions("sqlite")
 
 const schemaContexts = Schema.decodeUnknownEither(Schema.Array(EntitlementContext))
 const schemaContext = Schema.decodeUnknownEither(EntitlementContext)

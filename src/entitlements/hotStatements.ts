@@ -304,6 +304,16 @@ export const contextReadMany = (dialect: Dialect) => {
   ) AS context`
 }
 /**
+ * The organization's catalog and context versions (migration 0019), one row: what a batch's kept reads are checked
+ * against (src/entitlements/contextCache.ts). Parameter: the organization.
+ */
+export const contextVersions = (dialect: Dialect) => {
+  const org = dialect === "pg" ? "$1" : "?1"
+  return `SELECT COALESCE((SELECT catalog_version FROM organizations WHERE id = ${org}), 0) AS "catalogVersion",
+    COALESCE((SELECT version FROM context_versions WHERE organization_id = ${org}), 0) AS "contextVersion"`
+}
+
+/**
  * PostgreSQL, a batch's `lockBalances`: the missing rows created, then every row locked in byte order (one order for
  * every batch and writer step, so that locks never wait in a cycle) and read as the hot read reads balances. Each is
  * one text whatever the batch's size (a list of row values in the text was planned anew for every batch, ~4 ms for
