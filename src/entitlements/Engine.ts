@@ -14,7 +14,8 @@ import { retryDeadlocks } from "../platform/db/deadlocks.ts"
 import { Ids } from "../platform/ids.ts"
 import { makeBalanceWriter } from "./BalanceWriter.ts"
 import { type Batcher, makeBatcher } from "./Batcher.ts"
-import { EntitlementsRepo, type StoredBalance, type UsageEventRow } from "./EntitlementsRepo.ts"
+import { type BatchResult, decideDraws } from "./batchDraws.ts"
+import { EntitlementsRepo, type StoredBalance } from "./EntitlementsRepo.ts"
 import {
   type EntitlementInput,
   eventTime,
@@ -70,9 +71,6 @@ export interface BatchItem extends EntitlementInput {
 export class Entitlements extends Context.Tag("Entitlements")<Entitlements, EntitlementsShape>() {}
 
 const DAY_MS = 86_400_000
-
-/** A batch item's answer: its state, or its own error body. */
-type BatchResult = Either.Either<EntitlementState, InvalidInput | Conflict>
 
 /** A batch resolved outside its transaction: what the transaction decides over (`transact`). */
 interface PreparedBatch {
@@ -702,43 +700,21 @@ export const EntitlementsLive = Layer.effect(
                 spent.set(customerId, locked)
                 spentBefore.set(customerId, { period, spent: locked })
               }
-              const events = new Map<string, Array<UsageEventRow>>()
-              const notices = new Map<string, Array<Effect.Effect<unknown>>>()
-              const denialNotices: Array<Effect.Effect<unknown>> = []
-
+              // Counts (boolean, non-consumable): their events, in this transaction.
               for (let i = 0; i < items.length; i++) {
-                if (results[i] !== undefined || repeated.has(i)) continue
+                if (results[i] !== undefined || repeated.has(i) || meters.has(i)) continue
                 const resolution = resolutions[i]
                 if (resolution === undefined || resolution._tag !== "Resolved") continue
-                const meter = meters.get(i)
-                if (meter === undefined) {
-                  // A count (boolean, non-consumable): its event, in this transaction.
-                  const counted_ = yield* Effect.either(counted({ ...resolution.resolved, inTransaction: true }))
-                  results[i] = counted_
-                  continue
-                }
-                const customerId = resolution.resolved.customer.id
-                const key = `${customerId}\u0000${meter.subjectId}`
-                const outcome = meter.over(
-                  state.get(key) ?? null,
-                  meter.capped ? spent.get(customerId)! : "0",
-                  prepared.eventIds[i]!
-                )
-                denialNotices.push(...outcome.denialNotices)
-                if (isPastBound(outcome.answer)) {
-                  results[i] = Either.left(pastBound(outcome.answer, meter.unit))
-                  continue
-                }
-                results[i] = Either.right(outcome.answer)
-                const write = outcome.write
-                if (write === null) continue
-                state.set(key, { ...write.next, version: state.get(key)?.version ?? 0 })
-                if (write.spentAfter !== null) spent.set(customerId, write.spentAfter)
-                const drawn = events.get(key)
-                if (drawn === undefined) events.set(key, [write.event])
-                else drawn.push(write.event)
-                if (write.notices.length > 0) notices.set(key, [...(notices.get(key) ?? []), ...write.notices])
+                results[i] = yield* Effect.either(counted({ ...resolution.resolved, inTransaction: true }))
               }
+              const { events, notices, denialNotices } = decideDraws({
+                meters,
+                customerOf: (i) => (resolutions[i] as Extract<Resolution, { _tag: "Resolved" }>).resolved.customer.id,
+                eventIds: prepared.eventIds,
+                state,
+                spent,
+                results
+              })
 
               // One write of every balance drawn, with its events, rollups and alerts (guards hold: rows locked).
               const commits = [...events.keys()].map((key) => {
