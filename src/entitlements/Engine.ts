@@ -14,7 +14,8 @@ import { retryDeadlocks } from "../platform/db/deadlocks.ts"
 import { Ids } from "../platform/ids.ts"
 import { makeBalanceWriter } from "./BalanceWriter.ts"
 import { type Batcher, makeBatcher } from "./Batcher.ts"
-import { type BatchResult, decideDraws } from "./batchDraws.ts"
+import { type BatchResult, decideDraws, planDraws } from "./batchDraws.ts"
+import { makeGuardedBatches } from "./guardedBatch.ts"
 import { EntitlementsRepo, type StoredBalance } from "./EntitlementsRepo.ts"
 import {
   type EntitlementInput,
@@ -151,6 +152,7 @@ export const EntitlementsLive = Layer.effect(
     const ids = yield* Ids
     const outbox = yield* Outbox
     const writer = makeBalanceWriter(repo, WRITER)
+    const guardedBatches = Option.map(repo.guarded, makeGuardedBatches)
 
     /** Boolean and non-consumable features: nothing to draw, a count to compare. */
     const counted = (resolved: Resolved) =>
@@ -616,9 +618,20 @@ export const EntitlementsLive = Layer.effect(
      * row order is its statement's): all of it undone, it runs again.
      */
     const transact = (org: string, prepared: PreparedBatch) =>
+      Option.isNone(guardedBatches) || prepared.items.some((item) => item.idempotencyKey !== undefined)
+        ? transactLocked(org, prepared)
+        : Effect.flatMap(
+            guardedBatches.value.run(org, prepared),
+            Option.match({ onNone: () => transactLocked(org, prepared), onSome: Effect.succeed })
+          )
+
+    /** A batch decided and recorded in a transaction that holds its balances' row locks. */
+    const transactLocked = (org: string, prepared: PreparedBatch) =>
       Effect.suspend(() => {
         const { items, hashes, resolutions, now } = prepared
         const decided = prepared.decided
+        let touched: ReadonlyArray<string> = []
+        const forget = () => Option.map(guardedBatches, (g) => g.forget(org, touched))
         return retryDeadlocks(
           sql.withTransaction(
             Effect.gen(function* () {
@@ -656,29 +669,10 @@ export const EntitlementsLive = Layer.effect(
               const repeated = new Set(repeats.map(([i]) => i))
 
               // Every balance a draw of the batch touches, locked (created first where missing) in one step.
-              const meters = new Map<number, Meter>()
-              const balances = new Map<string, { customerId: string; subjectId: string; init: Meter["init"] }>()
-              resolutions.forEach((resolution, i) => {
-                if (results[i] !== undefined || resolution === undefined) return
-                if (repeated.has(i)) return
-                if (resolution._tag === "Answered") {
-                  results[i] = Either.right(resolution.state)
-                  return
-                }
-                const { resolved } = resolution
-                const meter = prepared.meters[i]
-                if (meter === undefined) return
-                if (!isMeter(meter)) {
-                  results[i] = Either.left(meter)
-                  return
-                }
-                meters.set(i, meter)
-                balances.set(`${resolved.customer.id}\u0000${meter.subjectId}`, {
-                  customerId: resolved.customer.id,
-                  subjectId: meter.subjectId,
-                  init: meter.init
-                })
-              })
+              const { meters, balances } = planDraws(resolutions, prepared.meters, results, repeated)
+              // What guarded batches know of these balances is stale once this commits (and while it may).
+              touched = [...balances.keys()]
+              forget()
               const locked = yield* repo.lockBalances(org, [...balances.values()], now)
               const state = new Map<string, StoredBalance>()
               for (const b of locked) state.set(`${b.customerId}\u0000${b.subjectId}`, b)
@@ -755,7 +749,7 @@ export const EntitlementsLive = Layer.effect(
               return results.map((r) => r!)
             })
           )
-        ).pipe(Effect.catchTag("SqlError", Effect.die))
+        ).pipe(Effect.catchTag("SqlError", Effect.die), Effect.ensuring(Effect.sync(forget)))
       })
 
     /**

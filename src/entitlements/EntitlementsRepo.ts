@@ -2,8 +2,8 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { COUNT_MAX_MICRO, storedCapMicro } from "../domain/bounds.ts"
 import { microParam } from "../domain/quantity.ts"
-import { PgPool, transactionQuery } from "../platform/db/PgPool.ts"
-import { type BalanceCommit, makeCommitBalances } from "./hotCommit.ts"
+import { PgPool, poolQuery, transactionQuery } from "../platform/db/PgPool.ts"
+import { type BalanceCommit, type GuardedWrite, makeCommitBalances, makeCommitGuarded } from "./hotCommit.ts"
 import { fastBalances } from "./hotDecode.ts"
 import { makeContextReader } from "./hotRead.ts"
 import {
@@ -15,6 +15,7 @@ import {
   LOCK_BALANCES_SELECT_SQLITE,
   type ManyRead,
   pgArrayLiteral,
+  READ_BALANCES_PG,
   ROLLUP_MS,
   ROLLUP_SUM_PG,
   ROLLUP_SUM_SQLITE,
@@ -92,13 +93,14 @@ export interface EntitlementsRepoShape {
    */
   readonly lockBalances: (
     org: string,
-    balances: ReadonlyArray<{
-      readonly customerId: string
-      readonly subjectId: string
-      readonly init: { readonly windowStart: number; readonly windowEnd: number | null }
-    }>,
+    balances: BalancesNamed,
     now: number
-  ) => Effect.Effect<ReadonlyArray<StoredBalance & { readonly customerId: string; readonly subjectId: string }>>
+  ) => Effect.Effect<ReadonlyArray<KeyedBalance>>
+  /**
+   * PostgreSQL with its pool (absent on SQLite): a batch written without a transaction of its own, guarded by the
+   * versions of its balances (src/entitlements/guardedBatch.ts).
+   */
+  readonly guarded: Option.Option<GuardedBatches>
   /** Creates the row if missing, then locks it for the rest of the transaction (PostgreSQL `FOR UPDATE`). */
   readonly lockBalance: (
     org: string,
@@ -159,6 +161,35 @@ export interface EntitlementsRepoShape {
     org: string,
     responses: ReadonlyArray<{ readonly key: string; readonly response: string }>
   ) => Effect.Effect<void>
+}
+
+/** A balance as a batch reads or locks it: its row and its key. */
+export type KeyedBalance = StoredBalance & { readonly customerId: string; readonly subjectId: string }
+
+/** The balances a batch draws from (`init`: a missing row's window, the row created with it). */
+export type BalancesNamed = ReadonlyArray<{
+  readonly customerId: string
+  readonly subjectId: string
+  readonly init: { readonly windowStart: number; readonly windowEnd: number | null }
+}>
+
+export interface GuardedBatches {
+  /** The balances named, missing rows created first, read without a lock, outside any transaction. */
+  readonly readBalances: (
+    org: string,
+    balances: BalancesNamed,
+    now: number
+  ) => Effect.Effect<ReadonlyArray<KeyedBalance>>
+  /**
+   * One statement that commits by itself (`COMMIT_GUARDED`): the balances `written` and `checked` locked; if each is
+   * still the state it was decided over (`base`; a checked one's own), the written ones written with their events and
+   * rollups; else nothing, and which had moved.
+   */
+  readonly commit: (
+    org: string,
+    written: ReadonlyArray<BalanceCommit & { readonly base: BalanceRow }>,
+    checked: ReadonlyArray<KeyedBalance>
+  ) => Effect.Effect<GuardedWrite>
 }
 
 /** Byte order of ASCII ids and keys (what PostgreSQL's "C" collation and SQLite's BINARY sort by). */
@@ -272,6 +303,58 @@ export const EntitlementsRepoSql = Layer.effect(
         .pipe(Effect.asVoid, Effect.orDie)
     }
 
+    /**
+     * The balances named, in byte order (as "C" collates: one order for every batch and every writer step, so locks
+     * taken in it never form a cycle between two transactions): the rows that exist, then the missing ones created and
+     * read (a customer's first draws; on PostgreSQL a lock taken out of byte order there may deadlock, and the batch's
+     * transaction then runs again). Two statements of one text whatever the batch's size, on either database.
+     * `lock`: locked for the rest of the caller's transaction (PostgreSQL `FOR UPDATE`); else read on the pool.
+     */
+    const namedBalances = (
+      org: string,
+      balances: BalancesNamed,
+      now: number,
+      lock: boolean,
+      readPool?: PgPool["Type"]
+    ): Effect.Effect<ReadonlyArray<KeyedBalance>> =>
+      Effect.gen(function* () {
+        const sorted = [...balances].sort(
+          (a, b) => byKey(a.customerId, b.customerId) || byKey(a.subjectId, b.subjectId)
+        )
+        const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+        const select = (chunk: typeof sorted) => {
+          if (!pg) {
+            return sql
+              .unsafe<{ balances: string }>(LOCK_BALANCES_SELECT_SQLITE, [
+                org,
+                JSON.stringify(chunk.map((b) => [b.customerId, b.subjectId]))
+              ])
+              .pipe(Effect.map(([locked]) => JSON.parse(locked?.balances ?? "[]") as unknown))
+          }
+          const parameters = [
+            org,
+            pgArrayLiteral(chunk.map((b) => b.customerId)),
+            pgArrayLiteral(chunk.map((b) => b.subjectId))
+          ]
+          const rows =
+            !lock && readPool !== undefined
+              ? poolQuery<{ balances: unknown }>(readPool, READ_BALANCES_PG, parameters, "read_balances")
+              : transactionQuery<{ balances: unknown }>(sql, pool, LOCK_BALANCES_SELECT_PG, parameters, "lock_balances")
+          return Effect.map(rows, ([locked]) => locked?.balances)
+        }
+        const decoded = (chunk: typeof sorted) =>
+          Effect.map(select(chunk), (balances) => fastBalances(balances) ?? decodeBalances(balances))
+        const existing = yield* decoded(sorted)
+        if (existing.length === sorted.length) return existing
+        const found = new Set(existing.map((b) => `${b.customerId}\u0000${b.subjectId}`))
+        const missing = sorted.filter((b) => !found.has(`${b.customerId}\u0000${b.subjectId}`))
+        const rows = JSON.stringify(
+          missing.map((b) => ({ c: b.customerId, s: b.subjectId, ws: b.init.windowStart, we: b.init.windowEnd }))
+        )
+        yield* sql.unsafe(pg ? LOCK_BALANCES_INSERT_PG : LOCK_BALANCES_INSERT_SQLITE, [org, rows, now])
+        return [...existing, ...(yield* decoded(missing))]
+      }).pipe(Effect.orDie)
+
     return {
       context,
       contexts: reader.readMany,
@@ -281,45 +364,11 @@ export const EntitlementsRepoSql = Layer.effect(
           Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toBalance))),
           Effect.orDie
         ),
-      lockBalances: (org, balances, now) =>
-        Effect.gen(function* () {
-          // One order for every batch and every writer step (byte order, as "C" collates): locks taken in it never
-          // form a cycle between two transactions.
-          const sorted = [...balances].sort(
-            (a, b) => byKey(a.customerId, b.customerId) || byKey(a.subjectId, b.subjectId)
-          )
-          const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
-          // Two statements of one text whatever the batch's size, on either database.
-          const lock = (chunk: typeof sorted) =>
-            pg
-              ? transactionQuery<{ balances: unknown }>(
-                  sql,
-                  pool,
-                  LOCK_BALANCES_SELECT_PG,
-                  [org, pgArrayLiteral(chunk.map((b) => b.customerId)), pgArrayLiteral(chunk.map((b) => b.subjectId))],
-                  "lock_balances"
-                ).pipe(Effect.map(([locked]) => locked?.balances))
-              : sql
-                  .unsafe<{ balances: string }>(LOCK_BALANCES_SELECT_SQLITE, [
-                    org,
-                    JSON.stringify(chunk.map((b) => [b.customerId, b.subjectId]))
-                  ])
-                  .pipe(Effect.map(([locked]) => JSON.parse(locked?.balances ?? "[]") as unknown))
-          const decoded = (chunk: typeof sorted) =>
-            Effect.map(lock(chunk), (balances) => fastBalances(balances) ?? decodeBalances(balances))
-          // The rows that exist (locked on PostgreSQL); then the missing ones created and read (a customer's first
-          // draws; on PostgreSQL a lock taken out of byte order there may deadlock, and the batch's transaction then
-          // runs again).
-          const existing = yield* decoded(sorted)
-          if (existing.length === sorted.length) return existing
-          const found = new Set(existing.map((b) => `${b.customerId}\u0000${b.subjectId}`))
-          const missing = sorted.filter((b) => !found.has(`${b.customerId}\u0000${b.subjectId}`))
-          const rows = JSON.stringify(
-            missing.map((b) => ({ c: b.customerId, s: b.subjectId, ws: b.init.windowStart, we: b.init.windowEnd }))
-          )
-          yield* sql.unsafe(pg ? LOCK_BALANCES_INSERT_PG : LOCK_BALANCES_INSERT_SQLITE, [org, rows, now])
-          return [...existing, ...(yield* decoded(missing))]
-        }).pipe(Effect.orDie),
+      lockBalances: (org, balances, now) => namedBalances(org, balances, now, true),
+      guarded: Option.map(pool, (pool) => ({
+        readBalances: (org, balances, now) => namedBalances(org, balances, now, false, pool),
+        commit: makeCommitGuarded(pool)
+      })),
       lockBalance: (org, customerId, subjectId, init, now) =>
         Effect.gen(function* () {
           yield* sql`INSERT INTO balances (organization_id, customer_id, subject_id, window_start, window_end, used,

@@ -1,8 +1,9 @@
 import { type Effect, Either } from "effect"
 import type { EntitlementState } from "../api/entitlements.ts"
-import type { Conflict, InvalidInput } from "../domain/errors.ts"
+import { type Conflict, InvalidInput } from "../domain/errors.ts"
 import type { StoredBalance, UsageEventRow } from "./EntitlementsRepo.ts"
 import { isPastBound, type Meter, pastBound } from "./meter.ts"
+import type { Resolution } from "./resolution.ts"
 
 /** A batch item's answer: its state, or its own error body. */
 export type BatchResult = Either.Either<EntitlementState, InvalidInput | Conflict>
@@ -16,6 +17,64 @@ export interface Draws {
   /** Written whatever happens to the draws (a spend cap reached by a denied draw). */
   readonly denialNotices: Array<Effect.Effect<unknown>>
 }
+
+/** The balances a batch's draws decide over (`init`: a missing row's window), by `balanceKey`. */
+export type NamedBalances = Map<
+  string,
+  {
+    readonly customerId: string
+    readonly subjectId: string
+    readonly init: { readonly windowStart: number; readonly windowEnd: number | null }
+  }
+>
+
+/** A batch's draws to decide, and the balances they decide over. */
+export interface PlannedDraws {
+  readonly meters: Map<number, Meter>
+  readonly balances: NamedBalances
+  /** Items only a transaction may decide: a count (its event written in it) or a draw under a spend cap. */
+  readonly locked: boolean
+}
+
+/**
+ * The items still undecided (`results` empty, not `skipped`) that draw from a balance, by item, and their balances;
+ * an item answered by its resolution or refused by its meter gets its result here.
+ */
+export const planDraws = (
+  resolutions: ReadonlyArray<Resolution | undefined>,
+  meters: ReadonlyArray<Meter | InvalidInput | undefined>,
+  results: Array<BatchResult | undefined>,
+  skipped: ReadonlySet<number>
+): PlannedDraws => {
+  const plan: PlannedDraws & { locked: boolean } = { meters: new Map(), balances: new Map(), locked: false }
+  resolutions.forEach((resolution, i) => {
+    if (results[i] !== undefined || resolution === undefined || skipped.has(i)) return
+    if (resolution._tag === "Answered") {
+      results[i] = Either.right(resolution.state)
+      return
+    }
+    const meter = meters[i]
+    if (meter === undefined) {
+      plan.locked = true
+      return
+    }
+    if (!isMeter(meter)) {
+      results[i] = Either.left(meter)
+      return
+    }
+    if (meter.capped) plan.locked = true
+    const customerId = resolution.resolved.customer.id
+    plan.meters.set(i, meter)
+    plan.balances.set(balanceKey(customerId, meter.subjectId), {
+      customerId,
+      subjectId: meter.subjectId,
+      init: meter.init
+    })
+  })
+  return plan
+}
+
+const isMeter = (m: Meter | InvalidInput): m is Meter => !(m instanceof InvalidInput)
 
 /** A balance's key within one organization's batch. */
 export const balanceKey = (customerId: string, subjectId: string) => `${customerId}\u0000${subjectId}`

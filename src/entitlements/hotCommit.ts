@@ -2,10 +2,13 @@ import type { SqlClient } from "@effect/sql"
 import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { retryDeadlocks } from "../platform/db/deadlocks.ts"
 import { PgPool, poolQuery, transactionQuery } from "../platform/db/PgPool.ts"
+import type { BalanceRow, StoredBalance } from "./EntitlementsRepo.ts"
 import {
   COMMIT_BALANCES,
+  COMMIT_GUARDED,
   COMMIT_LOCKED,
   commitLockedParameters,
+  HotBalance,
   type CommitItem,
   CommitVersions,
   itemJson,
@@ -60,6 +63,18 @@ const itemOf = (c: BalanceCommit): CommitItem => ({
 })
 
 const decodeVersions = Schema.decodeUnknownEither(CommitVersions)
+const decodeMoved = Schema.decodeUnknownEither(
+  Schema.Array(Schema.Tuple(Schema.String, Schema.String, Schema.NullOr(HotBalance)))
+)
+
+/**
+ * What a guarded write did: wrote the batch, or nothing because these balances had moved (`[customer, subject,
+ * state]`: the state its lock found, or null for a row that no longer exists).
+ */
+export interface GuardedWrite {
+  readonly written: boolean
+  readonly moved: ReadonlyArray<readonly [string, string, HotBalance | null]>
+}
 
 /**
  * The write of a step of the balance writer (src/entitlements/hotStatements.ts declares it): for each balance, its new
@@ -154,3 +169,57 @@ export const makeCommitBalances = (sql: SqlClient.SqlClient, pool: Option.Option
   ): Effect.Effect<ReadonlyArray<Option.Option<number>>> =>
     sql.onDialectOrElse({ pg: () => pg(commits, inTransaction), orElse: () => sqlite(commits) }).pipe(Effect.orDie)
 }
+
+/**
+ * PostgreSQL: a guarded batch's write (`COMMIT_GUARDED`, one statement on the pool that commits by itself): the
+ * balances `written` and `checked`, each still the state it was decided over (`base`), or nothing. A statement rolled
+ * back to break a deadlock is sent again.
+ */
+export const makeCommitGuarded =
+  (pool: PgPool["Type"]) =>
+  (
+    org: string,
+    written: ReadonlyArray<BalanceCommit & { readonly base: BalanceRow }>,
+    checked: ReadonlyArray<StoredBalance & { readonly customerId: string; readonly subjectId: string }>
+  ): Effect.Effect<GuardedWrite> => {
+    const items: Array<CommitItem> = written.map((c) => ({ ...itemOf(c), base: c.base }))
+    for (const c of checked) {
+      items.push({
+        org,
+        customer: c.customerId,
+        subject: c.subjectId,
+        expected: c.version,
+        windowStart: 0,
+        windowEnd: null,
+        used: 0n,
+        overage: 0n,
+        bonus: 0n,
+        addon: 0n,
+        now: 0,
+        events: [],
+        rollups: [],
+        base: c
+      })
+    }
+    const writes = items.map((_, i) => i < written.length)
+    const statement = Effect.flatMap(
+      poolQuery<{ held: boolean; written: number; moved: unknown }>(
+        pool,
+        COMMIT_GUARDED,
+        commitLockedParameters(org, items, writes),
+        "commit_guarded"
+      ),
+      ([row]): Effect.Effect<GuardedWrite> => {
+        if (row?.held !== true) {
+          const moved = decodeMoved(row?.moved ?? [])
+          return Either.isRight(moved)
+            ? Effect.succeed({ written: false, moved: moved.right })
+            : Effect.dieMessage(`commit_guarded: ${ParseResult.TreeFormatter.formatErrorSync(moved.left)}`)
+        }
+        return row.written === written.length
+          ? Effect.succeed({ written: true, moved: [] })
+          : Effect.dieMessage(`commit_guarded: ${row.written} of ${written.length} balances written`)
+      }
+    )
+    return retryDeadlocks(statement).pipe(Effect.orDie)
+  }

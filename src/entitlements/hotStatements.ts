@@ -326,15 +326,18 @@ export const LOCK_BALANCES_INSERT_PG = `INSERT INTO balances (organization_id, c
     window_end, used, overage, bonus, addon, updated_at)
   SELECT $1, x.c, x.s, x.ws, x.we, 0, 0, 0, 0, $3 FROM json_to_recordset($2::json) AS x(c TEXT, s TEXT, ws BIGINT, we BIGINT)
   ON CONFLICT DO NOTHING`
-export const LOCK_BALANCES_SELECT_PG = `SELECT COALESCE(json_agg(${objectOf("pg", HotBalance, "b")}
+const selectBalancesPg = (lock: boolean) => `SELECT COALESCE(json_agg(${objectOf("pg", HotBalance, "b")}
     ORDER BY b.customer_id COLLATE "C", b.subject_id COLLATE "C"), '[]') AS balances
   FROM (
     SELECT * FROM balances
     WHERE organization_id = $1 AND customer_id = ANY (ARRAY(SELECT unnest($2::text[])))
       AND subject_id = ANY (ARRAY(SELECT DISTINCT unnest($3::text[])))
       AND (customer_id, subject_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))
-    ORDER BY customer_id COLLATE "C", subject_id COLLATE "C" FOR UPDATE
+    ORDER BY customer_id COLLATE "C", subject_id COLLATE "C"${lock ? " FOR UPDATE" : ""}
   ) b`
+export const LOCK_BALANCES_SELECT_PG = selectBalancesPg(true)
+/** The same rows read without a lock (a guarded batch's balances that this process has not written or read). */
+export const READ_BALANCES_PG = selectBalancesPg(false)
 
 /**
  * SQLite, a batch's `lockBalances` (one writer at a time: nothing to lock, only to read and create): the rows of the
@@ -447,6 +450,8 @@ export interface CommitItem {
   readonly now: number
   readonly events: ReadonlyArray<UsageEventRow>
   readonly rollups: ReadonlyArray<RollupIncrement>
+  /** A guarded write's (`COMMIT_GUARDED`): the state decided over, which the balance must still be. */
+  readonly base?: Pick<CommitItem, (typeof BALANCE_SET)[number]>
 }
 
 /** An item as the function reads it: keys of `CommitItem`, quantities as text, events and rollups as records. */
@@ -547,7 +552,26 @@ export const CommitVersions = Schema.Array(Schema.NullOr(Schema.Number))
  * length the planner sees, it scanned the organization's balances). Items must name existing rows (`expected` not
  * null).
  */
-export const commitLockedStatement = () => {
+export const commitLockedStatement = () => commitSetBased(false)
+
+/**
+ * The batch write of `commitLockedStatement` for balances no transaction holds (a batch decided over the states this
+ * process last wrote or read: src/entitlements/guardedBatch.ts), all or nothing, in one statement that commits by
+ * itself: every balance the batch decided over (written or only checked, `write` 1 or 0) locked in byte order, as every
+ * writer locks; if each is still the state it was decided over (`base_…`, at version `expected`), the written ones are
+ * written with their events and rollups, else nothing is. Answers `held`, how many balances it wrote and, when the
+ * guard failed, the balances that `moved`: `[customer, subject, state]`, the state as the lock found it (the hot
+ * read's balance), or null for a row that no longer exists.
+ * - The whole state is compared, not only the version: a batch may be decided over the state a write still on its way
+ *   will leave, and if that write fails, another writer may bring the balance to the same version in another state.
+ *   A decision is a function of the state alone, so over an equal state it holds whatever the history.
+ * - The lock answers each row's newest version (it waits for a writer still holding it), so the guard is decided
+ *   there, not in the UPDATE: the UPDATE's snapshot predates that wait, and would skip, not re-check, a row that
+ *   moved meanwhile to the state expected.
+ */
+export const commitGuardedStatement = () => commitSetBased(true)
+
+const commitSetBased = (guarded: boolean) => {
   let n = 1
   const next = (type: string) => `$${++n}::${type}[]`
   const itemColumns: ReadonlyArray<readonly [string, string]> = [
@@ -555,22 +579,52 @@ export const commitLockedStatement = () => {
     ["subject", "TEXT"],
     ["expected", "BIGINT"],
     ...BALANCE_SET.map((k) => [snake(k), "BIGINT"] as const),
-    ["now", "BIGINT"]
+    ["now", "BIGINT"],
+    ...(guarded
+      ? [["write", "INTEGER"] as const, ...BALANCE_SET.map((k) => [`base_${snake(k)}`, "BIGINT"] as const)]
+      : [])
   ]
   const items = itemColumns.map(([, type]) => next(type))
   const events = ["INTEGER", ...EVENT_COLUMNS.map(([, type]) => type)].map(next)
   const rollups = ["INTEGER", ...ROLLUP_COLUMNS.map(([, type]) => type)].map(next)
   const eventColumns = EVENT_COLUMNS.map(([column]) => column)
+  const byRows = (rows: string) => `b.organization_id = $1 AND b.customer_id = ANY (ARRAY(SELECT customer FROM ${rows}))
+      AND b.subject_id = ANY (ARRAY(SELECT DISTINCT subject FROM ${rows}))`
+  const guard = guarded
+    ? `, l AS (
+    SELECT b.customer_id, b.subject_id, b.version, ${BALANCE_SET.map((k) => `b.${snake(k)}`).join(", ")}
+    FROM balances b
+    WHERE ${byRows("i")} AND (b.customer_id, b.subject_id) IN (SELECT customer, subject FROM i)
+    ORDER BY b.customer_id COLLATE "C", b.subject_id COLLATE "C" FOR UPDATE
+  ), g AS (
+    SELECT count(*) = (SELECT count(*) FROM i) AS held
+    FROM l JOIN i ON i.customer = l.customer_id AND i.subject = l.subject_id AND i.expected = l.version
+      AND ${BALANCE_SET.map((k) => `l.${snake(k)} IS NOT DISTINCT FROM i.base_${snake(k)}`).join(" AND ")}
+  )`
+    : ""
+  const written = guarded
+    ? `(SELECT held FROM g) AND i.write = 1 AND ${byRows("i")}
+      AND b.customer_id = i.customer AND b.subject_id = i.subject`
+    : `${byRows("i")}
+      AND b.customer_id = i.customer AND b.subject_id = i.subject AND b.version = i.expected`
+  const answer = guarded
+    ? `SELECT (SELECT held FROM g) AS held, (SELECT count(*) FROM w)::INTEGER AS written,
+    CASE WHEN NOT (SELECT held FROM g) THEN (
+      SELECT json_agg(json_build_array(i.customer, i.subject,
+        CASE WHEN l.customer_id IS NOT NULL THEN ${objectOf("pg", HotBalance, "l")} END))
+      FROM i LEFT JOIN l ON l.customer_id = i.customer AND l.subject_id = i.subject
+      WHERE l.customer_id IS NULL OR NOT (l.version = i.expected
+        AND ${BALANCE_SET.map((k) => `l.${snake(k)} IS NOT DISTINCT FROM i.base_${snake(k)}`).join(" AND ")})
+    ) END AS moved`
+    : `SELECT COALESCE(json_agg(w.version ORDER BY i.ord), '[]') AS versions FROM i LEFT JOIN w ON w.ord = i.ord`
   return `WITH i AS (
     SELECT * FROM unnest(${items.join(", ")})
       WITH ORDINALITY AS i(${itemColumns.map(([c]) => c).join(", ")}, ord)
-  ), w AS (
+  )${guard}, w AS (
     UPDATE balances b SET ${BALANCE_SET.map((k) => `${snake(k)} = i.${snake(k)}`).join(", ")},
       updated_at = i.now, version = b.version + 1
     FROM i
-    WHERE b.organization_id = $1 AND b.customer_id = ANY (ARRAY(SELECT customer FROM i))
-      AND b.subject_id = ANY (ARRAY(SELECT DISTINCT subject FROM i))
-      AND b.customer_id = i.customer AND b.subject_id = i.subject AND b.version = i.expected
+    WHERE ${written}
     RETURNING i.ord, b.version, i.customer, i.subject
   ), e AS (
     INSERT INTO usage_events (organization_id, customer_id, subject_id, ${eventColumns.join(", ")})
@@ -587,7 +641,7 @@ export const commitLockedStatement = () => {
     ON CONFLICT (organization_id, customer_id, feature_id, bucket_start)
     DO UPDATE SET value = ${ROLLUP_SUM_PG}, records = usage_rollups.records + excluded.records
   )
-  SELECT COALESCE(json_agg(w.version ORDER BY i.ord), '[]') AS versions FROM i LEFT JOIN w ON w.ord = i.ord`
+  ${answer}`
 }
 /**
  * A PostgreSQL array literal of text or whole numbers: every text element quoted, a quote or backslash escaped, null
@@ -618,10 +672,15 @@ const ESCAPED_ALL = /["\\]/g
 /**
  * `COMMIT_LOCKED`'s parameters for items of one organization: the organization, then array literals
  * (`pgArrayLiteral`) of the items' columns, the events' (by item position, from 1) and the rollups'. Quantities as
- * decimal text (exact at any size).
+ * decimal text (exact at any size). With `writes` (`COMMIT_GUARDED`'s): whether each item is written or only checked
+ * (an item only checked has no events), then the columns of each item's `base`.
  */
-export const commitLockedParameters = (org: string, items: ReadonlyArray<CommitItem>) => {
-  const itemValues: ReadonlyArray<(c: CommitItem) => string | number | null> = [
+export const commitLockedParameters = (
+  org: string,
+  items: ReadonlyArray<CommitItem>,
+  writes?: ReadonlyArray<boolean>
+) => {
+  const itemValues: ReadonlyArray<(c: CommitItem, i: number) => string | number | null> = [
     (c) => c.customer,
     (c) => c.subject,
     (c) => c.expected,
@@ -629,7 +688,16 @@ export const commitLockedParameters = (org: string, items: ReadonlyArray<CommitI
       const v = c[k]
       return typeof v === "bigint" ? v.toString() : v
     }),
-    (c) => c.now
+    (c) => c.now,
+    ...(writes === undefined
+      ? []
+      : [
+          (_: CommitItem, i: number) => (writes[i] === true ? 1 : 0),
+          ...BALANCE_SET.map((k) => (c: CommitItem) => {
+            const v = c.base![k]
+            return typeof v === "bigint" ? v.toString() : v
+          })
+        ])
   ]
   const columns = (count: number) => Array.from({ length: count }, (): Array<string | number | null> => [])
   const events = columns(1 + EVENT_COLUMNS.length)
@@ -647,6 +715,7 @@ export const commitLockedParameters = (org: string, items: ReadonlyArray<CommitI
   return [org, ...[...itemValues.map((value) => items.map(value)), ...events, ...rollups].map(pgArrayLiteral)]
 }
 export const COMMIT_LOCKED = commitLockedStatement()
+export const COMMIT_GUARDED = commitGuardedStatement()
 
 /**
  * SQLite: a step's statements, run in one transaction (its one connection serialises writers anyway): one guarded
