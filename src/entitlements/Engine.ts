@@ -609,7 +609,9 @@ export const EntitlementsLive = Layer.effect(
             : undefined
         )
         const eventIds = yield* Effect.forEach(items, () => ids.next("evt"))
-        return yield* batchLane(org).submit({ items, hashes, decided: results, resolutions, meters, eventIds, now })
+        const prepared = { items, hashes, decided: results, resolutions, meters, eventIds, now }
+        if (Option.isSome(guardedBatches) && isGuarded(prepared)) yield* guardedBatches.value.check(org, prepared)
+        return yield* batchLane(org).submit(prepared)
       })
 
     /**
@@ -617,8 +619,10 @@ export const EntitlementsLive = Layer.effect(
      * recorded in one transaction. PostgreSQL may still roll it back to break a deadlock (with a writer's step, whose
      * row order is its statement's): all of it undone, it runs again.
      */
+    /** Batches with idempotency keys claim them in the locked transaction. */
+    const isGuarded = (prepared: PreparedBatch) => prepared.items.every((item) => item.idempotencyKey === undefined)
     const transact = (org: string, prepared: PreparedBatch) =>
-      Option.isNone(guardedBatches) || prepared.items.some((item) => item.idempotencyKey !== undefined)
+      Option.isNone(guardedBatches) || !isGuarded(prepared)
         ? transactLocked(org, prepared)
         : Effect.flatMap(
             guardedBatches.value.run(org, prepared),
@@ -630,8 +634,6 @@ export const EntitlementsLive = Layer.effect(
       Effect.suspend(() => {
         const { items, hashes, resolutions, now } = prepared
         const decided = prepared.decided
-        let touched: ReadonlyArray<string> = []
-        const forget = () => Option.map(guardedBatches, (g) => g.forget(org, touched))
         return retryDeadlocks(
           sql.withTransaction(
             Effect.gen(function* () {
@@ -670,9 +672,6 @@ export const EntitlementsLive = Layer.effect(
 
               // Every balance a draw of the batch touches, locked (created first where missing) in one step.
               const { meters, balances } = planDraws(resolutions, prepared.meters, results, repeated)
-              // What guarded batches know of these balances is stale once this commits (and while it may).
-              touched = [...balances.keys()]
-              forget()
               const locked = yield* repo.lockBalances(org, [...balances.values()], now)
               const state = new Map<string, StoredBalance>()
               for (const b of locked) state.set(`${b.customerId}\u0000${b.subjectId}`, b)
@@ -749,7 +748,7 @@ export const EntitlementsLive = Layer.effect(
               return results.map((r) => r!)
             })
           )
-        ).pipe(Effect.catchTag("SqlError", Effect.die), Effect.ensuring(Effect.sync(forget)))
+        ).pipe(Effect.catchTag("SqlError", Effect.die))
       })
 
     /**

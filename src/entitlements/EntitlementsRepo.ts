@@ -3,7 +3,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { COUNT_MAX_MICRO, storedCapMicro } from "../domain/bounds.ts"
 import { microParam } from "../domain/quantity.ts"
 import { PgPool, poolQuery, transactionQuery } from "../platform/db/PgPool.ts"
-import { type BalanceCommit, type GuardedWrite, makeCommitBalances, makeCommitGuarded } from "./hotCommit.ts"
+import { type BalanceCommit, makeCommitBalances, makeCommitGuarded } from "./hotCommit.ts"
 import { fastBalances } from "./hotDecode.ts"
 import { makeContextReader } from "./hotRead.ts"
 import {
@@ -15,7 +15,7 @@ import {
   LOCK_BALANCES_SELECT_SQLITE,
   type ManyRead,
   pgArrayLiteral,
-  READ_BALANCES_PG,
+  READ_CHANGED_BALANCES_PG,
   ROLLUP_MS,
   ROLLUP_SUM_PG,
   ROLLUP_SUM_SQLITE,
@@ -174,22 +174,25 @@ export type BalancesNamed = ReadonlyArray<{
 }>
 
 export interface GuardedBatches {
-  /** The balances named, missing rows created first, read without a lock, outside any transaction. */
-  readonly readBalances: (
+  /**
+   * Of the balances named, those whose version is not `version` (all of those given `null`: unknown to the caller),
+   * read without a lock outside any transaction; a missing row among the unknown ones created first.
+   */
+  readonly readChanged: (
     org: string,
-    balances: BalancesNamed,
+    balances: ReadonlyArray<BalancesNamed[number] & { readonly version: number | null }>,
     now: number
   ) => Effect.Effect<ReadonlyArray<KeyedBalance>>
   /**
    * One statement that commits by itself (`COMMIT_GUARDED`): the balances `written` and `checked` locked; if each is
    * still the state it was decided over (`base`; a checked one's own), the written ones written with their events and
-   * rollups; else nothing, and which had moved.
+   * rollups; else nothing. Whether it wrote.
    */
   readonly commit: (
     org: string,
     written: ReadonlyArray<BalanceCommit & { readonly base: BalanceRow }>,
     checked: ReadonlyArray<KeyedBalance>
-  ) => Effect.Effect<GuardedWrite>
+  ) => Effect.Effect<boolean>
 }
 
 /** Byte order of ASCII ids and keys (what PostgreSQL's "C" collation and SQLite's BINARY sort by). */
@@ -303,57 +306,80 @@ export const EntitlementsRepoSql = Layer.effect(
         .pipe(Effect.asVoid, Effect.orDie)
     }
 
-    /**
-     * The balances named, in byte order (as "C" collates: one order for every batch and every writer step, so locks
-     * taken in it never form a cycle between two transactions): the rows that exist, then the missing ones created and
-     * read (a customer's first draws; on PostgreSQL a lock taken out of byte order there may deadlock, and the batch's
-     * transaction then runs again). Two statements of one text whatever the batch's size, on either database.
-     * `lock`: locked for the rest of the caller's transaction (PostgreSQL `FOR UPDATE`); else read on the pool.
-     */
-    const namedBalances = (
-      org: string,
-      balances: BalancesNamed,
-      now: number,
-      lock: boolean,
-      readPool?: PgPool["Type"]
-    ): Effect.Effect<ReadonlyArray<KeyedBalance>> =>
+    const decodeAny = (balances: unknown) => fastBalances(balances) ?? decodeBalances(balances)
+    const sortedByKey = <B extends { readonly customerId: string; readonly subjectId: string }>(
+      balances: ReadonlyArray<B>
+    ) => [...balances].sort((a, b) => byKey(a.customerId, b.customerId) || byKey(a.subjectId, b.subjectId))
+    /** The missing rows of `balances` created (each with its window); nothing of an existing row changes. */
+    const createMissing = (org: string, missing: BalancesNamed, now: number, pg: boolean) =>
+      sql.unsafe(pg ? LOCK_BALANCES_INSERT_PG : LOCK_BALANCES_INSERT_SQLITE, [
+        org,
+        JSON.stringify(
+          missing.map((b) => ({ c: b.customerId, s: b.subjectId, ws: b.init.windowStart, we: b.init.windowEnd }))
+        ),
+        now
+      ])
+
+    const lockBalances: EntitlementsRepoShape["lockBalances"] = (org, balances, now) =>
       Effect.gen(function* () {
-        const sorted = [...balances].sort(
-          (a, b) => byKey(a.customerId, b.customerId) || byKey(a.subjectId, b.subjectId)
-        )
+        // One order for every batch and every writer step (byte order, as "C" collates): locks taken in it never
+        // form a cycle between two transactions.
+        const sorted = sortedByKey(balances)
         const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
-        const select = (chunk: typeof sorted) => {
-          if (!pg) {
-            return sql
-              .unsafe<{ balances: string }>(LOCK_BALANCES_SELECT_SQLITE, [
-                org,
-                JSON.stringify(chunk.map((b) => [b.customerId, b.subjectId]))
-              ])
-              .pipe(Effect.map(([locked]) => JSON.parse(locked?.balances ?? "[]") as unknown))
-          }
-          const parameters = [
-            org,
-            pgArrayLiteral(chunk.map((b) => b.customerId)),
-            pgArrayLiteral(chunk.map((b) => b.subjectId))
-          ]
-          const rows =
-            !lock && readPool !== undefined
-              ? poolQuery<{ balances: unknown }>(readPool, READ_BALANCES_PG, parameters, "read_balances")
-              : transactionQuery<{ balances: unknown }>(sql, pool, LOCK_BALANCES_SELECT_PG, parameters, "lock_balances")
-          return Effect.map(rows, ([locked]) => locked?.balances)
-        }
-        const decoded = (chunk: typeof sorted) =>
-          Effect.map(select(chunk), (balances) => fastBalances(balances) ?? decodeBalances(balances))
+        // Two statements of one text whatever the batch's size, on either database.
+        const lock = (chunk: typeof sorted) =>
+          pg
+            ? transactionQuery<{ balances: unknown }>(
+                sql,
+                pool,
+                LOCK_BALANCES_SELECT_PG,
+                [org, pgArrayLiteral(chunk.map((b) => b.customerId)), pgArrayLiteral(chunk.map((b) => b.subjectId))],
+                "lock_balances"
+              ).pipe(Effect.map(([locked]) => locked?.balances))
+            : sql
+                .unsafe<{ balances: string }>(LOCK_BALANCES_SELECT_SQLITE, [
+                  org,
+                  JSON.stringify(chunk.map((b) => [b.customerId, b.subjectId]))
+                ])
+                .pipe(Effect.map(([locked]) => JSON.parse(locked?.balances ?? "[]") as unknown))
+        const decoded = (chunk: typeof sorted) => Effect.map(lock(chunk), decodeAny)
+        // The rows that exist (locked on PostgreSQL); then the missing ones created and read (a customer's first
+        // draws; on PostgreSQL a lock taken out of byte order there may deadlock, and the batch's transaction then
+        // runs again).
         const existing = yield* decoded(sorted)
         if (existing.length === sorted.length) return existing
         const found = new Set(existing.map((b) => `${b.customerId}\u0000${b.subjectId}`))
         const missing = sorted.filter((b) => !found.has(`${b.customerId}\u0000${b.subjectId}`))
-        const rows = JSON.stringify(
-          missing.map((b) => ({ c: b.customerId, s: b.subjectId, ws: b.init.windowStart, we: b.init.windowEnd }))
-        )
-        yield* sql.unsafe(pg ? LOCK_BALANCES_INSERT_PG : LOCK_BALANCES_INSERT_SQLITE, [org, rows, now])
+        yield* createMissing(org, missing, now, pg)
         return [...existing, ...(yield* decoded(missing))]
       }).pipe(Effect.orDie)
+
+    /** PostgreSQL, a guarded batch's read (`READ_CHANGED_BALANCES_PG`), on the pool; missing rows created first. */
+    const makeReadChanged =
+      (readPool: PgPool["Type"]): GuardedBatches["readChanged"] =>
+      (org, balances, now) =>
+        Effect.gen(function* () {
+          const read = (chunk: typeof balances) =>
+            poolQuery<{ balances: unknown }>(
+              readPool,
+              READ_CHANGED_BALANCES_PG,
+              [
+                org,
+                pgArrayLiteral(chunk.map((b) => b.customerId)),
+                pgArrayLiteral(chunk.map((b) => b.subjectId)),
+                pgArrayLiteral(chunk.map((b) => b.version ?? -1))
+              ],
+              "read_changed_balances"
+            ).pipe(Effect.map(([row]) => decodeAny(row?.balances)))
+          const changed = yield* read(balances)
+          const found = new Set(changed.map((b) => `${b.customerId}\u0000${b.subjectId}`))
+          const missing = balances.filter(
+            (b) => b.version === null && !found.has(`${b.customerId}\u0000${b.subjectId}`)
+          )
+          if (missing.length === 0) return changed
+          yield* createMissing(org, sortedByKey(missing), now, true)
+          return [...changed, ...(yield* read(missing))]
+        }).pipe(Effect.orDie)
 
     return {
       context,
@@ -364,11 +390,8 @@ export const EntitlementsRepoSql = Layer.effect(
           Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map(toBalance))),
           Effect.orDie
         ),
-      lockBalances: (org, balances, now) => namedBalances(org, balances, now, true),
-      guarded: Option.map(pool, (pool) => ({
-        readBalances: (org, balances, now) => namedBalances(org, balances, now, false, pool),
-        commit: makeCommitGuarded(pool)
-      })),
+      lockBalances,
+      guarded: Option.map(pool, (pool) => ({ readChanged: makeReadChanged(pool), commit: makeCommitGuarded(pool) })),
       lockBalance: (org, customerId, subjectId, init, now) =>
         Effect.gen(function* () {
           yield* sql`INSERT INTO balances (organization_id, customer_id, subject_id, window_start, window_end, used,

@@ -8,7 +8,6 @@ import {
   COMMIT_GUARDED,
   COMMIT_LOCKED,
   commitLockedParameters,
-  HotBalance,
   type CommitItem,
   CommitVersions,
   itemJson,
@@ -63,18 +62,6 @@ const itemOf = (c: BalanceCommit): CommitItem => ({
 })
 
 const decodeVersions = Schema.decodeUnknownEither(CommitVersions)
-const decodeMoved = Schema.decodeUnknownEither(
-  Schema.Array(Schema.Tuple(Schema.String, Schema.String, Schema.NullOr(HotBalance)))
-)
-
-/**
- * What a guarded write did: wrote the batch, or nothing because these balances had moved (`[customer, subject,
- * state]`: the state its lock found, or null for a row that no longer exists).
- */
-export interface GuardedWrite {
-  readonly written: boolean
-  readonly moved: ReadonlyArray<readonly [string, string, HotBalance | null]>
-}
 
 /**
  * The write of a step of the balance writer (src/entitlements/hotStatements.ts declares it): for each balance, its new
@@ -172,8 +159,8 @@ export const makeCommitBalances = (sql: SqlClient.SqlClient, pool: Option.Option
 
 /**
  * PostgreSQL: a guarded batch's write (`COMMIT_GUARDED`, one statement on the pool that commits by itself): the
- * balances `written` and `checked`, each still the state it was decided over (`base`), or nothing. A statement rolled
- * back to break a deadlock is sent again.
+ * balances `written` and `checked`, each still the state it was decided over (`base`), or nothing. Whether it wrote.
+ * A statement rolled back to break a deadlock is sent again.
  */
 export const makeCommitGuarded =
   (pool: PgPool["Type"]) =>
@@ -181,7 +168,7 @@ export const makeCommitGuarded =
     org: string,
     written: ReadonlyArray<BalanceCommit & { readonly base: BalanceRow }>,
     checked: ReadonlyArray<StoredBalance & { readonly customerId: string; readonly subjectId: string }>
-  ): Effect.Effect<GuardedWrite> => {
+  ): Effect.Effect<boolean> => {
     const items: Array<CommitItem> = written.map((c) => ({ ...itemOf(c), base: c.base }))
     for (const c of checked) {
       items.push({
@@ -203,23 +190,18 @@ export const makeCommitGuarded =
     }
     const writes = items.map((_, i) => i < written.length)
     const statement = Effect.flatMap(
-      poolQuery<{ held: boolean; written: number; moved: unknown }>(
+      poolQuery<{ held: boolean; written: number }>(
         pool,
         COMMIT_GUARDED,
         commitLockedParameters(org, items, writes),
         "commit_guarded"
       ),
-      ([row]): Effect.Effect<GuardedWrite> => {
-        if (row?.held !== true) {
-          const moved = decodeMoved(row?.moved ?? [])
-          return Either.isRight(moved)
-            ? Effect.succeed({ written: false, moved: moved.right })
-            : Effect.dieMessage(`commit_guarded: ${ParseResult.TreeFormatter.formatErrorSync(moved.left)}`)
-        }
-        return row.written === written.length
-          ? Effect.succeed({ written: true, moved: [] })
-          : Effect.dieMessage(`commit_guarded: ${row.written} of ${written.length} balances written`)
-      }
+      ([row]) =>
+        row?.held !== true
+          ? Effect.succeed(false)
+          : row.written === written.length
+            ? Effect.succeed(true)
+            : Effect.dieMessage(`commit_guarded: ${row.written} of ${written.length} balances written`)
     )
     return retryDeadlocks(statement).pipe(Effect.orDie)
   }

@@ -326,18 +326,26 @@ export const LOCK_BALANCES_INSERT_PG = `INSERT INTO balances (organization_id, c
     window_end, used, overage, bonus, addon, updated_at)
   SELECT $1, x.c, x.s, x.ws, x.we, 0, 0, 0, 0, $3 FROM json_to_recordset($2::json) AS x(c TEXT, s TEXT, ws BIGINT, we BIGINT)
   ON CONFLICT DO NOTHING`
-const selectBalancesPg = (lock: boolean) => `SELECT COALESCE(json_agg(${objectOf("pg", HotBalance, "b")}
+export const LOCK_BALANCES_SELECT_PG = `SELECT COALESCE(json_agg(${objectOf("pg", HotBalance, "b")}
     ORDER BY b.customer_id COLLATE "C", b.subject_id COLLATE "C"), '[]') AS balances
   FROM (
     SELECT * FROM balances
     WHERE organization_id = $1 AND customer_id = ANY (ARRAY(SELECT unnest($2::text[])))
       AND subject_id = ANY (ARRAY(SELECT DISTINCT unnest($3::text[])))
       AND (customer_id, subject_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))
-    ORDER BY customer_id COLLATE "C", subject_id COLLATE "C"${lock ? " FOR UPDATE" : ""}
+    ORDER BY customer_id COLLATE "C", subject_id COLLATE "C" FOR UPDATE
   ) b`
-export const LOCK_BALANCES_SELECT_PG = selectBalancesPg(true)
-/** The same rows read without a lock (a guarded batch's balances that this process has not written or read). */
-export const READ_BALANCES_PG = selectBalancesPg(false)
+/**
+ * A guarded batch's read (src/entitlements/guardedBatch.ts), without a lock: of the balances named, those whose
+ * version is not the one given (`$4`, -1 for a balance the service knows nothing of), as `LOCK_BALANCES_SELECT_PG`
+ * reads them. What the service last wrote is usually still there: then only the lookups, and nothing to send back.
+ */
+export const READ_CHANGED_BALANCES_PG = `SELECT COALESCE(json_agg(${objectOf("pg", HotBalance, "b")}), '[]') AS balances
+  FROM balances b
+  WHERE b.organization_id = $1 AND b.customer_id = ANY (ARRAY(SELECT unnest($2::text[])))
+    AND b.subject_id = ANY (ARRAY(SELECT DISTINCT unnest($3::text[])))
+    AND (b.customer_id, b.subject_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))
+    AND (b.customer_id, b.subject_id, b.version) NOT IN (SELECT * FROM unnest($2::text[], $3::text[], $4::bigint[]))`
 
 /**
  * SQLite, a batch's `lockBalances` (one writer at a time: nothing to lock, only to read and create): the rows of the
@@ -559,9 +567,7 @@ export const commitLockedStatement = () => commitSetBased(false)
  * process last wrote or read: src/entitlements/guardedBatch.ts), all or nothing, in one statement that commits by
  * itself: every balance the batch decided over (written or only checked, `write` 1 or 0) locked in byte order, as every
  * writer locks; if each is still the state it was decided over (`base_…`, at version `expected`), the written ones are
- * written with their events and rollups, else nothing is. Answers `held`, how many balances it wrote and, when the
- * guard failed, the balances that `moved`: `[customer, subject, state]`, the state as the lock found it (the hot
- * read's balance), or null for a row that no longer exists.
+ * written with their events and rollups, else nothing is. Answers `held` and how many balances it wrote.
  * - The whole state is compared, not only the version: a batch may be decided over the state a write still on its way
  *   will leave, and if that write fails, another writer may bring the balance to the same version in another state.
  *   A decision is a function of the state alone, so over an equal state it holds whatever the history.
@@ -608,14 +614,7 @@ const commitSetBased = (guarded: boolean) => {
     : `${byRows("i")}
       AND b.customer_id = i.customer AND b.subject_id = i.subject AND b.version = i.expected`
   const answer = guarded
-    ? `SELECT (SELECT held FROM g) AS held, (SELECT count(*) FROM w)::INTEGER AS written,
-    CASE WHEN NOT (SELECT held FROM g) THEN (
-      SELECT json_agg(json_build_array(i.customer, i.subject,
-        CASE WHEN l.customer_id IS NOT NULL THEN ${objectOf("pg", HotBalance, "l")} END))
-      FROM i LEFT JOIN l ON l.customer_id = i.customer AND l.subject_id = i.subject
-      WHERE l.customer_id IS NULL OR NOT (l.version = i.expected
-        AND ${BALANCE_SET.map((k) => `l.${snake(k)} IS NOT DISTINCT FROM i.base_${snake(k)}`).join(" AND ")})
-    ) END AS moved`
+    ? `SELECT (SELECT held FROM g) AS held, (SELECT count(*) FROM w)::INTEGER AS written`
     : `SELECT COALESCE(json_agg(w.version ORDER BY i.ord), '[]') AS versions FROM i LEFT JOIN w ON w.ord = i.ord`
   return `WITH i AS (
     SELECT * FROM unnest(${items.join(", ")})
