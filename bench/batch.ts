@@ -2,7 +2,7 @@
  * Throughput of `POST /v1/track/batch` (issue 15): one run measures, per database, the database ceiling of a batch's
  * work and the service over HTTP, and checks every balance against the events after every run.
  *
- *   node_modules/.bin/bun bench/batch.ts [--db pg,sqlite] [--seconds 10] [--customers 10000] [--connections 4]
+ *   node_modules/.bin/bun bench/batch.ts [--db pg,sqlite] [--seconds 10] [--warmup 2] [--customers 10000] [--connections 4]
  *     [--sizes 100,1000] [--pg postgres://postgres@127.0.0.1:5432] [--keep] [--reuse]
  *
  * It starts and stops everything it needs (bench/support.ts): a scratch PostgreSQL database `billing_bench_batch`
@@ -19,11 +19,15 @@
  *      `UPDATE balances … FROM unnest(…) WHERE version = expected`, one `INSERT INTO usage_events … SELECT FROM
  *      unnest(…)` of every event and one `INSERT INTO usage_rollups … ON CONFLICT DO UPDATE` of every balance's
  *      rollup; the hot balance: one row moved by the batch's sum, and N events;
- *    - `as the service`: the statements the service sends for a batch (src/entitlements/Engine.ts `evaluateBatch`):
- *      the organization's versions (`contextVersions`: every reference's read is kept once the set-up has read it),
- *      then one transaction: the balances locked in key order
- *      (`LOCK_BALANCES_SELECT_PG`; they all exist, so the service creates none) and written with their events and
- *      rollups set-based (`COMMIT_LOCKED`, parameters built by the service's `commitLockedParameters`).
+ *    - `locked, as the service`: the statements the service sends for a batch that takes its locked transaction
+ *      (src/entitlements/Engine.ts `transactLocked`: batches with idempotency keys, a spend cap or a count; before
+ *      7567c22, every batch): the organization's versions (`contextVersions`: every reference's read is kept once the
+ *      set-up has read it), then one transaction: the balances locked in key order (`LOCK_BALANCES_SELECT_PG`; they
+ *      all exist, so the service creates none) and written with their events and rollups set-based (`COMMIT_LOCKED`,
+ *      parameters built by the service's `commitLockedParameters`). A batch without those (every batch measured
+ *      here) is written by one guarded statement instead (src/entitlements/guardedBatch.ts), which this line does not
+ *      replay: its speed comes from deciding over states still being written, which a replay without the service
+ *      cannot do.
  * 2. service: `POST /v1/track/batch` over HTTP, items without idempotency keys; ratio = events/s over the higher of
  *    the two ceilings of the same balances and size (the target: ≥ 50%);
  * 3. keys: the same with a unique `idempotencyKey` on every item (no target; ratio over the unkeyed service's rate).
@@ -85,6 +89,7 @@ const { values: args } = parseArgs({
   options: {
     db: { type: "string", default: "pg,sqlite" },
     seconds: { type: "string", default: "10" },
+    warmup: { type: "string", default: "2" },
     customers: { type: "string", default: "10000" },
     connections: { type: "string", default: "4" },
     sizes: { type: "string", default: "100,1000" },
@@ -98,6 +103,7 @@ const { values: args } = parseArgs({
 })
 
 const SECONDS = Number(args.seconds)
+const WARMUP = Number(args.warmup)
 const CUSTOMERS = Number(args.customers)
 const CONNECTIONS = Number(args.connections)
 const SIZES = args.sizes!.split(",").map(Number)
@@ -305,7 +311,7 @@ const asTheService: CeilingScript = async (db, ctx, customers) => {
 
 const CEILINGS: ReadonlyArray<readonly [string, CeilingScript]> = [
   ["set-based", setBased],
-  ["as the service", asTheService]
+  ["locked, as the service", asTheService]
 ]
 
 // ---------------------------------------------------------------- the service
@@ -346,14 +352,14 @@ const batchRequest = (service: Service, scenario: Scenario, size: number, keyed:
 
 const header = () =>
   console.log(
-    `  ${"what".padEnd(28)}${pad("size", 5)}${pad("conns", 6)}${pad("batch/s", 8)}${pad("events/s", 9)}` +
+    `  ${"what".padEnd(38)}${pad("size", 5)}${pad("conns", 6)}${pad("batch/s", 8)}${pad("events/s", 9)}` +
       `${pad("p50 ms", 9)}${pad("p99 ms", 9)}${pad("errors", 7)}${pad("ratio", 7)}` +
       `${pad("cpu µs/event svc/db/client", 28)}${pad("idle", 6)}  exact`
   )
 const line = (what: string, size: number, r: RunResult, ratio: number | null, wrong: number) => {
   const cpu = [r.cpuUsPerItem, r.dbUsPerItem, r.clientUsPerItem].map((v) => (v === null ? "-" : v.toFixed(0)))
   console.log(
-    `  ${what.padEnd(28)}${pad(size, 5)}${pad(CONNECTIONS, 6)}${pad(r.rate.toFixed(1), 8)}${pad(r.itemRate.toFixed(0), 9)}` +
+    `  ${what.padEnd(38)}${pad(size, 5)}${pad(CONNECTIONS, 6)}${pad(r.rate.toFixed(1), 8)}${pad(r.itemRate.toFixed(0), 9)}` +
       `${pad(ms(r.p50), 9)}${pad(ms(r.p99), 9)}${pad(r.errors, 7)}` +
       `${pad(ratio === null ? "-" : `${(ratio * 100).toFixed(0)}%`, 7)}${pad(cpu.join("/"), 28)}` +
       `${pad(`${(r.idle * 100).toFixed(0)}%`, 6)}  ${wrong === 0 ? "ok" : `${wrong} WRONG`}`
@@ -393,9 +399,20 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
     const pids = processTree(service.pid)
     const database = kind === "pg"
     const measured = measurer({ vacuum: database, store, ids, value: VALUE, onFailure: () => void (failed = true) })
-    /** `--connections` clients sending `request` for `--seconds`, measured and checked. */
-    const closedLoop = (request: () => Promise<Outcome>, pids?: ReadonlyArray<number>) =>
-      measured(() =>
+    /**
+     * `--connections` clients sending `request` for `--warmup` seconds unmeasured (caches, compiled code, and what the
+     * service knows of the balances the previous run changed), then for `--seconds`, measured and checked. The check
+     * starts after the warm-up: every balance must still equal its events, and the measured items are counted exactly.
+     */
+    const closedLoop = async (request: () => Promise<Outcome>, pids?: ReadonlyArray<number>) => {
+      if (WARMUP > 0) {
+        const warm = await drive({ connections: CONNECTIONS, seconds: WARMUP, request })
+        if (warm.errors > 0) {
+          console.log(`    warm-up: ${warm.errors} failed items`)
+          failed = true
+        }
+      }
+      return measured(() =>
         drive({
           connections: CONNECTIONS,
           seconds: SECONDS,
@@ -404,6 +421,7 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
           ...(pids === undefined ? {} : { pids })
         })
       )
+    }
     console.log(
       `\n${kind === "pg" ? "PostgreSQL" : "SQLite (embedded default)"}: ${CUSTOMERS} balances + 1 hot; ` +
         `service ${pids.length === 1 ? "1 process" : `${pids.length} processes`}; set-up ${setupSeconds.toFixed(0)} s`
@@ -416,7 +434,9 @@ const benchDatabase = async (kind: "pg" | "sqlite") => {
       const ctx: Context = { ids, valueMicro: VALUE_MICRO }
       const db = new SQL({ url: scratch.pgUrl, max: CONNECTIONS })
       cleanups.unshift(() => db.close())
-      console.log(`ceiling: Bun.sql, ${CONNECTIONS} connections, a batch's work per item (set-based; as the service)`)
+      console.log(
+        `ceiling: Bun.sql, ${CONNECTIONS} connections, a batch's work per item (set-based; locked, as the service)`
+      )
       header()
       for (const [name, script] of CEILINGS) {
         for (const scenario of SCENARIOS) {
