@@ -114,75 +114,73 @@ for (const database of databases()) {
       }
     })
 
-    if (database.name === "postgresql") {
-      test("the guarded write: a balance in another state at the expected version fails the whole batch, which writes nothing", async () => {
-        const { org, batch, items, setUsed, ledger } = await setup()
-        await batch([...items("g1", 1, 10), ...items("g2", 1, 20)])
-        await setUsed("g2", 30, false)
-        const repo = await server.run(EntitlementsRepo)
-        const guarded = Option.getOrThrow(repo.guarded)
-        const balances = await server.run(
-          Effect.flatMap(
-            SqlClient.SqlClient,
-            (sql) =>
-              sql<{ customerId: string; subjectId: string }>`SELECT b.customer_id, b.subject_id FROM balances b
-              JOIN customers c ON c.organization_id = b.organization_id AND c.id = b.customer_id
-              WHERE b.organization_id = ${org.id} ORDER BY c.external_id`
-          )
+    test("the guarded write: a balance in another state at the expected version fails the whole batch, which writes nothing", async () => {
+      const { org, batch, items, setUsed, ledger } = await setup()
+      await batch([...items("g1", 1, 10), ...items("g2", 1, 20)])
+      await setUsed("g2", 30, false)
+      const repo = await server.run(EntitlementsRepo)
+      const guarded = Option.getOrThrow(repo.guarded)
+      const balances = await server.run(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            sql<{ customerId: string; subjectId: string }>`SELECT b.customer_id, b.subject_id FROM balances b
+            JOIN customers c ON c.organization_id = b.organization_id AND c.id = b.customer_id
+            WHERE b.organization_id = ${org.id} ORDER BY c.external_id`
         )
-        const named = balances.map((b) => ({
-          customerId: b.customerId,
-          subjectId: b.subjectId,
-          init: { windowStart: 0, windowEnd: null },
-          version: null
-        }))
-        const read = await server.run(guarded.readChanged(org.id, named, Date.now()))
-        // Read again knowing their versions: nothing changed, nothing answered.
-        const again = named.map((b) => ({ ...b, version: read.find((r) => r.customerId === b.customerId)!.version }))
-        expect(await server.run(guarded.readChanged(org.id, again, Date.now()))).toEqual([])
-        const byCustomer = new Map(read.map((b) => [b.customerId, b]))
-        const [g1, g2] = balances.map((b) => byCustomer.get(b.customerId)!)
-        const event = (customerId: string, subjectId: string) => ({
-          id: `evt_guard_${customerId}`,
-          organizationId: org.id,
-          customerId,
-          featureId: subjectId,
-          subjectId,
-          entityId: null,
-          value: 1n * BigInt(MICRO),
-          cost: 1n * BigInt(MICRO),
-          fromPlan: 1n * BigInt(MICRO),
-          fromBonus: 0n,
-          fromAddon: 0n,
-          overage: 0n,
-          billable: 0n,
-          planId: null,
-          metadata: {},
-          createdAt: Date.now()
-        })
-        const write = (b: typeof g1, base: typeof g1) => ({
-          organizationId: org.id,
-          customerId: b!.customerId,
-          subjectId: b!.subjectId,
-          expectedVersion: base!.version,
-          base: base!,
-          next: { ...base!, used: base!.used + BigInt(MICRO) },
-          events: [event(b!.customerId, b!.subjectId)],
-          now: Date.now()
-        })
-        // g2 as the service last saw it (used 20), at the version it still has: the guard refuses it, and g1 with it.
-        const stale = { ...g2!, used: 20n * BigInt(MICRO) }
-        const refused = await server.run(guarded.commit(org.id, [write(g1, g1), write(g2, stale)], []))
-        expect(refused).toBe(false)
-        expect(await ledger("g1")).toEqual({ used: 10 * MICRO, total: 10 * MICRO, n: 1 })
-        // Decided over the state it has: written, both.
-        expect(await server.run(guarded.commit(org.id, [write(g1, g1), write(g2, g2)], []))).toBe(true)
-        expect(await ledger("g1")).toEqual({ used: 11 * MICRO, total: 11 * MICRO, n: 2 })
-        // A balance only checked (its draws denied) that moved fails the batch too.
-        const g1Now = { ...g1!, used: 11n * BigInt(MICRO), version: g1!.version + 1 }
-        expect(await server.run(guarded.commit(org.id, [], [{ ...g1Now, used: 10n * BigInt(MICRO) }]))).toBe(false)
-        expect(await server.run(guarded.commit(org.id, [], [g1Now]))).toBe(true)
+      )
+      const named = balances.map((b) => ({
+        customerId: b.customerId,
+        subjectId: b.subjectId,
+        init: { windowStart: 0, windowEnd: null },
+        version: null
+      }))
+      const read = await server.run(guarded.readChanged(org.id, named, Date.now()))
+      // Read again knowing their versions: nothing changed, nothing answered.
+      const again = named.map((b) => ({ ...b, version: read.find((r) => r.customerId === b.customerId)!.version }))
+      expect(await server.run(guarded.readChanged(org.id, again, Date.now()))).toEqual([])
+      const byCustomer = new Map(read.map((b) => [b.customerId, b]))
+      const [g1, g2] = balances.map((b) => byCustomer.get(b.customerId)!)
+      const event = (customerId: string, subjectId: string) => ({
+        id: `evt_guard_${customerId}`,
+        organizationId: org.id,
+        customerId,
+        featureId: subjectId,
+        subjectId,
+        entityId: null,
+        value: 1n * BigInt(MICRO),
+        cost: 1n * BigInt(MICRO),
+        fromPlan: 1n * BigInt(MICRO),
+        fromBonus: 0n,
+        fromAddon: 0n,
+        overage: 0n,
+        billable: 0n,
+        planId: null,
+        metadata: {},
+        createdAt: Date.now()
       })
-    }
+      const write = (b: typeof g1, base: typeof g1) => ({
+        organizationId: org.id,
+        customerId: b!.customerId,
+        subjectId: b!.subjectId,
+        expectedVersion: base!.version,
+        base: base!,
+        next: { ...base!, used: base!.used + BigInt(MICRO) },
+        events: [event(b!.customerId, b!.subjectId)],
+        now: Date.now()
+      })
+      // g2 as the service last saw it (used 20), at the version it still has: the guard refuses it, and g1 with it.
+      const stale = { ...g2!, used: 20n * BigInt(MICRO) }
+      const refused = await server.run(guarded.commit(org.id, [write(g1, g1), write(g2, stale)], []))
+      expect(refused).toBe(false)
+      expect(await ledger("g1")).toEqual({ used: 10 * MICRO, total: 10 * MICRO, n: 1 })
+      // Decided over the state it has: written, both.
+      expect(await server.run(guarded.commit(org.id, [write(g1, g1), write(g2, g2)], []))).toBe(true)
+      expect(await ledger("g1")).toEqual({ used: 11 * MICRO, total: 11 * MICRO, n: 2 })
+      // A balance only checked (its draws denied) that moved fails the batch too.
+      const g1Now = { ...g1!, used: 11n * BigInt(MICRO), version: g1!.version + 1 }
+      expect(await server.run(guarded.commit(org.id, [], [{ ...g1Now, used: 10n * BigInt(MICRO) }]))).toBe(false)
+      expect(await server.run(guarded.commit(org.id, [], [g1Now]))).toBe(true)
+    })
   })
 }

@@ -3,7 +3,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { COUNT_MAX_MICRO, storedCapMicro } from "../domain/bounds.ts"
 import { microParam } from "../domain/quantity.ts"
 import { PgPool, poolQuery, transactionQuery } from "../platform/db/PgPool.ts"
-import { type BalanceCommit, makeCommitBalances, makeCommitGuarded } from "./hotCommit.ts"
+import { type BalanceCommit, makeCommitBalances, makeCommitGuarded, makeCommitGuardedSqlite } from "./hotCommit.ts"
 import { fastBalances } from "./hotDecode.ts"
 import { makeContextReader } from "./hotRead.ts"
 import {
@@ -16,6 +16,7 @@ import {
   type ManyRead,
   pgArrayLiteral,
   READ_CHANGED_BALANCES_PG,
+  READ_CHANGED_BALANCES_SQLITE,
   ROLLUP_MS,
   ROLLUP_SUM_PG,
   ROLLUP_SUM_SQLITE,
@@ -97,8 +98,9 @@ export interface EntitlementsRepoShape {
     now: number
   ) => Effect.Effect<ReadonlyArray<KeyedBalance>>
   /**
-   * PostgreSQL with its pool (absent on SQLite): a batch written without a transaction of its own, guarded by the
-   * versions of its balances (src/entitlements/guardedBatch.ts).
+   * A batch decided over what the service knows of its balances and written only if each is still that state
+   * (src/entitlements/guardedBatch.ts): on PostgreSQL (with its pool) one statement that commits by itself; on SQLite
+   * one short transaction.
    */
   readonly guarded: Option.Option<GuardedBatches>
   /** Creates the row if missing, then locks it for the rest of the transaction (PostgreSQL `FOR UPDATE`). */
@@ -354,6 +356,36 @@ export const EntitlementsRepoSql = Layer.effect(
         return [...existing, ...(yield* decoded(missing))]
       }).pipe(Effect.orDie)
 
+    /** SQLite, a guarded batch's read (`READ_CHANGED_BALANCES_SQLITE`); missing rows created first. */
+    const readChangedSqlite: GuardedBatches["readChanged"] = (org, balances, now) =>
+      Effect.gen(function* () {
+        const read = (chunk: typeof balances) =>
+          sql
+            .unsafe<{ balances: string }>(READ_CHANGED_BALANCES_SQLITE, [
+              org,
+              JSON.stringify(chunk.map((b) => [b.customerId, b.subjectId, b.version ?? -1]))
+            ])
+            .pipe(Effect.map(([row]) => decodeAny(JSON.parse(row?.balances ?? "[]"))))
+        return yield* withMissing(org, balances, now, false, read)
+      }).pipe(Effect.orDie)
+
+    /** The rows `read` answers; the missing ones among those unknown (`version` null) created first and read. */
+    const withMissing = <E>(
+      org: string,
+      balances: Parameters<GuardedBatches["readChanged"]>[1],
+      now: number,
+      pg: boolean,
+      read: (chunk: Parameters<GuardedBatches["readChanged"]>[1]) => Effect.Effect<ReadonlyArray<KeyedBalance>, E>
+    ) =>
+      Effect.gen(function* () {
+        const changed = yield* read(balances)
+        const found = new Set(changed.map((b) => `${b.customerId}\u0000${b.subjectId}`))
+        const missing = balances.filter((b) => b.version === null && !found.has(`${b.customerId}\u0000${b.subjectId}`))
+        if (missing.length === 0) return changed
+        yield* createMissing(org, sortedByKey(missing), now, pg)
+        return [...changed, ...(yield* read(missing))]
+      })
+
     /** PostgreSQL, a guarded batch's read (`READ_CHANGED_BALANCES_PG`), on the pool; missing rows created first. */
     const makeReadChanged =
       (readPool: PgPool["Type"]): GuardedBatches["readChanged"] =>
@@ -371,14 +403,7 @@ export const EntitlementsRepoSql = Layer.effect(
               ],
               "read_changed_balances"
             ).pipe(Effect.map(([row]) => decodeAny(row?.balances)))
-          const changed = yield* read(balances)
-          const found = new Set(changed.map((b) => `${b.customerId}\u0000${b.subjectId}`))
-          const missing = balances.filter(
-            (b) => b.version === null && !found.has(`${b.customerId}\u0000${b.subjectId}`)
-          )
-          if (missing.length === 0) return changed
-          yield* createMissing(org, sortedByKey(missing), now, true)
-          return [...changed, ...(yield* read(missing))]
+          return yield* withMissing(org, balances, now, true, read)
         }).pipe(Effect.orDie)
 
     return {
@@ -391,7 +416,10 @@ export const EntitlementsRepoSql = Layer.effect(
           Effect.orDie
         ),
       lockBalances,
-      guarded: Option.map(pool, (pool) => ({ readChanged: makeReadChanged(pool), commit: makeCommitGuarded(pool) })),
+      guarded: sql.onDialectOrElse({
+        pg: () => Option.map(pool, (pool) => ({ readChanged: makeReadChanged(pool), commit: makeCommitGuarded(pool) })),
+        orElse: () => Option.some({ readChanged: readChangedSqlite, commit: makeCommitGuardedSqlite(sql) })
+      }),
       lockBalance: (org, customerId, subjectId, init, now) =>
         Effect.gen(function* () {
           yield* sql`INSERT INTO balances (organization_id, customer_id, subject_id, window_start, window_end, used,

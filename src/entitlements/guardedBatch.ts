@@ -35,25 +35,25 @@ const MAX_KNOWN = 10_000
 const TRUSTED_AFTER = 3
 
 /**
- * A batch written without holding its balances' row locks across round trips (PostgreSQL; docs/decisions.md,
- * "Batches and event time"). A batch's transaction held them from its lock to its commit: four round trips, the
- * service's decisions and whatever else the service was busy with in between. Two batches sharing a balance then ran
- * one after the other, and the service's own statements, replayed without it, ran at twice its rate.
+ * A batch written without holding its balances' row locks across round trips (docs/decisions.md, "Batches and event
+ * time"). On PostgreSQL a batch's transaction held them from its lock to its commit: four round trips, the service's
+ * decisions and whatever else the service was busy with in between. Two batches sharing a balance then ran one after
+ * the other, and the service's own statements, replayed without it, ran at twice its rate.
  *
- * Here a batch is decided over the states this process knows of its balances, checked before it queues for its lane
- * without a lock: one read answers only the balances whose version is not the one this process last wrote or read
- * (usually none). Over a
- * balance that a write of this process is still writing, it is decided over what that write will leave (so the other
- * lane need not wait for it). Then one statement that commits by itself (`COMMIT_GUARDED`) locks every balance the
- * batch decided over, in the one order every writer locks in, and writes the batch only if each is still exactly the
- * state it was decided over; otherwise nothing.
- * - A batch's answers hold when its statement commits, as if it had held the locks from its read; its accepted items
- *   are all recorded or none.
- * - A balance changed meanwhile by anyone else (another process, a single track, a credit grant, an operator's SQL)
- *   fails the guard, and the batch is read and decided once more; if a balance moved again, the locked transaction
- *   decides it.
+ * Here a batch is decided over the states this process knows of its balances: what it last wrote or read of each,
+ * checked before the batch queues for its lane by one read that answers only the balances whose version moved
+ * (skipped while such checks keep finding nothing). Over a balance that a write of this process is still writing, it
+ * is decided over what that write will leave, so the other lane need not wait for it. Then one write (PostgreSQL: one
+ * statement that commits by itself, `COMMIT_GUARDED`; SQLite: one short transaction) locks every balance the batch
+ * decided over, in the one order every writer locks in, and writes the batch only if each is still exactly the state
+ * it was decided over; otherwise nothing.
+ * - A batch's answers hold when its write commits, as if it had held the locks from the start; its accepted items are
+ *   all recorded or none.
+ * - A balance changed by anyone else (another process, a single track, a credit grant, an operator's SQL) fails the
+ *   guard: the batch is read and decided once more, and if a balance moved again, the locked transaction decides it.
  * - The guard compares the whole state, not only the version: a state expected from a write that then failed cannot
- *   pass for another that some other writer gave the same version.
+ *   pass for another that some other writer gave the same version. What this process knows makes a batch fast or
+ *   slow, never wrong.
  *
  * A batch that needs a transaction for more than its balances (idempotency keys, a spend cap, a count's event, an
  * outbound event to write with it) takes the locked transaction (`run` answers none).

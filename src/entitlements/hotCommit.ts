@@ -13,6 +13,8 @@ import {
   itemJson,
   rollupsOf,
   SQLITE_EVENT_ROWS,
+  SQLITE_GUARD,
+  sqliteGuardJson,
   SQLITE_INSERT_BALANCE,
   SQLITE_ROWS,
   sqliteEventParameters,
@@ -62,6 +64,44 @@ const itemOf = (c: BalanceCommit): CommitItem => ({
 })
 
 const decodeVersions = Schema.decodeUnknownEither(CommitVersions)
+
+/**
+ * SQLite: a step's writes inside the caller's transaction (its one connection serialises writers anyway): each
+ * balance's new state only if still at its expected version (a missing one created), then the events and rollups of
+ * those written; each one's new version, or none where its guard failed.
+ */
+const sqliteWrites = (raw: SqlClient.SqlClient, items: ReadonlyArray<CommitItem>) =>
+  Effect.gen(function* () {
+    const keyOf = (org: string, customer: string, subject: string) => `${org}\u0000${customer}\u0000${subject}`
+    const written = new Map<string, number>()
+    const existing = items.filter((c) => c.expected !== null)
+    for (let i = 0; i < existing.length; i += SQLITE_ROWS) {
+      const chunk = existing.slice(i, i + SQLITE_ROWS)
+      const updated = yield* raw.unsafe<{ o: string; c: string; s: string; v: number }>(
+        sqliteUpdateBalances(chunk.length),
+        chunk.flatMap(sqliteUpdateParameters)
+      )
+      for (const u of updated) written.set(keyOf(u.o, u.c, u.s), Number(u.v))
+    }
+    for (const c of items) {
+      if (c.expected !== null) continue
+      const [inserted] = yield* raw.unsafe<{ version: number }>(SQLITE_INSERT_BALANCE, sqliteInsertParameters(c))
+      if (inserted !== undefined) written.set(keyOf(c.org, c.customer, c.subject), Number(inserted.version))
+    }
+    const versions = items.map((c) => Option.fromNullable(written.get(keyOf(c.org, c.customer, c.subject))))
+    const done = items.filter((_, i) => Option.isSome(versions[i]!))
+    const events = done.flatMap((c) => c.events)
+    for (let i = 0; i < events.length; i += SQLITE_EVENT_ROWS) {
+      const chunk = events.slice(i, i + SQLITE_EVENT_ROWS)
+      yield* raw.unsafe(sqliteInsertEvents(chunk.length), chunk.flatMap(sqliteEventParameters))
+    }
+    const rollups = done.flatMap((c) => c.rollups.map((r) => sqliteRollupParameters(c.org, c.customer, r)))
+    for (let i = 0; i < rollups.length; i += SQLITE_EVENT_ROWS) {
+      const chunk = rollups.slice(i, i + SQLITE_EVENT_ROWS)
+      yield* raw.unsafe(sqliteUpsertRollups(chunk.length), chunk.flat())
+    }
+    return versions
+  })
 
 /**
  * The write of a step of the balance writer (src/entitlements/hotStatements.ts declares it): for each balance, its new
@@ -114,41 +154,7 @@ export const makeCommitBalances = (sql: SqlClient.SqlClient, pool: Option.Option
   }
 
   const sqlite = (commits: ReadonlyArray<BalanceCommit>) =>
-    sql.withTransaction(
-      Effect.gen(function* () {
-        const items = commits.map(itemOf)
-        const keyOf = (org: string, customer: string, subject: string) => `${org}\u0000${customer}\u0000${subject}`
-        const written = new Map<string, number>()
-        const existing = items.filter((c) => c.expected !== null)
-        for (let i = 0; i < existing.length; i += SQLITE_ROWS) {
-          const chunk = existing.slice(i, i + SQLITE_ROWS)
-          const updated = yield* raw.unsafe<{ o: string; c: string; s: string; v: number }>(
-            sqliteUpdateBalances(chunk.length),
-            chunk.flatMap(sqliteUpdateParameters)
-          )
-          for (const u of updated) written.set(keyOf(u.o, u.c, u.s), Number(u.v))
-        }
-        for (const c of items) {
-          if (c.expected !== null) continue
-          const [inserted] = yield* raw.unsafe<{ version: number }>(SQLITE_INSERT_BALANCE, sqliteInsertParameters(c))
-          if (inserted !== undefined) written.set(keyOf(c.org, c.customer, c.subject), Number(inserted.version))
-        }
-        const versions = items.map((c) => Option.fromNullable(written.get(keyOf(c.org, c.customer, c.subject))))
-        const done = items.filter((_, i) => Option.isSome(versions[i]!))
-        const events = done.flatMap((c) => c.events)
-        for (let i = 0; i < events.length; i += SQLITE_EVENT_ROWS) {
-          const chunk = events.slice(i, i + SQLITE_EVENT_ROWS)
-          yield* raw.unsafe(sqliteInsertEvents(chunk.length), chunk.flatMap(sqliteEventParameters))
-        }
-        const rollups = done.flatMap((c) => c.rollups.map((r) => sqliteRollupParameters(c.org, c.customer, r)))
-        for (let i = 0; i < rollups.length; i += SQLITE_EVENT_ROWS) {
-          const chunk = rollups.slice(i, i + SQLITE_EVENT_ROWS)
-          yield* raw.unsafe(sqliteUpsertRollups(chunk.length), chunk.flat())
-        }
-        yield* notify(commits, versions)
-        return versions
-      })
-    )
+    sql.withTransaction(Effect.tap(sqliteWrites(raw, commits.map(itemOf)), (versions) => notify(commits, versions)))
 
   return (
     commits: ReadonlyArray<BalanceCommit>,
@@ -169,25 +175,7 @@ export const makeCommitGuarded =
     written: ReadonlyArray<BalanceCommit & { readonly base: BalanceRow }>,
     checked: ReadonlyArray<StoredBalance & { readonly customerId: string; readonly subjectId: string }>
   ): Effect.Effect<boolean> => {
-    const items: Array<CommitItem> = written.map((c) => ({ ...itemOf(c), base: c.base }))
-    for (const c of checked) {
-      items.push({
-        org,
-        customer: c.customerId,
-        subject: c.subjectId,
-        expected: c.version,
-        windowStart: 0,
-        windowEnd: null,
-        used: 0n,
-        overage: 0n,
-        bonus: 0n,
-        addon: 0n,
-        now: 0,
-        events: [],
-        rollups: [],
-        base: c
-      })
-    }
+    const items = guardedItems(org, written, checked)
     const writes = items.map((_, i) => i < written.length)
     const statement = Effect.flatMap(
       poolQuery<{ held: boolean; written: number }>(
@@ -204,4 +192,60 @@ export const makeCommitGuarded =
             : Effect.dieMessage(`commit_guarded: ${row.written} of ${written.length} balances written`)
     )
     return retryDeadlocks(statement).pipe(Effect.orDie)
+  }
+
+/** A guarded write's balances, each with the state it must still be: what both databases' guards compare. */
+const guardedItems = (
+  org: string,
+  written: ReadonlyArray<BalanceCommit & { readonly base: BalanceRow }>,
+  checked: ReadonlyArray<StoredBalance & { readonly customerId: string; readonly subjectId: string }>
+): Array<CommitItem> => {
+  const items: Array<CommitItem> = written.map((c) => ({ ...itemOf(c), base: c.base }))
+  for (const c of checked) {
+    items.push({
+      org,
+      customer: c.customerId,
+      subject: c.subjectId,
+      expected: c.version,
+      windowStart: 0,
+      windowEnd: null,
+      used: 0n,
+      overage: 0n,
+      bonus: 0n,
+      addon: 0n,
+      now: 0,
+      events: [],
+      rollups: [],
+      base: c
+    })
+  }
+  return items
+}
+
+/**
+ * SQLite: a guarded batch's write, one transaction (its one connection serialises writers): every balance `written`
+ * or `checked` compared with the state it was decided over (`SQLITE_GUARD`), then, only if all are, the written
+ * ones written as a step writes them. Whether it wrote.
+ */
+export const makeCommitGuardedSqlite =
+  (sql: SqlClient.SqlClient) =>
+  (
+    org: string,
+    written: ReadonlyArray<BalanceCommit & { readonly base: BalanceRow }>,
+    checked: ReadonlyArray<StoredBalance & { readonly customerId: string; readonly subjectId: string }>
+  ): Effect.Effect<boolean> => {
+    const raw = sql.withoutTransforms()
+    const items = guardedItems(org, written, checked)
+    return sql
+      .withTransaction(
+        Effect.gen(function* () {
+          const [held] = yield* raw.unsafe<{ n: number }>(SQLITE_GUARD, [org, sqliteGuardJson(items)])
+          if (Number(held?.n) !== items.length) return false
+          const versions = yield* sqliteWrites(raw, items.slice(0, written.length))
+          if (versions.some(Option.isNone))
+            return yield* Effect.dieMessage("A guarded balance moved in its transaction")
+          return true
+        })
+      )
+      .pipe(Effect.orDie)
   }

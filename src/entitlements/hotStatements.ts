@@ -716,6 +716,35 @@ export const commitLockedParameters = (
 export const COMMIT_LOCKED = commitLockedStatement()
 export const COMMIT_GUARDED = commitGuardedStatement()
 
+/** SQLite: `READ_CHANGED_BALANCES_PG`, the balances as `[customer, subject, version]` rows of one JSON parameter. */
+export const READ_CHANGED_BALANCES_SQLITE = `SELECT
+    COALESCE(json_group_array(json(${objectOf("sqlite", HotBalance, "b")})), '[]') AS balances
+  FROM json_each(?2) j CROSS JOIN balances b
+  WHERE b.organization_id = ?1 AND b.customer_id = json_extract(j.value, '$[0]')
+    AND b.subject_id = json_extract(j.value, '$[1]') AND b.version IS NOT json_extract(j.value, '$[2]')`
+
+/**
+ * SQLite: a guarded batch's guard (src/entitlements/hotCommit.ts `makeCommitGuardedSqlite`): how many of the balances
+ * of one JSON parameter (`sqliteGuardJson`) are still exactly the state given, version and all.
+ */
+export const SQLITE_GUARD = `SELECT count(*) AS n
+  FROM json_each(?2) j CROSS JOIN balances b
+  WHERE b.organization_id = ?1 AND b.customer_id = json_extract(j.value, '$[0]')
+    AND b.subject_id = json_extract(j.value, '$[1]') AND b.version = json_extract(j.value, '$[2]')
+    AND ${BALANCE_SET.map((k, i) => `b.${snake(k)} IS json_extract(j.value, '$[${3 + i}]')`).join("\n    AND ")}`
+/** `SQLITE_GUARD`'s rows: each item's key, expected version and base state (quantities as exact JSON integers). */
+export const sqliteGuardJson = (items: ReadonlyArray<CommitItem>) =>
+  `[${items
+    .map((c) => {
+      const base = c.base!
+      const state = BALANCE_SET.map((k) => {
+        const v = base[k]
+        return v === null ? "null" : String(v)
+      })
+      return `[${JSON.stringify(c.customer)},${JSON.stringify(c.subject)},${c.expected},${state.join(",")}]`
+    })
+    .join(",")}]`
+
 /**
  * SQLite: a step's statements, run in one transaction (its one connection serialises writers anyway): one guarded
  * UPDATE of up to `SQLITE_ROWS` existing balances (RETURNING says whose guard held), an INSERT of each new one, then
