@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { EntitlementsRepo } from "../src/entitlements/EntitlementsRepo.ts"
@@ -18,13 +21,24 @@ const catalog = {
 }
 const MICRO = 1_000_000
 
-for (const database of databases()) {
+// A file database too (its write-ahead log, its connection's settings).
+const suites = [
+  ...databases().map((d) => ({ name: d.name as string, config: d.config })),
+  { name: "sqlite file", config: {} }
+]
+
+for (const database of suites) {
   describe(`batches and balances written by others on ${database.name}`, () => {
     let server: TestServer
+    let dir: string | undefined
     beforeAll(async () => {
-      server = await startServer(database.config)
+      if (database.name === "sqlite file") dir = mkdtempSync(join(tmpdir(), "guarded-batch-"))
+      server = await startServer(dir === undefined ? database.config : { dataDir: dir })
     })
-    afterAll(() => server.close())
+    afterAll(async () => {
+      await server.close()
+      if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
+    })
 
     const setup = async () => {
       const org = await server.createOrg()
