@@ -95,9 +95,11 @@ const BATCHES_PER_TRANSACTION = 8
 /**
  * SQLite: an idle batch lane first waits this many turns of the event loop. Its statements block the one thread, so
  * the batches that arrived meanwhile are still reading their bodies when a transaction ends; without the wait each
- * ran alone and paid its own commit and sync (docs/decisions.md, "Batches and event time").
+ * ran alone and paid its own commit and sync (docs/decisions.md, "Batches and event time"). Six beat three by 3–8% on
+ * every line of bench/batch.ts once batches were guarded (the transaction got shorter, so fewer batches had arrived
+ * by its end); twelve was no better.
  */
-const SQLITE_BATCH_GATHER_TURNS = 3
+const SQLITE_BATCH_GATHER_TURNS = 6
 
 /** Several batches as one, their items in order (each item keeps its own instant: its resolution carries it). */
 const mergeBatches = (batches: ReadonlyArray<PreparedBatch>): PreparedBatch => ({
