@@ -616,13 +616,12 @@ export const EntitlementsLive = Layer.effect(
         return yield* batchLane(org).submit(prepared)
       })
 
-    /**
-     * A prepared batch (or several concurrent batches of one organization, concatenated: `mergeBatches`) decided and
-     * recorded in one transaction. PostgreSQL may still roll it back to break a deadlock (with a writer's step, whose
-     * row order is its statement's): all of it undone, it runs again.
-     */
     /** Batches with idempotency keys claim them in the locked transaction. */
     const isGuarded = (prepared: PreparedBatch) => prepared.items.every((item) => item.idempotencyKey === undefined)
+    /**
+     * A prepared batch (or several concurrent batches of one organization, concatenated: `mergeBatches`) decided and
+     * recorded: guarded (src/entitlements/guardedBatch.ts) unless it needs the locked transaction.
+     */
     const transact = (org: string, prepared: PreparedBatch) =>
       Option.isNone(guardedBatches) || !isGuarded(prepared)
         ? transactLocked(org, prepared)
@@ -631,7 +630,11 @@ export const EntitlementsLive = Layer.effect(
             Option.match({ onNone: () => transactLocked(org, prepared), onSome: Effect.succeed })
           )
 
-    /** A batch decided and recorded in a transaction that holds its balances' row locks. */
+    /**
+     * A prepared batch decided and recorded in one transaction that holds its balances' row locks. PostgreSQL may
+     * still roll it back to break a deadlock (with a writer's step, whose row order is its statement's): all of it
+     * undone, it runs again.
+     */
     const transactLocked = (org: string, prepared: PreparedBatch) =>
       Effect.suspend(() => {
         const { items, hashes, resolutions, now } = prepared

@@ -186,9 +186,9 @@ export interface GuardedBatches {
     now: number
   ) => Effect.Effect<ReadonlyArray<KeyedBalance>>
   /**
-   * One statement that commits by itself (`COMMIT_GUARDED`): the balances `written` and `checked` locked; if each is
-   * still the state it was decided over (`base`; a checked one's own), the written ones written with their events and
-   * rollups; else nothing. Whether it wrote.
+   * One write (PostgreSQL: one statement that commits by itself, `COMMIT_GUARDED`; SQLite: one transaction): the
+   * balances `written` and `checked` locked; if each is still the state it was decided over (`base`; a checked one's
+   * own), the written ones written with their events and rollups; else nothing. Whether it wrote.
    */
   readonly commit: (
     org: string,
