@@ -34,8 +34,11 @@
  * On SQLite (no ceiling: the database is inside the service) the ratio of the service's lines is over PostgreSQL's
  * service rate of the same line in this run (the target: ≥ 100%).
  *
- * After every run: every customer's balance equals the sum of its events, its event count grew by exactly its
- * acknowledged items, and the rollups add up to the events. Any mismatch or error exits 1.
+ * Every run follows `--warmup` seconds (2) of the same load, unmeasured: compiled code, caches, and what the service
+ * knows of balances the run before it (a ceiling's raw writes) changed behind its back (src/entitlements/guardedBatch.ts
+ * relearns them). After every run: every customer's balance equals the sum of its events, its event count grew by
+ * exactly its acknowledged items, and the rollups add up to the events. Any mismatch or error (warm-up included)
+ * exits 1.
  *
  * Columns: batch/s; events/s = acknowledged items per second; p50/p99 latency of a batch; errors = failed items
  * (a non-200 answer fails all of its batch's items; an item not allowed fails); ratio (above); cpu µs/event = CPU time
