@@ -33,6 +33,10 @@ const MAX_KNOWN = 10_000
  * check's read cost ~17% of the rate over 10,000 balances in batches of 100, when it found nothing).
  */
 const TRUSTED_AFTER = 3
+/** A check that found at least this many, and half, of its balances changed sets off a check of all (`relearn`). */
+const RELEARN_MIN = 20
+const RELEARN_MS = 10_000
+const RELEARN_CHUNK = 1_000
 
 /**
  * A batch written without holding its balances' row locks across round trips (docs/decisions.md, "Batches and event
@@ -98,6 +102,29 @@ export const makeGuardedBatches = (guarded: GuardedBatches) => {
           return changed.length
         })
     )
+
+  /** By organization: when all its balances known were last checked at once (`relearn`). */
+  const relearned = new Map<string, number>()
+  /**
+   * Every balance this process knows of the organization checked at once, `RELEARN_CHUNK` a read: when a check finds
+   * most of its batch's balances changed, another writer changed many of them, and batch by batch relearning 10,000
+   * balances takes ~700 batches of 100. At most once per `RELEARN_MS`, so a writer that keeps changing them costs a
+   * few reads a minute, not a read of everything per batch.
+   */
+  const relearn = (org: string, now: number) => {
+    const prefix = `${org}\u0000`
+    const balances: Array<[string, NamedBalance]> = []
+    for (const id of known.keys()) {
+      if (!id.startsWith(prefix) || writing.has(id)) continue
+      const key = id.slice(prefix.length)
+      const [customerId, subjectId] = key.split("\u0000") as [string, string]
+      // Known, so never created here: `init` is only a missing row's.
+      balances.push([key, { customerId, subjectId, init: { windowStart: 0, windowEnd: null } }])
+    }
+    const chunks: Array<ReadonlyArray<[string, NamedBalance]>> = []
+    for (let i = 0; i < balances.length; i += RELEARN_CHUNK) chunks.push(balances.slice(i, i + RELEARN_CHUNK))
+    return Effect.forEach(chunks, (chunk) => read(org, chunk, now, true), { discard: true })
+  }
 
   /**
    * One guarded write of the batch: its results; or `moved`, a balance had moved (nothing written); or `locked`, it
@@ -183,8 +210,12 @@ export const makeGuardedBatches = (guarded: GuardedBatches) => {
         const plan = planDraws(input.resolutions, input.meters, [...input.decided], new Set())
         const idle = [...plan.balances].filter(([key]) => !writing.has(`${org}\u0000${key}`))
         if (plan.locked || idle.length === 0) return Effect.void
-        return Effect.map(read(org, idle, input.now, true), (changed) => {
+        return Effect.flatMap(read(org, idle, input.now, true), (changed) => {
           trusted.set(org, changed === 0 ? trust + 1 : 0)
+          const stale = changed >= RELEARN_MIN && changed * 2 >= idle.length
+          if (!stale || input.now - (relearned.get(org) ?? -Infinity) < RELEARN_MS) return Effect.void
+          relearned.set(org, input.now)
+          return relearn(org, input.now)
         })
       }),
     /** The batch's results, or none: it is for the locked transaction (it needs one, or its balances kept moving). */
