@@ -594,6 +594,14 @@ const commitSetBased = (guarded: boolean) => {
   const events = ["INTEGER", ...EVENT_COLUMNS.map(([, type]) => type)].map(next)
   const rollups = ["INTEGER", ...ROLLUP_COLUMNS.map(([, type]) => type)].map(next)
   const eventColumns = EVENT_COLUMNS.map(([column]) => column)
+  // A column whose values are all equal comes as an array of one (`commitLockedParameters`): that value on every row.
+  const rowsOf = (arrays: ReadonlyArray<string>, columns: ReadonlyArray<string>, ordinality: boolean) =>
+    `(SELECT ${columns
+      .map((c, k) => `CASE WHEN cardinality(${arrays[k]}) = 1 THEN (${arrays[k]})[1] ELSE u.${c} END AS ${c}`)
+      .join(",\n      ")}${ordinality ? ", u.ord" : ""}
+    FROM unnest(${arrays.join(", ")})${ordinality ? " WITH ORDINALITY" : ""} AS u(${columns.join(", ")}${
+      ordinality ? ", ord" : ""
+    }))`
   const byRows = (rows: string) => `b.organization_id = $1 AND b.customer_id = ANY (ARRAY(SELECT customer FROM ${rows}))
       AND b.subject_id = ANY (ARRAY(SELECT DISTINCT subject FROM ${rows}))`
   const guard = guarded
@@ -617,8 +625,11 @@ const commitSetBased = (guarded: boolean) => {
     ? `SELECT (SELECT held FROM g) AS held, (SELECT count(*) FROM w)::INTEGER AS written`
     : `SELECT COALESCE(json_agg(w.version ORDER BY i.ord), '[]') AS versions FROM i LEFT JOIN w ON w.ord = i.ord`
   return `WITH i AS (
-    SELECT * FROM unnest(${items.join(", ")})
-      WITH ORDINALITY AS i(${itemColumns.map(([c]) => c).join(", ")}, ord)
+    SELECT * FROM ${rowsOf(
+      items,
+      itemColumns.map(([c]) => c),
+      true
+    )} x
   )${guard}, w AS (
     UPDATE balances b SET ${BALANCE_SET.map((k) => `${snake(k)} = i.${snake(k)}`).join(", ")},
       updated_at = i.now, version = b.version + 1
@@ -628,13 +639,13 @@ const commitSetBased = (guarded: boolean) => {
   ), e AS (
     INSERT INTO usage_events (organization_id, customer_id, subject_id, ${eventColumns.join(", ")})
     SELECT $1, w.customer, w.subject, ${eventColumns.map((c) => `ev.${c}`).join(", ")}
-    FROM unnest(${events.join(", ")}) AS ev(item, ${eventColumns.join(", ")})
+    FROM ${rowsOf(events, ["item", ...eventColumns], false)} AS ev
     JOIN w ON w.ord = ev.item
   ), r AS (
     INSERT INTO usage_rollups (organization_id, customer_id, ${ROLLUP_COLUMNS.map(([c]) => c).join(", ")})
     SELECT $1, w.customer, ru.feature_id, ru.bucket_start, LEAST(SUM(ru.value::NUMERIC), ${INT64_MAX})::BIGINT,
       SUM(ru.records)
-    FROM unnest(${rollups.join(", ")}) AS ru(item, ${ROLLUP_COLUMNS.map(([c]) => c).join(", ")})
+    FROM ${rowsOf(rollups, ["item", ...ROLLUP_COLUMNS.map(([c]) => c)], false)} AS ru
     JOIN w ON w.ord = ru.item
     GROUP BY w.customer, ru.feature_id, ru.bucket_start
     ON CONFLICT (organization_id, customer_id, feature_id, bucket_start)
@@ -711,7 +722,18 @@ export const commitLockedParameters = (
       ROLLUP_COLUMNS.forEach(([, , value], k) => rollups[k + 1]!.push(value(r)))
     }
   })
-  return [org, ...[...itemValues.map((value) => items.map(value)), ...events, ...rollups].map(pgArrayLiteral)]
+  return [org, ...[...itemValues.map((value) => items.map(value)), ...events, ...rollups].map(compactArray)]
+}
+/**
+ * A column's array literal; of its one value when all are equal (the statement repeats it on every row). A batch's
+ * events mostly share their feature, plan, metadata, instant and zero columns, sent once instead of once an event.
+ * Measured (bench/batch.ts, two interleaved pairs): the service's CPU an event on the hot balance 28–30 → 25–26 µs;
+ * over 10,000 balances within the runs' noise.
+ */
+const compactArray = (values: ReadonlyArray<string | number | null>) => {
+  const first = values[0]
+  for (let i = 1; i < values.length; i++) if (values[i] !== first) return pgArrayLiteral(values)
+  return pgArrayLiteral(values.length === 0 ? values : [first!])
 }
 export const COMMIT_LOCKED = commitLockedStatement()
 export const COMMIT_GUARDED = commitGuardedStatement()
