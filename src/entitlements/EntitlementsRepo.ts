@@ -400,8 +400,9 @@ export const EntitlementsRepoSql = Layer.effect(
                 pgArrayLiteral(chunk.map((b) => b.customerId)),
                 pgArrayLiteral(chunk.map((b) => b.subjectId)),
                 pgArrayLiteral(chunk.map((b) => b.version ?? -1))
-              ],
-              "read_changed_balances"
+              ]
+              // Unnamed: planned for its arrays each time. Prepared, PostgreSQL switched to a generic plan that took
+              // ~5.3 ms for 100 balances instead of ~0.8 (pg_stat_statements, bench/batch.ts).
             ).pipe(Effect.map(([row]) => decodeAny(row?.balances)))
           return yield* withMissing(org, balances, now, true, read)
         }).pipe(Effect.orDie)
