@@ -21,6 +21,7 @@ import {
   type EntitlementInput,
   eventTime,
   invalid,
+  isMeter,
   isPastBound,
   makeMeter,
   type Meter,
@@ -41,7 +42,6 @@ import {
 } from "./resolution.ts"
 import { countedState, denial, storedState } from "./state.ts"
 
-const isMeter = (m: Meter | InvalidInput): m is Meter => !(m instanceof InvalidInput)
 /** Boolean and non-consumable features: a count to compare, no balance to draw from. */
 const isCount = (feature: Feature) => feature.type === "boolean" || feature.meterType === "non_consumable"
 

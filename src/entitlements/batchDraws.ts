@@ -1,8 +1,8 @@
 import { type Effect, Either } from "effect"
 import type { EntitlementState } from "../api/entitlements.ts"
-import { type Conflict, InvalidInput } from "../domain/errors.ts"
+import type { Conflict, InvalidInput } from "../domain/errors.ts"
 import type { StoredBalance, UsageEventRow } from "./EntitlementsRepo.ts"
-import { isPastBound, type Meter, pastBound } from "./meter.ts"
+import { isMeter, isPastBound, type Meter, pastBound } from "./meter.ts"
 import type { Resolution } from "./resolution.ts"
 
 /** A batch item's answer: its state, or its own error body. */
@@ -73,8 +73,6 @@ export const planDraws = (
   })
   return plan
 }
-
-const isMeter = (m: Meter | InvalidInput): m is Meter => !(m instanceof InvalidInput)
 
 /** A balance's key within one organization's batch. */
 export const balanceKey = (customerId: string, subjectId: string) => `${customerId}\u0000${subjectId}`

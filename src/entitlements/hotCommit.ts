@@ -2,7 +2,7 @@ import type { SqlClient } from "@effect/sql"
 import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { retryDeadlocks } from "../platform/db/deadlocks.ts"
 import { PgPool, poolQuery, transactionQuery } from "../platform/db/PgPool.ts"
-import type { BalanceRow, StoredBalance } from "./EntitlementsRepo.ts"
+import type { BalanceRow, GuardedBatches, KeyedBalance } from "./EntitlementsRepo.ts"
 import {
   COMMIT_BALANCES,
   COMMIT_GUARDED,
@@ -169,12 +169,8 @@ export const makeCommitBalances = (sql: SqlClient.SqlClient, pool: Option.Option
  * A statement rolled back to break a deadlock is sent again.
  */
 export const makeCommitGuarded =
-  (pool: PgPool["Type"]) =>
-  (
-    org: string,
-    written: ReadonlyArray<BalanceCommit & { readonly base: BalanceRow }>,
-    checked: ReadonlyArray<StoredBalance & { readonly customerId: string; readonly subjectId: string }>
-  ): Effect.Effect<boolean> => {
+  (pool: PgPool["Type"]): GuardedBatches["commit"] =>
+  (org, written, checked) => {
     const items = guardedItems(org, written, checked)
     const writes = items.map((_, i) => i < written.length)
     const statement = Effect.flatMap(
@@ -198,7 +194,7 @@ export const makeCommitGuarded =
 const guardedItems = (
   org: string,
   written: ReadonlyArray<BalanceCommit & { readonly base: BalanceRow }>,
-  checked: ReadonlyArray<StoredBalance & { readonly customerId: string; readonly subjectId: string }>
+  checked: ReadonlyArray<KeyedBalance>
 ): Array<CommitItem> => {
   const items: Array<CommitItem> = written.map((c) => ({ ...itemOf(c), base: c.base }))
   for (const c of checked) {
@@ -228,12 +224,8 @@ const guardedItems = (
  * ones written as a step writes them. Whether it wrote.
  */
 export const makeCommitGuardedSqlite =
-  (sql: SqlClient.SqlClient) =>
-  (
-    org: string,
-    written: ReadonlyArray<BalanceCommit & { readonly base: BalanceRow }>,
-    checked: ReadonlyArray<StoredBalance & { readonly customerId: string; readonly subjectId: string }>
-  ): Effect.Effect<boolean> => {
+  (sql: SqlClient.SqlClient): GuardedBatches["commit"] =>
+  (org, written, checked) => {
     const raw = sql.withoutTransforms()
     const items = guardedItems(org, written, checked)
     return sql

@@ -206,6 +206,9 @@ const grantTermsAt = (grant: Grant, now: number) => {
   return terms
 }
 
+/** A meter, not the refusal `makeMeter` answers when a draw cannot be metered. */
+export const isMeter = (m: Meter | InvalidInput): m is Meter => !(m instanceof InvalidInput)
+
 export const makeMeter = (resolved: Resolved, outbox: OutboxShape): Meter | InvalidInput => {
   const { org, mode, customer, feature, grant, config, entityId, input, now } = resolved
   const subject = grant.subject
