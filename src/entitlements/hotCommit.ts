@@ -70,7 +70,7 @@ const decodeVersions = Schema.decodeUnknownEither(CommitVersions)
  * balance's new state only if still at its expected version (a missing one created), then the events and rollups of
  * those written; each one's new version, or none where its guard failed.
  */
-const sqliteWrites = (raw: SqlClient.SqlClient, items: ReadonlyArray<CommitItem>) =>
+const sqliteWrites = (raw: SqlClient.SqlClient, items: ReadonlyArray<CommitItem>, guarded = false) =>
   Effect.gen(function* () {
     const keyOf = (org: string, customer: string, subject: string) => `${org}\u0000${customer}\u0000${subject}`
     const written = new Map<string, number>()
@@ -78,8 +78,8 @@ const sqliteWrites = (raw: SqlClient.SqlClient, items: ReadonlyArray<CommitItem>
     for (let i = 0; i < existing.length; i += SQLITE_ROWS) {
       const chunk = existing.slice(i, i + SQLITE_ROWS)
       const updated = yield* raw.unsafe<{ o: string; c: string; s: string; v: number }>(
-        sqliteUpdateBalances(chunk.length),
-        chunk.flatMap(sqliteUpdateParameters)
+        sqliteUpdateBalances(chunk.length, guarded),
+        chunk.flatMap((c) => sqliteUpdateParameters(c, guarded))
       )
       for (const u of updated) written.set(keyOf(u.o, u.c, u.s), Number(u.v))
     }
@@ -218,26 +218,41 @@ const guardedItems = (
   return items
 }
 
+/** A guarded write found a balance moved: its transaction rolls back. */
+const MOVED = Symbol("moved")
+
 /**
- * SQLite: a guarded batch's write, one transaction (its one connection serialises writers): every balance `written`
- * or `checked` compared with the state it was decided over (`SQLITE_GUARD`), then, only if all are, the written
- * ones written as a step writes them. Whether it wrote.
+ * SQLite: a guarded batch's write, one transaction (its one connection serialises writers). The balances `written`
+ * are updated only where each is still the state it was decided over, in the UPDATE itself; those only `checked` are
+ * compared by a read (`SQLITE_GUARD`, usually none). If any moved, the transaction rolls back and nothing is written.
+ * Whether it wrote. Measured: the guard as a read of every balance before the writes cost ~11 µs an item.
  */
 export const makeCommitGuardedSqlite =
   (sql: SqlClient.SqlClient): GuardedBatches["commit"] =>
   (org, written, checked) => {
     const raw = sql.withoutTransforms()
     const items = guardedItems(org, written, checked)
+    const writes = items.slice(0, written.length)
+    const checks = items.slice(written.length)
+    // A balance that does not exist yet was decided over no state; only the locked transaction creates one.
+    if (writes.some((c) => c.expected === null)) return Effect.succeed(false)
     return sql
       .withTransaction(
         Effect.gen(function* () {
-          const [held] = yield* raw.unsafe<{ n: number }>(SQLITE_GUARD, [org, sqliteGuardJson(items)])
-          if (Number(held?.n) !== items.length) return false
-          const versions = yield* sqliteWrites(raw, items.slice(0, written.length))
-          if (versions.some(Option.isNone))
-            return yield* Effect.dieMessage("A guarded balance moved in its transaction")
+          if (checks.length > 0) {
+            const [held] = yield* raw.unsafe<{ n: number }>(SQLITE_GUARD, [org, sqliteGuardJson(checks)])
+            if (Number(held?.n) !== checks.length) return yield* Effect.fail(MOVED)
+          }
+          const versions = yield* sqliteWrites(raw, writes, true)
+          if (versions.some(Option.isNone)) return yield* Effect.fail(MOVED)
           return true
         })
       )
-      .pipe(Effect.orDie)
+      .pipe(
+        Effect.catchIf(
+          (e): e is typeof MOVED => e === MOVED,
+          () => Effect.succeed(false)
+        ),
+        Effect.orDie
+      )
   }

@@ -773,26 +773,32 @@ export const sqliteGuardJson = (items: ReadonlyArray<CommitItem>) =>
  * the events and the rollups of those written.
  */
 export const SQLITE_ROWS = 200
-export const sqliteUpdateBalances = (rows: number) => {
-  const values = Array.from(
-    { length: rows },
-    () => `(${Array.from({ length: 4 + BALANCE_SET.length + 1 }, () => "?").join(", ")})`
-  )
-  // VALUES columns: org, customer, subject, expected, the balance's columns, now.
+/**
+ * `guarded`: each balance is also compared with the state it was decided over (`CommitItem.base`, a guarded batch's),
+ * in the same statement: what it writes is what the guard let through, at no extra read.
+ */
+export const sqliteUpdateBalances = (rows: number, guarded = false) => {
+  // VALUES columns: org, customer, subject, expected, the balance's columns, now[, the base state's columns].
+  const width = 4 + BALANCE_SET.length + 1 + (guarded ? BALANCE_SET.length : 0)
+  const values = Array.from({ length: rows }, () => `(${Array.from({ length: width }, () => "?").join(", ")})`)
   const set = BALANCE_SET.map((k, i) => `${snake(k)} = v.column${5 + i}`).join(", ")
+  const base = guarded
+    ? BALANCE_SET.map((k, i) => `\n      AND balances.${snake(k)} IS v.column${6 + BALANCE_SET.length + i}`).join("")
+    : ""
   return `UPDATE balances SET ${set}, updated_at = v.column${5 + BALANCE_SET.length}, version = balances.version + 1
     FROM (VALUES ${values.join(", ")}) AS v
     WHERE balances.organization_id = v.column1 AND balances.customer_id = v.column2 AND balances.subject_id = v.column3
-      AND balances.version = v.column4
+      AND balances.version = v.column4${base}
     RETURNING balances.organization_id AS o, balances.customer_id AS c, balances.subject_id AS s, balances.version AS v`
 }
-export const sqliteUpdateParameters = (c: CommitItem) => [
+export const sqliteUpdateParameters = (c: CommitItem, guarded = false) => [
   c.org,
   c.customer,
   c.subject,
   c.expected,
   ...BALANCE_SET.map((k) => sqliteValue(c[k])),
-  c.now
+  c.now,
+  ...(guarded ? BALANCE_SET.map((k) => sqliteValue(c.base![k])) : [])
 ]
 export const SQLITE_INSERT_BALANCE = `INSERT INTO balances (organization_id, customer_id, subject_id,
     ${BALANCE_SET.map(snake).join(", ")}, updated_at, version)
