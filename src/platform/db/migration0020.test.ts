@@ -2,7 +2,7 @@ import { Migrator, SqlClient } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-bun"
 import { expect, test } from "bun:test"
 import { Effect } from "effect"
-import { migrations } from "./index.ts"
+import { migrations } from "./migrations/index.ts"
 
 const upTo = (last: string) =>
   Migrator.make({})({
