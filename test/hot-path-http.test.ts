@@ -1,5 +1,5 @@
 /**
- * `POST /v1/check` and `/v1/track` are answered in front of HttpApi (src/http/hotPath.ts) when the request is
+ * `POST /v1/check`, `/v1/track` and `/v1/track/batch` are answered in front of HttpApi (src/http/hotPath.ts) when the request is
  * authenticated and well formed, and by HttpApi otherwise. The same requests, in the same order, against a service
  * with that path and one without it must get the same answers, byte for byte once instants are set aside; and the
  * well-formed ones must really have taken it.
@@ -111,7 +111,38 @@ const requests: ReadonlyArray<Req> = [
   },
   { path: "/v1/check", body: body({ customer: "c", feature: "calls" }), auth: "none", hot: false },
   { path: "/v1/check", body: body({ customer: "c", feature: "calls" }), auth: "bad", hot: false },
-  { path: "/v1/check/", body: body({ customer: "c", feature: "calls" }), hot: false }
+  { path: "/v1/check/", body: body({ customer: "c", feature: "calls" }), hot: false },
+  // Batches: every item's answer as HttpApi encodes it, in the shapes the fast decoder takes and those it leaves to
+  // the schema (customer data, metadata, a key the schema drops), and the bodies the schema refuses.
+  ...[
+    [
+      { customer: "c", feature: "sso" },
+      { customer: "c", feature: "calls", value: 0 }
+    ],
+    [
+      { customer: "c", feature: "renders", value: 0.000001, entity: "seat-2" },
+      { customer: "c", feature: "renders", value: 2 },
+      { customer: "ghost", feature: "calls" },
+      { customer: "c", feature: "nope" },
+      { customer: "c", feature: "calls", value: 5 },
+      { customer: "c", feature: "calls", timestamp: "2020-01-01T00:00:00Z" }
+    ],
+    [
+      { customer: "c", feature: "renders", value: 0.000001, idempotencyKey: "b1" },
+      { customer: "c", feature: "renders", value: 0.000001, idempotencyKey: "b1" },
+      { customer: "c", feature: "renders", value: 0.000002, idempotencyKey: "b1" }
+    ],
+    [{ customer: "batch-new", feature: "calls", customerData: { email: "batch-new@example.com" } }],
+    [{ customer: "c", feature: "renders", value: 0.000001, metadata: { run: 2 }, note: "dropped" }]
+  ].map((events) => ({ path: "/v1/track/batch", body: body({ events }), hot: true })),
+  { path: "/v1/track/batch", body: body({ events: [] }), hot: false },
+  { path: "/v1/track/batch", body: body({ events: [{ customer: "c", feature: "calls", value: -1 }] }), hot: false },
+  {
+    path: "/v1/track/batch",
+    body: body({ events: Array.from({ length: 1001 }, () => ({ customer: "c", feature: "sso" })) }),
+    hot: false
+  },
+  { path: "/v1/track/batch", body: body({ events: [{ customer: "c", feature: "sso" }] }), auth: "bad", hot: false }
 ]
 
 /** Instants and generated ids differ between two services; nothing else may. */
@@ -119,7 +150,7 @@ const normalise = (text: string) =>
   text.replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, "<instant>").replace(/\b(cus|evt|sub)_[0-9a-z]+/g, "<$1>")
 
 for (const database of databases()) {
-  describe(`check and track in front of HttpApi on ${database.name}`, () => {
+  describe(`check, track and track/batch in front of HttpApi on ${database.name}`, () => {
     let hot: TestServer
     let plain: TestServer
     const keys = new Map<TestServer, string>()

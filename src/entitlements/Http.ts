@@ -1,9 +1,9 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, Either } from "effect"
+import { Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { CurrentOrganization } from "../api/security.ts"
-import { errorBody } from "../api/errors.ts"
-import { mapDomainErrors, toApiError } from "../boundary/toApiError.ts"
+import { mapDomainErrors } from "../boundary/toApiError.ts"
+import { batchAnswer } from "./batchAnswer.ts"
 import { Entitlements } from "./Engine.ts"
 
 export const EntitlementsHttp = HttpApiBuilder.group(BillingApi, "entitlements", (handlers) =>
@@ -31,20 +31,7 @@ export const EntitlementsHttp = HttpApiBuilder.group(BillingApi, "entitlements",
             org.id,
             payload.events.map((item) => ({ ...item, value: item.value ?? 1 }))
           )
-        ).pipe(
-          Effect.map((results) => ({
-            // An item's refusal is its whole error body, as the same track would have been answered.
-            results: results.map(
-              Either.match({
-                onRight: (state) => state,
-                onLeft: (error) => {
-                  const wire = toApiError(error)
-                  return errorBody(wire._tag, wire.code, wire.message, wire.details)
-                }
-              })
-            )
-          }))
-        )
+        ).pipe(Effect.map(batchAnswer))
       )
   })
 )
