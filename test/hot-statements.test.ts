@@ -203,13 +203,26 @@ for (const database of databases()) {
           metadata: { source: 'a "quoted" \\ {x,y} NULL', unicode: "é✓" },
           createdAt: before!.windowStart + 1
         }
+        // A second event sharing some columns and not others: SQLite binds a column of one value once (the first
+        // event's columns, each from its own row or from the shared ones, must land where they belong).
+        const other = {
+          ...event,
+          id: `evt_${crypto.randomUUID().replaceAll("-", "").slice(0, 26)}`,
+          entityId: null,
+          value: 1_000_000n,
+          cost: 1_000_000n,
+          fromPlan: 1_000_000n,
+          overage: 0n,
+          billable: 0n,
+          metadata: {}
+        }
         const commit = (expectedVersion: number) => ({
           organizationId: org.id,
           customerId,
           subjectId: featureId,
           expectedVersion,
-          next: { ...before!, used: before!.used + 2_000_000n, overage: 1_000_000n },
-          events: [event],
+          next: { ...before!, used: before!.used + 3_000_000n, overage: 1_000_000n },
+          events: [event, other],
           now: event.createdAt
         })
         const step = (expectedVersion: number) =>
@@ -237,7 +250,8 @@ for (const database of databases()) {
         const rows = await server.run(
           Effect.flatMap(
             SqlClient.SqlClient,
-            (sql) => sql`SELECT * FROM usage_events WHERE organization_id = ${org.id} AND id = ${event.id}`
+            (sql) => sql`SELECT * FROM usage_events WHERE organization_id = ${org.id}
+              AND id IN (${event.id}, ${other.id}) ORDER BY value DESC`
           )
         )
         expect(
@@ -253,7 +267,10 @@ for (const database of databases()) {
             metadata: JSON.parse(r.metadata as string),
             createdAt: Number(r.createdAt)
           }))
-        ).toEqual([{ ...event, invoiceId: null }] as never)
+        ).toEqual([
+          { ...event, invoiceId: null },
+          { ...other, invoiceId: null }
+        ] as never)
         const rollups = await server.run(
           Effect.flatMap(
             SqlClient.SqlClient,
@@ -262,8 +279,8 @@ for (const database of databases()) {
           WHERE organization_id = ${org.id} AND customer_id = ${customerId}`
           )
         )
-        expect(rollups.reduce((sum, r) => sum + Number(r.value), 0)).toBe(5_000_000)
-        expect(rollups.reduce((sum, r) => sum + Number(r.records), 0)).toBe(2)
+        expect(rollups.reduce((sum, r) => sum + Number(r.value), 0)).toBe(6_000_000)
+        expect(rollups.reduce((sum, r) => sum + Number(r.records), 0)).toBe(3)
       })
     }
 

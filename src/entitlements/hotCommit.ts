@@ -17,8 +17,7 @@ import {
   sqliteGuardJson,
   SQLITE_INSERT_BALANCE,
   SQLITE_ROWS,
-  sqliteEventParameters,
-  sqliteInsertEvents,
+  sqliteEventInsert,
   sqliteInsertParameters,
   sqliteRollupParameters,
   sqliteUpdateBalances,
@@ -93,7 +92,8 @@ const sqliteWrites = (raw: SqlClient.SqlClient, items: ReadonlyArray<CommitItem>
     const events = done.flatMap((c) => c.events)
     for (let i = 0; i < events.length; i += SQLITE_EVENT_ROWS) {
       const chunk = events.slice(i, i + SQLITE_EVENT_ROWS)
-      yield* raw.unsafe(sqliteInsertEvents(chunk.length), chunk.flatMap(sqliteEventParameters))
+      const [statement, parameters] = sqliteEventInsert(chunk)
+      yield* raw.unsafe(statement, parameters)
     }
     const rollups = done.flatMap((c) => c.rollups.map((r) => sqliteRollupParameters(c.org, c.customer, r)))
     for (let i = 0; i < rollups.length; i += SQLITE_EVENT_ROWS) {
