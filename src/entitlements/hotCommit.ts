@@ -20,9 +20,8 @@ import {
   sqliteEventInsert,
   sqliteInsertParameters,
   sqliteRollupParameters,
-  sqliteUpdateBalances,
-  sqliteUpdateParameters,
-  sqliteUpsertRollups
+  sqliteRollupUpsert,
+  sqliteUpdateBalances
 } from "./hotStatements.ts"
 
 /** What one guarded write of a balance records: its new state and the events (and rollups) of the draws. */
@@ -76,10 +75,8 @@ const sqliteWrites = (raw: SqlClient.SqlClient, items: ReadonlyArray<CommitItem>
     const existing = items.filter((c) => c.expected !== null)
     for (let i = 0; i < existing.length; i += SQLITE_ROWS) {
       const chunk = existing.slice(i, i + SQLITE_ROWS)
-      const updated = yield* raw.unsafe<{ o: string; c: string; s: string; v: number }>(
-        sqliteUpdateBalances(chunk.length, guarded),
-        chunk.flatMap((c) => sqliteUpdateParameters(c, guarded))
-      )
+      const [statement, parameters] = sqliteUpdateBalances(chunk, guarded)
+      const updated = yield* raw.unsafe<{ o: string; c: string; s: string; v: number }>(statement, parameters)
       for (const u of updated) written.set(keyOf(u.o, u.c, u.s), Number(u.v))
     }
     for (const c of items) {
@@ -98,7 +95,8 @@ const sqliteWrites = (raw: SqlClient.SqlClient, items: ReadonlyArray<CommitItem>
     const rollups = done.flatMap((c) => c.rollups.map((r) => sqliteRollupParameters(c.org, c.customer, r)))
     for (let i = 0; i < rollups.length; i += SQLITE_EVENT_ROWS) {
       const chunk = rollups.slice(i, i + SQLITE_EVENT_ROWS)
-      yield* raw.unsafe(sqliteUpsertRollups(chunk.length), chunk.flat())
+      const [statement, parameters] = sqliteRollupUpsert(chunk)
+      yield* raw.unsafe(statement, parameters)
     }
     return versions
   })

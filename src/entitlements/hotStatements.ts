@@ -774,32 +774,41 @@ export const sqliteGuardJson = (items: ReadonlyArray<CommitItem>) =>
  */
 export const SQLITE_ROWS = 200
 /**
- * `guarded`: each balance is also compared with the state it was decided over (`CommitItem.base`, a guarded batch's),
- * in the same statement: what it writes is what the guard let through, at no extra read.
+ * SQLite: existing balances' new states as one UPDATE (`sqliteCompactRows`), each only if still at its expected
+ * version; `guarded`: and still the state it was decided over (`CommitItem.base`, a guarded batch's), in the same
+ * statement, at no extra read. RETURNING says whose guard held.
  */
-export const sqliteUpdateBalances = (rows: number, guarded = false) => {
-  // VALUES columns: org, customer, subject, expected, the balance's columns, now[, the base state's columns].
-  const width = 4 + BALANCE_SET.length + 1 + (guarded ? BALANCE_SET.length : 0)
-  const values = Array.from({ length: rows }, () => `(${Array.from({ length: width }, () => "?").join(", ")})`)
-  const set = BALANCE_SET.map((k, i) => `${snake(k)} = v.column${5 + i}`).join(", ")
+export const sqliteUpdateBalances = (
+  items: ReadonlyArray<CommitItem>,
+  guarded = false
+): readonly [string, Array<unknown>] => {
+  // Parameter columns: org, customer, subject, expected, the balance's columns, now[, the base state's columns].
+  const rows = sqliteCompactRows(
+    items.map((c) => [
+      c.org,
+      c.customer,
+      c.subject,
+      c.expected,
+      ...BALANCE_SET.map((k) => sqliteValue(c[k])),
+      c.now,
+      ...(guarded ? BALANCE_SET.map((k) => sqliteValue(c.base![k])) : [])
+    ])
+  )
+  const set = BALANCE_SET.map((k, i) => `${snake(k)} = ${rows.column(4 + i)}`).join(", ")
   const base = guarded
-    ? BALANCE_SET.map((k, i) => `\n      AND balances.${snake(k)} IS v.column${6 + BALANCE_SET.length + i}`).join("")
+    ? BALANCE_SET.map((k, i) => `\n      AND balances.${snake(k)} IS ${rows.column(5 + BALANCE_SET.length + i)}`).join(
+        ""
+      )
     : ""
-  return `UPDATE balances SET ${set}, updated_at = v.column${5 + BALANCE_SET.length}, version = balances.version + 1
-    FROM (VALUES ${values.join(", ")}) AS v
-    WHERE balances.organization_id = v.column1 AND balances.customer_id = v.column2 AND balances.subject_id = v.column3
-      AND balances.version = v.column4${base}
-    RETURNING balances.organization_id AS o, balances.customer_id AS c, balances.subject_id AS s, balances.version AS v`
+  return [
+    `UPDATE balances SET ${set}, updated_at = ${rows.column(4 + BALANCE_SET.length)}, version = balances.version + 1
+    FROM ${rows.values}
+    WHERE balances.organization_id = ${rows.column(0)} AND balances.customer_id = ${rows.column(1)}
+      AND balances.subject_id = ${rows.column(2)} AND balances.version = ${rows.column(3)}${base}
+    RETURNING balances.organization_id AS o, balances.customer_id AS c, balances.subject_id AS s, balances.version AS v`,
+    rows.parameters
+  ]
 }
-export const sqliteUpdateParameters = (c: CommitItem, guarded = false) => [
-  c.org,
-  c.customer,
-  c.subject,
-  c.expected,
-  ...BALANCE_SET.map((k) => sqliteValue(c[k])),
-  c.now,
-  ...(guarded ? BALANCE_SET.map((k) => sqliteValue(c.base![k])) : [])
-]
 export const SQLITE_INSERT_BALANCE = `INSERT INTO balances (organization_id, customer_id, subject_id,
     ${BALANCE_SET.map(snake).join(", ")}, updated_at, version)
   VALUES (?, ?, ?, ${BALANCE_SET.map(() => "?").join(", ")}, ?, 1)
@@ -812,11 +821,6 @@ export const sqliteInsertParameters = (c: CommitItem) => [
   c.now
 ]
 export const SQLITE_EVENT_ROWS = 500
-export const sqliteInsertEvents = (rows: number) => {
-  const columns = ["organization_id", "customer_id", "subject_id", ...EVENT_COLUMNS.map(([c]) => c)]
-  const row = `(${columns.map(() => "?").join(", ")})`
-  return `INSERT INTO usage_events (${columns.join(", ")}) VALUES ${Array.from({ length: rows }, () => row).join(", ")}`
-}
 export const sqliteEventParameters = (e: UsageEventRow) => [
   e.organizationId,
   e.customerId,
@@ -827,39 +831,59 @@ export const sqliteEventParameters = (e: UsageEventRow) => [
   })
 ]
 /**
- * SQLite: a chunk of events as one INSERT whose columns of one value across the chunk are bound once (`?1`… first,
- * the rows' `?`s numbered after them), the way `compactArray` sends them to PostgreSQL. A batch's events mostly share
- * their organization, feature, subject, plan, metadata, instant and zero columns. Measured (1,000 events of a hot
- * balance a transaction, 30 rounds): 8.4–8.9 → 4.2 µs an event, binding included.
+ * SQLite: rows of parameters as one `VALUES` list aliased `v`, whose columns of one value across the rows are bound
+ * once, the way `compactArray` sends them to PostgreSQL. A batch's rows mostly share their organization, feature,
+ * subject, plan, metadata, window, instant and zero columns. `column(j)` is column j's expression (`?k`, or `v.columnN`
+ * for a column of several values); every parameter is numbered (`?k`), so the statement may use any of them before
+ * or after the list. Measured on events (1,000 of a hot balance a transaction, 30 rounds): 8.4–8.9 → 4.2 µs an event,
+ * binding included.
  */
-export const sqliteEventInsert = (events: ReadonlyArray<UsageEventRow>): readonly [string, Array<unknown>] => {
-  const rows = events.map(sqliteEventParameters)
+export const sqliteCompactRows = (rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
   const first = rows[0]!
-  const columns = ["organization_id", "customer_id", "subject_id", ...EVENT_COLUMNS.map(([c]) => c)]
-  const same = columns.map((_, j) => rows.every((row) => row[j] === first[j]))
-  const varying = columns.flatMap((_, j) => (same[j] ? [] : [j]))
-  // A row of equal values everywhere (one event) has nothing to put in VALUES: the plain statement.
-  if (varying.length === 0) return [sqliteInsertEvents(rows.length), rows.flat()]
+  const same = first.map((value, j) => j > 0 && rows.every((row) => row[j] === value))
+  // Column 0 always goes in the list: a list needs a column, even when every row is the same.
+  const varying = first.flatMap((_, j) => (same[j] ? [] : [j]))
   const parameters: Array<unknown> = []
-  const select = columns.map((_, j) => {
-    if (!same[j]) return `column${varying.indexOf(j) + 1}`
-    parameters.push(first[j])
+  const expressions = first.map((value, j) => {
+    if (!same[j]) return `v.column${varying.indexOf(j) + 1}`
+    parameters.push(value)
     return `?${parameters.length}`
   })
-  for (const row of rows) for (const j of varying) parameters.push(row[j])
-  const row = `(${varying.map(() => "?").join(", ")})`
+  const list = rows.map((row) => {
+    const slots = varying.map((j) => {
+      parameters.push(row[j])
+      return `?${parameters.length}`
+    })
+    return `(${slots.join(", ")})`
+  })
+  return { column: (j: number) => expressions[j]!, values: `(VALUES ${list.join(", ")}) AS v`, parameters }
+}
+
+/** SQLite: a chunk of events as one INSERT (`sqliteCompactRows`). */
+export const sqliteEventInsert = (events: ReadonlyArray<UsageEventRow>): readonly [string, Array<unknown>] => {
+  const columns = ["organization_id", "customer_id", "subject_id", ...EVENT_COLUMNS.map(([c]) => c)]
+  const rows = sqliteCompactRows(events.map(sqliteEventParameters))
   return [
-    `INSERT INTO usage_events (${columns.join(", ")}) SELECT ${select.join(", ")}
-      FROM (VALUES ${Array.from({ length: rows.length }, () => row).join(", ")})`,
-    parameters
+    `INSERT INTO usage_events (${columns.join(", ")}) SELECT ${columns.map((_, j) => rows.column(j)).join(", ")}
+      FROM ${rows.values}`,
+    rows.parameters
   ]
 }
-export const sqliteUpsertRollups = (rows: number) => {
+
+/** SQLite: rollup increments, one parameter row each (`sqliteRollupParameters`), as one upsert. */
+export const sqliteRollupUpsert = (
+  increments: ReadonlyArray<ReadonlyArray<unknown>>
+): readonly [string, Array<unknown>] => {
   const columns = ["organization_id", "customer_id", ...ROLLUP_COLUMNS.map(([c]) => c)]
-  const row = `(${columns.map(() => "?").join(", ")})`
-  return `INSERT INTO usage_rollups (${columns.join(", ")}) VALUES ${Array.from({ length: rows }, () => row).join(", ")}
+  const rows = sqliteCompactRows(increments)
+  // `WHERE true`: SQLite's grammar reads an ON after a SELECT's FROM as a join's unless a WHERE ends the SELECT.
+  return [
+    `INSERT INTO usage_rollups (${columns.join(", ")}) SELECT ${columns.map((_, j) => rows.column(j)).join(", ")}
+      FROM ${rows.values} WHERE true
     ON CONFLICT (organization_id, customer_id, feature_id, bucket_start)
-    DO UPDATE SET value = ${ROLLUP_SUM_SQLITE}, records = usage_rollups.records + excluded.records`
+    DO UPDATE SET value = ${ROLLUP_SUM_SQLITE}, records = usage_rollups.records + excluded.records`,
+    rows.parameters
+  ]
 }
 export const sqliteRollupParameters = (org: string, customer: string, r: RollupIncrement) => [
   org,
