@@ -22,10 +22,12 @@ export const Url = Schema.String.pipe(
   Schema.filter((s) => URL.canParse(s) && /^https?:/i.test(s), { message: () => "must be an http(s) URL" })
 ).annotations({ format: "uri", identifier: "Url" })
 
+/** The longest customer reference (an email's longest). */
+export const CUSTOMER_REF_MAX = 320
 /** A reference to a customer: service id, the caller's external id, or email (decisions.md §4). */
 export const CustomerRef = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
-  Schema.maxLength(320, { message: () => "must be at most 320 characters" })
+  Schema.maxLength(CUSTOMER_REF_MAX, { message: () => `must be at most ${CUSTOMER_REF_MAX} characters` })
 ).annotations({ description: "Customer id, external id or email" })
 
 export const Success = Schema.Literal(true)
@@ -135,13 +137,15 @@ export const OptionalCustomerQuery = Schema.Struct({
   customer: Schema.optionalWith(CustomerRef, { exact: true })
 }).annotations({ parseOptions: { errors: "all" } })
 
+/** An idempotency key: 1 to 255 characters, as a header or a batch item's field. */
+export const IDEMPOTENCY_KEY_MAX = 255
+export const IdempotencyKey = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(IDEMPOTENCY_KEY_MAX))
+
 /**
  * `Idempotency-Key` (decisions.md §5, §7): a repeat within 24 h returns the first answer (check/track), or answers
  * from the one payment attempt the key claimed (pack purchases, attach, invoice payment).
  */
 export const IdempotencyHeaders = Schema.Struct({
-  "idempotency-key": Schema.optionalWith(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)), {
-    exact: true
-  })
+  "idempotency-key": Schema.optionalWith(IdempotencyKey, { exact: true })
 }).annotations({ parseOptions: { errors: "all" } })
 export type IdempotencyHeaders = typeof IdempotencyHeaders.Type

@@ -4,6 +4,7 @@ import {
   CustomerRef,
   Email,
   IdempotencyHeaders,
+  IdempotencyKey,
   IsoDateTime,
   Metadata,
   NonEmptyString,
@@ -119,14 +120,19 @@ export type EntitlementState = typeof EntitlementState.Type
  * When the usage happened (decisions.md §12): ISO 8601 with a time zone, or Unix milliseconds. At most 5 minutes
  * ahead of arrival and 35 days back (the engine checks the bounds against its clock: a 400 naming them).
  */
+/** `EventTime`'s bounds of form (its bounds in time are the engine's): the largest instant a Date holds, and ISO 8601. */
+export const EVENT_TIME_MS_MAX = 8_640_000_000_000_000
+export const ISO_EVENT_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/
 export const EventTime = Schema.Union(
-  Schema.Number.pipe(Schema.int(), Schema.between(0, 8_640_000_000_000_000)).annotations({
+  Schema.Number.pipe(Schema.int(), Schema.between(0, EVENT_TIME_MS_MAX)).annotations({
     title: "UnixMilliseconds",
     description: "Unix milliseconds"
   }),
-  Schema.String.pipe(
-    Schema.pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/)
-  ).annotations({ title: "IsoDateTime", description: "ISO 8601 date-time with a time zone", format: "date-time" })
+  Schema.String.pipe(Schema.pattern(ISO_EVENT_TIME)).annotations({
+    title: "IsoDateTime",
+    description: "ISO 8601 date-time with a time zone",
+    format: "date-time"
+  })
 ).annotations({
   identifier: "EventTime",
   description:
@@ -165,9 +171,7 @@ export type TrackRequest = typeof TrackRequest.Type
 /** One item of a batch: a track body and, optionally, its idempotency key (the `Idempotency-Key` header's key space). */
 export const TrackBatchItem = Schema.Struct({
   ...TrackRequest.fields,
-  idempotencyKey: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)), {
-    exact: true
-  }).annotations({
+  idempotencyKey: Schema.optionalWith(IdempotencyKey, { exact: true }).annotations({
     description: "A key used by a batch item and by a track is one key; repeated inside a batch, later items repeat"
   })
 }).annotations({ identifier: "TrackBatchItem", parseOptions: { errors: "all" } })

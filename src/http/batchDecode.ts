@@ -1,4 +1,5 @@
-import type { TrackBatchItem, TrackBatchRequest } from "../api/entitlements.ts"
+import { CUSTOMER_REF_MAX, IDEMPOTENCY_KEY_MAX } from "../api/common.ts"
+import { EVENT_TIME_MS_MAX, ISO_EVENT_TIME, type TrackBatchItem, type TrackBatchRequest } from "../api/entitlements.ts"
 import { inRange, USAGE_VALUE } from "../api/numbers.ts"
 
 /**
@@ -18,9 +19,6 @@ const ITEM_KEYS: ReadonlySet<string> = new Set([
   "idempotencyKey"
 ])
 const EVENTS_MAX = 1000
-/** `EventTime`'s two forms (src/api/entitlements.ts). */
-const EVENT_TIME_MS_MAX = 8_640_000_000_000_000
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 const text = (u: unknown, min: number, max: number): u is string =>
@@ -30,7 +28,7 @@ const item = (u: unknown): TrackBatchItem | undefined => {
   if (!isRecord(u)) return undefined
   for (const key in u) if (!ITEM_KEYS.has(key)) return undefined
   const { customer, feature, value, entity, timestamp, idempotencyKey } = u
-  if (!text(customer, 1, 320) || !text(feature, 1, Infinity)) return undefined
+  if (!text(customer, 1, CUSTOMER_REF_MAX) || !text(feature, 1, Infinity)) return undefined
   const out: { -readonly [K in keyof TrackBatchItem]: TrackBatchItem[K] } = { customer, feature }
   if ("value" in u) {
     if (typeof value !== "number" || !inRange(USAGE_VALUE, value)) return undefined
@@ -45,12 +43,12 @@ const item = (u: unknown): TrackBatchItem | undefined => {
     const ok =
       typeof timestamp === "number"
         ? Number.isInteger(timestamp) && timestamp >= 0 && timestamp <= EVENT_TIME_MS_MAX
-        : typeof timestamp === "string" && ISO_TIME.test(timestamp)
+        : typeof timestamp === "string" && ISO_EVENT_TIME.test(timestamp)
     if (!ok) return undefined
     out.timestamp = timestamp as number | string
   }
   if ("idempotencyKey" in u) {
-    if (!text(idempotencyKey, 1, 255)) return undefined
+    if (!text(idempotencyKey, 1, IDEMPOTENCY_KEY_MAX)) return undefined
     out.idempotencyKey = idempotencyKey
   }
   return out
