@@ -9,7 +9,9 @@
  * and/or a temporary SQLite data directory; the service as a subprocess with `npm start`'s environment; an
  * organization created by the CLI; a catalog (one metered feature with a huge limit on an auto-enabled plan); and
  * `--customers` customers plus one hot one, created by batches of 100 items carrying `customerData`, one at a time. Then ANALYZE
- * (PostgreSQL), and before every measured run VACUUM (ANALYZE), as bench/track.ts does.
+ * (PostgreSQL), and before every measured run VACUUM (ANALYZE), as bench/track.ts does; then, on either database, the
+ * disk quiet (bench/support.ts `quietDisk`: PostgreSQL's CHECKPOINT, the OS's `sync`), so that no run pays for the
+ * writes an earlier one left behind (a ceiling run's, or PostgreSQL's whole section before SQLite's).
  *
  * Per database, for each batch size of `--sizes`, over `--customers` balances (each item a random customer) and over
  * one hot balance (every item the same customer), closed loop from `--connections` concurrent clients:

@@ -428,6 +428,17 @@ export const syncCatalog = async (service: Service, feature: string, limit: numb
  * snapshots, and the number of customers whose balance or events disagree with what it acknowledged. `onFailure` is
  * called on any error or disagreement; the run's first distinct failures are printed.
  */
+/**
+ * Before a measured run, the writes that earlier work left behind done: PostgreSQL's dirty buffers (`CHECKPOINT`, if
+ * `pg` is its store) and the OS's dirty pages (`sync`). Otherwise a run pays for the one before it: PostgreSQL's
+ * checkpointer and the kernel's writeback kept writing GBs of a ceiling run, or of PostgreSQL's whole section before
+ * SQLite's, during the next run, and slowed its syncs.
+ */
+export const quietDisk = async (pg?: Store) => {
+  if (pg !== undefined) await pg.rows("CHECKPOINT")
+  Bun.spawnSync(["sync"])
+}
+
 export const measurer =
   (options: {
     readonly vacuum: boolean
@@ -438,6 +449,7 @@ export const measurer =
   }) =>
   async (run: () => Promise<RunResult>) => {
     if (options.vacuum) await options.store.rows("VACUUM (ANALYZE)")
+    await quietDisk(options.vacuum ? options.store : undefined)
     const before = await snapshot(options.store, options.ids)
     failures.clear()
     const result = await run()

@@ -14,7 +14,8 @@
  *   production would log), with an organization created by the CLI, a catalog (a metered feature with a limit on an
  *   auto-enabled plan), and `--customers` customers plus one hot customer, each created by its first track
  *   (`customerData`), which also creates its balance; then ANALYZE (PostgreSQL), as autovacuum would in service, and
- *   before every measured run VACUUM (ANALYZE), as autovacuum would and as pgbench does before its runs.
+ *   before every measured run VACUUM (ANALYZE), as autovacuum would and as pgbench does before its runs; then the disk
+ *   quiet (`quietDisk`: PostgreSQL's CHECKPOINT, the OS's `sync`) on either database.
  *   Environment variables of the bench pass through to the service.
  *
  * Then, per database, the parts `--parts` names (all by default):
