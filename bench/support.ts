@@ -422,13 +422,6 @@ export const syncCatalog = async (service: Service, feature: string, limit: numb
 }
 
 /**
- * A measured run: on PostgreSQL a VACUUM (ANALYZE) first (what autovacuum does for a database in service; it may be
- * off, as on this project's machines, where runs of 100,000s of balance updates and rollup upserts otherwise leave
- * every later run on bloated tables and indexes; pgbench, likewise, vacuums before each run), then the run between two
- * snapshots, and the number of customers whose balance or events disagree with what it acknowledged. `onFailure` is
- * called on any error or disagreement; the run's first distinct failures are printed.
- */
-/**
  * Before a measured run, the writes that earlier work left behind done: PostgreSQL's dirty buffers (`CHECKPOINT`, if
  * `pg` is its store) and the OS's dirty pages (`sync`). Otherwise a run pays for the one before it: PostgreSQL's
  * checkpointer and the kernel's writeback kept writing GBs of a ceiling run, or of PostgreSQL's whole section before
@@ -439,6 +432,14 @@ export const quietDisk = async (pg?: Store) => {
   Bun.spawnSync(["sync"])
 }
 
+/**
+ * A measured run: on PostgreSQL a VACUUM (ANALYZE) first (what autovacuum does for a database in service; it may be
+ * off, as on this project's machines, where runs of 100,000s of balance updates and rollup upserts otherwise leave
+ * every later run on bloated tables and indexes; pgbench, likewise, vacuums before each run), then the disk quiet
+ * (`quietDisk`), then the run between two snapshots, and the number of customers whose balance or events disagree
+ * with what it acknowledged. `onFailure` is called on any error or disagreement; the run's first distinct failures
+ * are printed.
+ */
 export const measurer =
   (options: {
     readonly vacuum: boolean
@@ -449,6 +450,7 @@ export const measurer =
   }) =>
   async (run: () => Promise<RunResult>) => {
     if (options.vacuum) await options.store.rows("VACUUM (ANALYZE)")
+    // `vacuum` stands for PostgreSQL, whose store also takes its CHECKPOINT.
     await quietDisk(options.vacuum ? options.store : undefined)
     const before = await snapshot(options.store, options.ids)
     failures.clear()
