@@ -1,8 +1,8 @@
 /**
- * `POST /v1/check`, `/v1/track` and `/v1/track/batch` are answered in front of HttpApi (src/http/hotPath.ts) when the request is
- * authenticated and well formed, and by HttpApi otherwise. The same requests, in the same order, against a service
- * with that path and one without it must get the same answers, byte for byte once instants are set aside; and the
- * well-formed ones must really have taken it.
+ * `POST /v1/check`, `/v1/track` and `/v1/track/batch` are answered in front of HttpApi (src/http/hotPath.ts) when the
+ * request is authenticated and well formed, and by HttpApi otherwise. The same requests, in the same order, against a
+ * service with that path and one without it must get the same answers, byte for byte once instants are set aside; and
+ * the well-formed ones must really have taken it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { syncCatalog } from "./support/catalog.ts"

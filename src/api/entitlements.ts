@@ -116,13 +116,14 @@ export const EntitlementState = Schema.Struct({
 }).annotations({ identifier: "EntitlementState" })
 export type EntitlementState = typeof EntitlementState.Type
 
+/** `EventTime`'s bounds of form (its bounds in time are the engine's): the largest instant a Date holds, and ISO 8601. */
+export const EVENT_TIME_MS_MAX = 8_640_000_000_000_000
+export const ISO_EVENT_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/
+
 /**
  * When the usage happened (decisions.md §12): ISO 8601 with a time zone, or Unix milliseconds. At most 5 minutes
  * ahead of arrival and 35 days back (the engine checks the bounds against its clock: a 400 naming them).
  */
-/** `EventTime`'s bounds of form (its bounds in time are the engine's): the largest instant a Date holds, and ISO 8601. */
-export const EVENT_TIME_MS_MAX = 8_640_000_000_000_000
-export const ISO_EVENT_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/
 export const EventTime = Schema.Union(
   Schema.Number.pipe(Schema.int(), Schema.between(0, EVENT_TIME_MS_MAX)).annotations({
     title: "UnixMilliseconds",
@@ -177,9 +178,11 @@ export const TrackBatchItem = Schema.Struct({
 }).annotations({ identifier: "TrackBatchItem", parseOptions: { errors: "all" } })
 export type TrackBatchItem = typeof TrackBatchItem.Type
 
+/** The most items a batch holds. */
+export const TRACK_BATCH_MAX = 1000
 /** `POST /v1/track/batch` (decisions.md §12): 1 to 1,000 tracks, decided in order, the accepted ones committed together. */
 export const TrackBatchRequest = Schema.Struct({
-  events: Schema.Array(TrackBatchItem).pipe(Schema.minItems(1), Schema.maxItems(1000))
+  events: Schema.Array(TrackBatchItem).pipe(Schema.minItems(1), Schema.maxItems(TRACK_BATCH_MAX))
 }).annotations({ identifier: "TrackBatchRequest", parseOptions: { errors: "all" } })
 export type TrackBatchRequest = typeof TrackBatchRequest.Type
 

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { CurrentOrganization } from "../api/security.ts"
 import { mapDomainErrors } from "../boundary/toApiError.ts"
-import { batchAnswer } from "./batchAnswer.ts"
+import { batchAnswer, batchItems } from "./batchAnswer.ts"
 import { Entitlements } from "./Engine.ts"
 
 export const EntitlementsHttp = HttpApiBuilder.group(BillingApi, "entitlements", (handlers) =>
@@ -26,12 +26,9 @@ export const EntitlementsHttp = HttpApiBuilder.group(BillingApi, "entitlements",
         ).pipe(mapDomainErrors)
       )
       .handle("trackBatch", ({ payload }) =>
-        Effect.flatMap(CurrentOrganization, (org) =>
-          engine.evaluateBatch(
-            org.id,
-            payload.events.map((item) => ({ ...item, value: item.value ?? 1 }))
-          )
-        ).pipe(Effect.map(batchAnswer))
+        Effect.flatMap(CurrentOrganization, (org) => engine.evaluateBatch(org.id, batchItems(payload))).pipe(
+          Effect.map(batchAnswer)
+        )
       )
   })
 )

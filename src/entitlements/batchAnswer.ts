@@ -1,8 +1,12 @@
 import { Either } from "effect"
-import type { EntitlementState, TrackBatchResponse } from "../api/entitlements.ts"
+import type { EntitlementState, TrackBatchRequest, TrackBatchResponse } from "../api/entitlements.ts"
 import { errorBody } from "../api/errors.ts"
 import type { Conflict, InvalidInput } from "../domain/errors.ts"
 import { toApiError } from "../boundary/toApiError.ts"
+
+/** A batch's items as the engine takes them: an item without a value counts 1, as a track does. */
+export const batchItems = (payload: TrackBatchRequest) =>
+  payload.events.map((item) => ({ ...item, value: item.value ?? 1 }))
 
 /** A batch's answer: each item's state, or its refusal as the whole error body the same track would have got. */
 export const batchAnswer = (

@@ -1,5 +1,11 @@
 import { CUSTOMER_REF_MAX, IDEMPOTENCY_KEY_MAX } from "../api/common.ts"
-import { EVENT_TIME_MS_MAX, ISO_EVENT_TIME, type TrackBatchItem, type TrackBatchRequest } from "../api/entitlements.ts"
+import {
+  EVENT_TIME_MS_MAX,
+  ISO_EVENT_TIME,
+  TRACK_BATCH_MAX,
+  type TrackBatchItem,
+  type TrackBatchRequest
+} from "../api/entitlements.ts"
 import { inRange, USAGE_VALUE } from "../api/numbers.ts"
 
 /**
@@ -18,7 +24,6 @@ const ITEM_KEYS: ReadonlySet<string> = new Set([
   "timestamp",
   "idempotencyKey"
 ])
-const EVENTS_MAX = 1000
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 const text = (u: unknown, min: number, max: number): u is string =>
@@ -58,7 +63,7 @@ export const fastBatchRequest = (body: unknown): TrackBatchRequest | undefined =
   if (!isRecord(body)) return undefined
   for (const key in body) if (key !== "events") return undefined
   const { events } = body
-  if (!Array.isArray(events) || events.length < 1 || events.length > EVENTS_MAX) return undefined
+  if (!Array.isArray(events) || events.length < 1 || events.length > TRACK_BATCH_MAX) return undefined
   const items: Array<TrackBatchItem> = []
   for (const e of events) {
     const decoded = item(e)
