@@ -9,12 +9,14 @@
  * and/or a temporary SQLite data directory; the service as a subprocess with `npm start`'s environment; an
  * organization created by the CLI; a catalog (one metered feature with a huge limit on an auto-enabled plan); and
  * `--customers` customers plus one hot one, created by batches of 100 items carrying `customerData`, one at a time. Then ANALYZE
- * (PostgreSQL), and before every measured run VACUUM (ANALYZE), as bench/track.ts does; then, on either database, the
- * disk quiet (bench/support.ts `quietDisk`: PostgreSQL's CHECKPOINT, the OS's `sync`), so that no run pays for the
- * writes an earlier one left behind (a ceiling run's, or PostgreSQL's whole section before SQLite's).
+ * (PostgreSQL), and before every measured run VACUUM (ANALYZE) of PostgreSQL's when it is the one measured, as
+ * bench/track.ts does; then, on either database, the disk quiet (bench/support.ts `quietDisk`: PostgreSQL's CHECKPOINT,
+ * the OS's `sync`), so that no run pays for the writes an earlier one left behind (a ceiling run's, or the other
+ * database's run just before).
  *
- * Per database, for each batch size of `--sizes`, over `--customers` balances (each item a random customer) and over
- * one hot balance (every item the same customer), closed loop from `--connections` concurrent clients:
+ * Both databases are set up and served first, side by side. Then, for each batch size of `--sizes`, over `--customers`
+ * balances (each item a random customer) and over one hot balance (every item the same customer), closed loop from
+ * `--connections` concurrent clients:
  * 1. ceiling (PostgreSQL): a raw driver (`Bun.sql`, `--connections` connections) doing the batch's work per item:
  *    - `set-based`: one transaction per batch: the batch's balances locked in key order (`SELECT … FOR UPDATE`, the
  *      versions the guards expect and the states the new ones are decided from), one guarded
@@ -34,7 +36,11 @@
  *    the two ceilings of the same balances and size (the target: ≥ 50%);
  * 3. keys: the same with a unique `idempotencyKey` on every item (no target; ratio over the unkeyed service's rate).
  * On SQLite (no ceiling: the database is inside the service) the ratio of the service's lines is over PostgreSQL's
- * service rate of the same line in this run (the target: ≥ 100%).
+ * service rate of the same line (the target: ≥ 100%), measured right before or after it: each line of 2. and 3. runs
+ * on both services in turn, in an order that alternates from line to line, so that the machine's drift over the
+ * minutes a run takes falls on both sides of the ratio. (Until 2026-11-25 each database's lines ran as one section,
+ * and SQLite's ratio compared rates measured ~8 minutes apart.) Before every measured run, on either database,
+ * PostgreSQL takes a CHECKPOINT and the OS syncs.
  *
  * Every run follows `--warmup` seconds (2) of the same load, unmeasured: compiled code, caches, and what the service
  * knows of balances the run before it (a ceiling's raw writes) changed behind its back (src/entitlements/guardedBatch.ts
@@ -87,6 +93,7 @@ import {
   type Service,
   scratchDatabase,
   startService,
+  type Store,
   syncCatalog
 } from "./support.ts"
 
@@ -372,137 +379,178 @@ const line = (what: string, size: number, r: RunResult, ratio: number | null, wr
 }
 const label = (scenario: Scenario) => (scenario === "hot" ? "1 hot balance" : `${CUSTOMERS} balances`)
 
-// ---------------------------------------------------------------- one database
+// ---------------------------------------------------------------- the databases
 
-/** PostgreSQL's service rates of this run, by line, for SQLite's ratio. */
-const pgServiceRate = new Map<string, number>()
+type Kind = "pg" | "sqlite"
+const NAME: Record<Kind, string> = { pg: "PostgreSQL", sqlite: "SQLite" }
+
+/** A database set up and served, ready for measured runs. */
+interface Served {
+  readonly kind: Kind
+  readonly service: Service
+  readonly ids: Ids
+  readonly pgUrl: string
+  readonly store: Store
+  /** The service's processes, whose CPU a run counts. */
+  readonly pids: ReadonlyArray<number>
+}
+
+/** The scratch database, the service on it, the organization, the catalog and every customer. */
+const serve = async (kind: Kind, cleanups: Array<() => Promise<void> | void>): Promise<Served> => {
+  const keyFile = join(tmpdir(), `${SCRATCH_DB}-${CUSTOMERS}.key`)
+  const scratch = await scratchDatabase(kind, {
+    name: SCRATCH_DB,
+    pg: args.pg!,
+    keep: args.keep!,
+    reuse: kind === "pg" && args.reuse! && existsSync(keyFile)
+  })
+  cleanups.unshift(...scratch.cleanups)
+  const reuse = scratch.reused
+  // A key file stands for a set-up that finished on the kept database; a new set-up voids it until it finishes.
+  if (!reuse) rmSync(keyFile, { force: true })
+  const apiKey = reuse ? readFileSync(keyFile, "utf8") : await createOrganization(scratch.env)
+  const service = await startService(scratch.env, apiKey)
+  cleanups.unshift(() => service.stop())
+  const setupSeconds = reuse ? 0 : await setUp(service)
+  if (kind === "pg" && args.keep!) writeFileSync(keyFile, apiKey)
+  const store = scratch.store()
+  cleanups.unshift(() => store.close())
+  if (kind === "pg") await store.rows("ANALYZE")
+  const ids = await loadIds(store, apiKey, FEATURE)
+  const pids = processTree(service.pid)
+  console.log(
+    `${NAME[kind]}${kind === "sqlite" ? " (embedded default)" : ""}: ${CUSTOMERS} balances + 1 hot; ` +
+      `service ${pids.length === 1 ? "1 process" : `${pids.length} processes`}; set-up ${setupSeconds.toFixed(0)} s`
+  )
+  return { kind, service, ids, pgUrl: scratch.pgUrl, store, pids }
+}
+
+/**
+ * `--connections` clients sending `request` for `--warmup` seconds unmeasured (caches, compiled code, and what the
+ * service knows of the balances the previous run changed), then for `--seconds`, measured and checked. The check
+ * starts after the warm-up: every balance must still equal its events, and the measured items are counted exactly.
+ * `pg`: PostgreSQL's store, quieted before the run whichever database it measures (the two share the disk).
+ */
+const closedLoop = async (
+  db: Served,
+  pg: Store | undefined,
+  request: () => Promise<Outcome>,
+  pids?: ReadonlyArray<number>
+) => {
+  if (WARMUP > 0) {
+    const warm = await drive({ connections: CONNECTIONS, seconds: WARMUP, request })
+    if (warm.errors > 0) {
+      console.log(`    warm-up: ${warm.errors} failed items`)
+      failed = true
+    }
+  }
+  const measured = measurer({
+    vacuum: db.kind === "pg",
+    store: db.store,
+    ...(pg === undefined ? {} : { checkpoint: pg }),
+    ids: db.ids,
+    value: VALUE,
+    onFailure: () => void (failed = true)
+  })
+  const database = db.kind === "pg"
+  return measured(() =>
+    drive({ connections: CONNECTIONS, seconds: SECONDS, request, database, ...(pids === undefined ? {} : { pids }) })
+  )
+}
+
+const ceilingKey = (scenario: Scenario, size: number) => `${scenario} ${size}`
+
+/** 1. PostgreSQL's ceilings: the higher of the two scripts' rates, by line. */
+const ceilings = async (pg: Served, cleanups: Array<() => Promise<void> | void>) => {
+  const ceiling = new Map<string, number>()
+  const ctx: Context = { ids: pg.ids, valueMicro: VALUE_MICRO }
+  const db = new SQL({ url: pg.pgUrl, max: CONNECTIONS })
+  cleanups.unshift(() => db.close())
+  console.log(
+    `\nceiling (PostgreSQL): Bun.sql, ${CONNECTIONS} connections, a batch's work per item (set-based; locked, as the service)`
+  )
+  header()
+  for (const [name, script] of CEILINGS) {
+    for (const scenario of SCENARIOS) {
+      for (const size of SIZES) {
+        const { result, wrong } = await closedLoop(pg, pg.store, async () => {
+          const customers = pickBatch(scenario, size)
+          await script(db, ctx, customers)
+          return { acknowledged: customers, errors: 0 }
+        })
+        const k = ceilingKey(scenario, size)
+        ceiling.set(k, Math.max(ceiling.get(k) ?? 0, result.itemRate))
+        line(`${name}, ${label(scenario)}`, size, result, null, wrong)
+      }
+    }
+  }
+  return ceiling
+}
+
 const summary: Array<string> = []
 
-const benchDatabase = async (kind: "pg" | "sqlite") => {
-  const cleanups: Array<() => Promise<void> | void> = []
-  try {
-    const keyFile = join(tmpdir(), `${SCRATCH_DB}-${CUSTOMERS}.key`)
-    const scratch = await scratchDatabase(kind, {
-      name: SCRATCH_DB,
-      pg: args.pg!,
-      keep: args.keep!,
-      reuse: kind === "pg" && args.reuse! && existsSync(keyFile)
-    })
-    cleanups.push(...scratch.cleanups)
-    const reuse = scratch.reused
-    // A key file stands for a set-up that finished on the kept database; a new set-up voids it until it finishes.
-    if (!reuse) rmSync(keyFile, { force: true })
-    const apiKey = reuse ? readFileSync(keyFile, "utf8") : await createOrganization(scratch.env)
-    const service = await startService(scratch.env, apiKey)
-    cleanups.unshift(() => service.stop())
-    const setupSeconds = reuse ? 0 : await setUp(service)
-    if (kind === "pg" && args.keep!) writeFileSync(keyFile, apiKey)
-    const store = scratch.store()
-    cleanups.unshift(() => store.close())
-    if (kind === "pg") await store.rows("ANALYZE")
-    const ids = await loadIds(store, apiKey, FEATURE)
-    const pids = processTree(service.pid)
-    const database = kind === "pg"
-    const measured = measurer({ vacuum: database, store, ids, value: VALUE, onFailure: () => void (failed = true) })
-    /**
-     * `--connections` clients sending `request` for `--warmup` seconds unmeasured (caches, compiled code, and what the
-     * service knows of the balances the previous run changed), then for `--seconds`, measured and checked. The check
-     * starts after the warm-up: every balance must still equal its events, and the measured items are counted exactly.
-     */
-    const closedLoop = async (request: () => Promise<Outcome>, pids?: ReadonlyArray<number>) => {
-      if (WARMUP > 0) {
-        const warm = await drive({ connections: CONNECTIONS, seconds: WARMUP, request })
-        if (warm.errors > 0) {
-          console.log(`    warm-up: ${warm.errors} failed items`)
-          failed = true
-        }
-      }
-      return measured(() =>
-        drive({
-          connections: CONNECTIONS,
-          seconds: SECONDS,
-          request,
-          database,
-          ...(pids === undefined ? {} : { pids })
-        })
-      )
-    }
+/**
+ * 2. and 3. The services over HTTP, without and with idempotency keys. A line's runs on the two databases follow each
+ * other, in an order that alternates from line to line: SQLite's ratio divides by PostgreSQL's rate of the same line,
+ * and on a shared machine whose speed drifts by a fifth within minutes, two rates measured a whole section apart
+ * (as until this bench measured them) compare the machine's moments as much as the databases.
+ */
+const services = async (served: ReadonlyArray<Served>, ceiling: ReadonlyMap<string, number>) => {
+  const pg = served.find((db) => db.kind === "pg")?.store
+  const unkeyed = new Map<string, number>()
+  let turn = 0
+  for (const keyed of args.keyed!.split(",").map((k) => k === "true")) {
     console.log(
-      `\n${kind === "pg" ? "PostgreSQL" : "SQLite (embedded default)"}: ${CUSTOMERS} balances + 1 hot; ` +
-        `service ${pids.length === 1 ? "1 process" : `${pids.length} processes`}; set-up ${setupSeconds.toFixed(0)} s`
+      keyed
+        ? "\nservice over HTTP, every item with its own idempotencyKey (ratio = events/s over the database's unkeyed line)"
+        : "\nservice over HTTP, POST /v1/track/batch (ratio: PostgreSQL's over the line's higher ceiling; " +
+            "SQLite's over PostgreSQL's service line just before or after it)"
     )
-
-    // 1. The ceiling (PostgreSQL).
-    const ceiling = new Map<string, number>()
-    const ceilingKey = (scenario: Scenario, size: number) => `${scenario} ${size}`
-    if (kind === "pg" && !args["service-only"]) {
-      const ctx: Context = { ids, valueMicro: VALUE_MICRO }
-      const db = new SQL({ url: scratch.pgUrl, max: CONNECTIONS })
-      cleanups.unshift(() => db.close())
-      console.log(
-        `ceiling: Bun.sql, ${CONNECTIONS} connections, a batch's work per item (set-based; locked, as the service)`
-      )
-      header()
-      for (const [name, script] of CEILINGS) {
-        for (const scenario of SCENARIOS) {
-          for (const size of SIZES) {
-            const { result, wrong } = await closedLoop(async () => {
-              const customers = pickBatch(scenario, size)
-              await script(db, ctx, customers)
-              return { acknowledged: customers, errors: 0 }
-            })
-            const k = ceilingKey(scenario, size)
-            ceiling.set(k, Math.max(ceiling.get(k) ?? 0, result.itemRate))
-            line(`${name}, ${label(scenario)}`, size, result, null, wrong)
-          }
+    header()
+    for (const scenario of SCENARIOS) {
+      for (const size of SIZES) {
+        const order = turn++ % 2 === 0 ? served : [...served].reverse()
+        const results = new Map<Kind, Awaited<ReturnType<typeof closedLoop>>>()
+        for (const db of order) {
+          results.set(db.kind, await closedLoop(db, pg, batchRequest(db.service, scenario, size, keyed), db.pids))
         }
-      }
-    }
-
-    // 2. and 3. The service over HTTP, without and with idempotency keys.
-    const serviceRate = new Map<string, number>()
-    for (const keyed of args.keyed!.split(",").map((k) => k === "true")) {
-      console.log(
-        keyed
-          ? "service over HTTP, every item with its own idempotencyKey (ratio = events/s over the unkeyed line's)"
-          : kind === "pg"
-            ? "service over HTTP, POST /v1/track/batch (ratio = events/s over the higher ceiling of the line)"
-            : "service over HTTP, POST /v1/track/batch (ratio = events/s over PostgreSQL's service line in this run)"
-      )
-      header()
-      for (const scenario of SCENARIOS) {
-        for (const size of SIZES) {
-          const { result, wrong } = await closedLoop(batchRequest(service, scenario, size, keyed), pids)
-          const k = ceilingKey(scenario, size)
-          const what = `${keyed ? "keyed" : "batch"}, ${label(scenario)}`
-          let ratio: number | null = null
-          if (keyed) ratio = serviceRate.has(k) ? result.itemRate / serviceRate.get(k)! : null
-          else {
-            serviceRate.set(k, result.itemRate)
-            const reference = kind === "pg" ? ceiling.get(k) : pgServiceRate.get(k)
-            if (reference !== undefined) ratio = result.itemRate / reference
-            if (kind === "pg") pgServiceRate.set(k, result.itemRate)
-            const target = kind === "pg" ? "≥ 50% of the ceiling" : "≥ 100% of PostgreSQL's service"
+        const k = ceilingKey(scenario, size)
+        for (const db of served) {
+          const { result, wrong } = results.get(db.kind)!
+          const key = `${db.kind} ${k}`
+          const pgRate = results.get("pg")?.result.itemRate
+          const reference = keyed ? unkeyed.get(key) : db.kind === "pg" ? ceiling.get(k) : pgRate
+          const ratio = reference === undefined ? null : result.itemRate / reference
+          if (!keyed) {
+            unkeyed.set(key, result.itemRate)
+            const target = db.kind === "pg" ? "≥ 50% of the ceiling" : "≥ 100% of PostgreSQL's service"
             summary.push(
-              `  ${kind.padEnd(6)} ${label(scenario).padEnd(16)} ${pad(size, 4)}: ${pad(result.itemRate.toFixed(0), 6)} ` +
+              `  ${db.kind.padEnd(6)} ${label(scenario).padEnd(16)} ${pad(size, 4)}: ${pad(result.itemRate.toFixed(0), 6)} ` +
                 `events/s, ${ratio === null ? "no reference" : `${(ratio * 100).toFixed(0)}%`} (target ${target}` +
-                `${ratio === null ? "" : ratio >= (kind === "pg" ? 0.5 : 1) ? ": met" : ": MISSED"}); service ` +
+                `${ratio === null ? "" : ratio >= (db.kind === "pg" ? 0.5 : 1) ? ": met" : ": MISSED"}); service ` +
                 `${(result.cpuUsPerItem ?? 0).toFixed(0)} µs/event` +
                 (result.dbUsPerItem === null ? "" : `, PostgreSQL ${result.dbUsPerItem.toFixed(0)} µs/event`)
             )
           }
-          line(what, size, result, ratio, wrong)
+          line(`${NAME[db.kind]} ${keyed ? "keyed" : "batch"}, ${label(scenario)}`, size, result, ratio, wrong)
         }
       }
     }
-  } finally {
-    for (const cleanup of cleanups) await Promise.resolve(cleanup()).catch((e) => console.error("cleanup:", e))
   }
 }
 
 const started = performance.now()
 console.log(`bench/batch.ts ${new Date().toISOString()}: ${args.db}; ${SECONDS} s a run; sizes ${SIZES.join(", ")}`)
-for (const kind of args.db!.split(",") as Array<"pg" | "sqlite">) await benchDatabase(kind)
+const cleanups: Array<() => Promise<void> | void> = []
+try {
+  const served: Array<Served> = []
+  for (const kind of args.db!.split(",") as Array<Kind>) served.push(await serve(kind, cleanups))
+  const pg = served.find((db) => db.kind === "pg")
+  const ceiling = pg === undefined || args["service-only"] ? new Map<string, number>() : await ceilings(pg, cleanups)
+  await services(served, ceiling)
+} finally {
+  for (const cleanup of cleanups) await Promise.resolve(cleanup()).catch((e) => console.error("cleanup:", e))
+}
 console.log(`\nsummary (events/s of the service without keys):\n${summary.join("\n")}`)
 console.log(`\nbench: ${((performance.now() - started) / 60_000).toFixed(1)} minutes`)
 if (failed) {

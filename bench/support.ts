@@ -444,14 +444,18 @@ export const measurer =
   (options: {
     readonly vacuum: boolean
     readonly store: Store
+    /**
+     * PostgreSQL's store, checkpointed before the run whichever database it measures (both share the disk); by
+     * default `store` when `vacuum` stands for PostgreSQL.
+     */
+    readonly checkpoint?: Store
     readonly ids: Ids
     readonly value: number
     readonly onFailure: () => void
   }) =>
   async (run: () => Promise<RunResult>) => {
     if (options.vacuum) await options.store.rows("VACUUM (ANALYZE)")
-    // `vacuum` stands for PostgreSQL, whose store also takes its CHECKPOINT.
-    await quietDisk(options.vacuum ? options.store : undefined)
+    await quietDisk(options.checkpoint ?? (options.vacuum ? options.store : undefined))
     const before = await snapshot(options.store, options.ids)
     failures.clear()
     const result = await run()
