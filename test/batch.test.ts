@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { Credits } from "../src/credits/Credits.ts"
 import { post, syncCatalog } from "./support/catalog.ts"
@@ -78,6 +79,52 @@ for (const database of databases()) {
       expect(results[4]).toMatchObject({ allowed: false, code: "feature_not_found" })
       expect(results[5]).toMatchObject({ allowed: true, code: "tracked", usage: 100, balance: 0 })
       expect(await usage("b1")).toBe(100)
+    })
+
+    test("one customer's items: each event keeps its own value, metadata and instant, whatever the items share", async () => {
+      const { org, batch } = await setup()
+      // The customer exists: its items share one read (a new one's are read again each, after its creation).
+      expect((await post(server, org.apiKey, "/v1/customers", { id: "m1", email: "m1@example.com" })).status).toBe(200)
+      const item = (value: number, extra: Record<string, unknown> = {}) => ({
+        customer: "m1",
+        feature: "tokens",
+        value,
+        ...extra
+      })
+      const hourAgo = Date.now() - 3_600_000
+      const answer = await batch([
+        item(2),
+        item(2),
+        item(3),
+        item(2, { metadata: { run: "a" } }),
+        item(2, { metadata: { run: "b" } }),
+        item(2, { timestamp: hourAgo }),
+        item(2)
+      ])
+      expect(answer.body.results.map((r: { usage: number }) => r.usage)).toEqual([2, 4, 7, 9, 11, 13, 15])
+      const events = await server.run(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) => sql<{ value: string | number; metadata: string; createdAt: string | number }>`
+            SELECT e.value, e.metadata, e.created_at FROM usage_events e
+              JOIN customers c ON c.organization_id = e.organization_id AND c.id = e.customer_id
+            WHERE e.organization_id = ${org.id} AND c.external_id = 'm1'`
+        )
+      )
+      const stored = events.map(
+        (e) => `${Number(e.value) / 1_000_000} ${e.metadata} ${Number(e.createdAt) === hourAgo}`
+      )
+      expect(stored.sort()).toEqual(
+        [
+          "2 {} false",
+          "2 {} false",
+          "3 {} false",
+          '2 {"run":"a"} false',
+          '2 {"run":"b"} false',
+          "2 {} true",
+          "2 {} false"
+        ].sort()
+      )
     })
 
     test("references resolve as track resolves them: id, external id, email in any case, ambiguous, unknown", async () => {

@@ -18,6 +18,7 @@ import { type BatchResult, decideDraws, planDraws } from "./batchDraws.ts"
 import { makeGuardedBatches } from "./guardedBatch.ts"
 import { EntitlementsRepo, type StoredBalance } from "./EntitlementsRepo.ts"
 import {
+  drawsAlike,
   type EntitlementInput,
   eventTime,
   invalid,
@@ -605,11 +606,19 @@ export const EntitlementsLive = Layer.effect(
         const again = items.flatMap((item, i) => (unknown(i) && creators.has(item.customer) ? [i] : []))
         yield* resolveMany(org, inputs, again, now, times as ReadonlyArray<number | undefined>, resolutions)
 
-        const meters = resolutions.map((resolution) =>
-          resolution?._tag === "Resolved" && !isCount(resolution.resolved.feature)
-            ? makeMeter({ ...resolution.resolved, inTransaction: true }, outbox)
-            : undefined
-        )
+        // Items that share their first's read and draw alike share its meter (`drawsAlike`): a hot customer's batch
+        // builds one, not one an item.
+        const meters: Array<ReturnType<typeof makeMeter> | undefined> = []
+        resolutions.forEach((resolution, i) => {
+          if (resolution?._tag !== "Resolved" || isCount(resolution.resolved.feature))
+            return void meters.push(undefined)
+          const first = resolutions[firstOf[i]!]
+          const shared =
+            firstOf[i] !== i && first?._tag === "Resolved" && drawsAlike(first.resolved, resolution.resolved)
+              ? meters[firstOf[i]!]
+              : undefined
+          meters.push(shared ?? makeMeter({ ...resolution.resolved, inTransaction: true }, outbox))
+        })
         const eventIds = yield* Effect.forEach(items, () => ids.next("evt"))
         const prepared = { items, hashes, decided: results, resolutions, meters, eventIds, now }
         if (Option.isSome(guardedBatches) && isGuarded(prepared)) yield* guardedBatches.value.check(org, prepared)

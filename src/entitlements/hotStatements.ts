@@ -408,24 +408,34 @@ export interface UsageEventRow {
 
 type SqlType = "TEXT" | "BIGINT" | "INTEGER"
 
+/** A column's value as a step holds it: each database's driver takes BIGINTs of micro-units its own way. */
+type ColumnValue = bigint | string | number | null
+/** PostgreSQL's: BIGINTs of micro-units as decimal text (exact at any size), in the item's JSON and in arrays. */
+const pgValue = (v: ColumnValue): string | number | null => (typeof v === "bigint" ? v.toString() : v)
+
+/** An event's metadata as stored; most events carry none, whose text needs no serialiser. */
+const metadataText = (metadata: Record<string, unknown>) => {
+  for (const _ in metadata) return JSON.stringify(metadata)
+  return "{}"
+}
+
 /**
  * The columns of an event as a step writes it (beyond its organization, customer and subject, which are its item's):
- * the column, its SQL type in the function's record, and its value in the item's JSON (BIGINTs of micro-units as
- * decimal text: exact at any size).
+ * the column, its SQL type in the function's record, and its value (`pgValue`, `sqliteValue` convert it).
  */
-export const EVENT_COLUMNS: ReadonlyArray<readonly [string, SqlType, (e: UsageEventRow) => string | number | null]> = [
+export const EVENT_COLUMNS: ReadonlyArray<readonly [string, SqlType, (e: UsageEventRow) => ColumnValue]> = [
   ["id", "TEXT", (e) => e.id],
   ["feature_id", "TEXT", (e) => e.featureId],
   ["entity_id", "TEXT", (e) => e.entityId],
-  ["value", "BIGINT", (e) => e.value.toString()],
-  ["cost", "BIGINT", (e) => e.cost.toString()],
-  ["from_plan", "BIGINT", (e) => e.fromPlan.toString()],
-  ["from_bonus", "BIGINT", (e) => e.fromBonus.toString()],
-  ["from_addon", "BIGINT", (e) => e.fromAddon.toString()],
-  ["overage", "BIGINT", (e) => e.overage.toString()],
-  ["billable", "BIGINT", (e) => e.billable.toString()],
+  ["value", "BIGINT", (e) => e.value],
+  ["cost", "BIGINT", (e) => e.cost],
+  ["from_plan", "BIGINT", (e) => e.fromPlan],
+  ["from_bonus", "BIGINT", (e) => e.fromBonus],
+  ["from_addon", "BIGINT", (e) => e.fromAddon],
+  ["overage", "BIGINT", (e) => e.overage],
+  ["billable", "BIGINT", (e) => e.billable],
   ["plan_id", "TEXT", (e) => e.planId],
-  ["metadata", "TEXT", (e) => JSON.stringify(e.metadata)],
+  ["metadata", "TEXT", (e) => metadataText(e.metadata)],
   ["created_at", "BIGINT", (e) => e.createdAt]
 ]
 
@@ -436,10 +446,10 @@ export interface RollupIncrement {
   readonly value: bigint
   readonly records: number
 }
-export const ROLLUP_COLUMNS: ReadonlyArray<readonly [string, SqlType, (r: RollupIncrement) => string | number]> = [
+export const ROLLUP_COLUMNS: ReadonlyArray<readonly [string, SqlType, (r: RollupIncrement) => ColumnValue]> = [
   ["feature_id", "TEXT", (r) => r.featureId],
   ["bucket_start", "BIGINT", (r) => r.bucketStart],
-  ["value", "BIGINT", (r) => r.value.toString()],
+  ["value", "BIGINT", (r) => r.value],
   ["records", "INTEGER", (r) => r.records]
 ]
 
@@ -475,8 +485,12 @@ export const itemJson = (c: CommitItem) => ({
   bonus: c.bonus.toString(),
   addon: c.addon.toString(),
   now: c.now,
-  events: c.events.map((e) => Object.fromEntries(EVENT_COLUMNS.map(([column, , value]) => [column, value(e)]))),
-  rollups: c.rollups.map((r) => Object.fromEntries(ROLLUP_COLUMNS.map(([column, , value]) => [column, value(r)])))
+  events: c.events.map((e) =>
+    Object.fromEntries(EVENT_COLUMNS.map(([column, , value]) => [column, pgValue(value(e))]))
+  ),
+  rollups: c.rollups.map((r) =>
+    Object.fromEntries(ROLLUP_COLUMNS.map(([column, , value]) => [column, pgValue(value(r))]))
+  )
 })
 
 /** The balance columns an item sets, with the item key each comes from (snake case of the key). */
@@ -715,11 +729,11 @@ export const commitLockedParameters = (
   items.forEach((c, i) => {
     for (const e of c.events) {
       events[0]!.push(i + 1)
-      EVENT_COLUMNS.forEach(([, , value], k) => events[k + 1]!.push(value(e)))
+      EVENT_COLUMNS.forEach(([, , value], k) => events[k + 1]!.push(pgValue(value(e))))
     }
     for (const r of c.rollups) {
       rollups[0]!.push(i + 1)
-      ROLLUP_COLUMNS.forEach(([, , value], k) => rollups[k + 1]!.push(value(r)))
+      ROLLUP_COLUMNS.forEach(([, , value], k) => rollups[k + 1]!.push(pgValue(value(r))))
     }
   })
   return [org, ...[...itemValues.map((value) => items.map(value)), ...events, ...rollups].map(compactArray)]
@@ -825,10 +839,7 @@ export const sqliteEventParameters = (e: UsageEventRow) => [
   e.organizationId,
   e.customerId,
   e.subjectId,
-  ...EVENT_COLUMNS.map(([, type, value]) => {
-    const v = value(e)
-    return type === "BIGINT" && typeof v === "string" ? sqliteValue(BigInt(v)) : v
-  })
+  ...EVENT_COLUMNS.map(([, , value]) => sqliteValue(value(e)))
 ]
 /**
  * SQLite: rows of parameters as one `VALUES` list aliased `v`, whose columns of one value across the rows are bound
@@ -888,19 +899,13 @@ export const sqliteRollupUpsert = (
 export const sqliteRollupParameters = (org: string, customer: string, r: RollupIncrement) => [
   org,
   customer,
-  ...ROLLUP_COLUMNS.map(([, type, value]) => {
-    const v = value(r)
-    return type === "BIGINT" && typeof v === "string" ? sqliteValue(BigInt(v)) : v
-  })
+  ...ROLLUP_COLUMNS.map(([, , value]) => sqliteValue(value(r)))
 ]
 
+const SAFE_MAX = BigInt(Number.MAX_SAFE_INTEGER)
 /** A bigint as SQLite binds it exactly: a number while safe, else its decimal text (an INTEGER column converts it). */
-const sqliteValue = (v: bigint | number | null): number | string | null =>
-  typeof v === "bigint"
-    ? v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= -BigInt(Number.MAX_SAFE_INTEGER)
-      ? Number(v)
-      : v.toString()
-    : v
+const sqliteValue = (v: ColumnValue): number | string | null =>
+  typeof v === "bigint" ? (v <= SAFE_MAX && v >= -SAFE_MAX ? Number(v) : v.toString()) : v
 
 /** Usage rollup resolution: 15 minutes, the finest step of any time zone's offset. */
 export const ROLLUP_MS = 15 * 60_000

@@ -206,6 +206,26 @@ const grantTermsAt = (grant: Grant, now: number) => {
   return terms
 }
 
+/**
+ * Whether two resolutions meter alike: one read (the same customer, feature, grant and config objects), the same
+ * value, instant and metadata. The items of a batch that name one customer and feature share a read; those of them
+ * that also agree here may share one meter (building one an item, and the decimals it makes, was about a tenth of
+ * the service's CPU profile on one hot balance in batches of 1,000).
+ */
+export const drawsAlike = (a: Resolved, b: Resolved) =>
+  a.org === b.org &&
+  a.mode === b.mode &&
+  a.customer === b.customer &&
+  a.feature === b.feature &&
+  a.grant === b.grant &&
+  a.config === b.config &&
+  a.entityId === b.entityId &&
+  a.now === b.now &&
+  a.at === b.at &&
+  a.inTransaction === b.inTransaction &&
+  a.input.value === b.input.value &&
+  a.input.metadata === b.input.metadata
+
 /** A meter, not the refusal `makeMeter` answers when a draw cannot be metered. */
 export const isMeter = (m: Meter | InvalidInput): m is Meter => !(m instanceof InvalidInput)
 
