@@ -708,19 +708,13 @@ export const commitLockedParameters = (
     (c) => c.customer,
     (c) => c.subject,
     (c) => c.expected,
-    ...BALANCE_SET.map((k) => (c: CommitItem) => {
-      const v = c[k]
-      return typeof v === "bigint" ? v.toString() : v
-    }),
+    ...BALANCE_SET.map((k) => (c: CommitItem) => pgValue(c[k])),
     (c) => c.now,
     ...(writes === undefined
       ? []
       : [
           (_: CommitItem, i: number) => (writes[i] === true ? 1 : 0),
-          ...BALANCE_SET.map((k) => (c: CommitItem) => {
-            const v = c.base![k]
-            return typeof v === "bigint" ? v.toString() : v
-          })
+          ...BALANCE_SET.map((k) => (c: CommitItem) => pgValue(c.base![k]))
         ])
   ]
   const columns = (count: number) => Array.from({ length: count }, (): Array<string | number | null> => [])
