@@ -1,0 +1,185 @@
+import { describe, expect, test } from "bun:test"
+import { Effect } from "effect"
+import type { EntitlementState } from "../api/entitlements.ts"
+import type { GuardedBatches, KeyedBalance, UsageEventRow } from "./EntitlementsRepo.ts"
+import { type GuardedInput, makeGuardedBatches } from "./guardedBatch.ts"
+import type { Meter } from "./meter.ts"
+import type { Resolution } from "./resolution.ts"
+
+/**
+ * What a guarded batch's check reads (src/entitlements/guardedBatch.ts), over a store that counts its reads: only the
+ * balances whose version moved come back, and once most of a batch's balances turn out moved, every balance the
+ * process knows is checked at once (`relearn`), at most once per 10 s.
+ */
+const ORG = "org_1"
+const SUBJECT = "feat_tokens"
+const customers = Array.from({ length: 60 }, (_, i) => `cus_${String(i).padStart(2, "0")}`)
+
+/**
+ * A store of balances another writer may move, and every read made of it: the customers each read asked about, and
+ * how many of them it answered (those whose version was not the one given).
+ */
+const makeStore = () => {
+  const versions = new Map(customers.map((c) => [c, 1]))
+  const reads: Array<ReadonlyArray<string>> = []
+  const answered: Array<number> = []
+  /** Runs while the next read is on its way, before it answers (a write of the same process committing meanwhile). */
+  let meanwhile: Effect.Effect<unknown> = Effect.void
+  const guarded: GuardedBatches = {
+    readChanged: (_org, balances) =>
+      Effect.suspend(() => {
+        const running = meanwhile
+        meanwhile = Effect.void
+        return running
+      }).pipe(
+        Effect.zipRight(
+          Effect.sync(() => {
+            reads.push(balances.map((b) => b.customerId))
+            const changed = balances.flatMap((b): Array<KeyedBalance> => {
+              const version = versions.get(b.customerId)!
+              if (b.version === version) return []
+              const row = { windowStart: 0, windowEnd: null, used: 0n, overage: 0n, bonus: 0n, addon: 0n }
+              return [{ ...row, version, customerId: b.customerId, subjectId: b.subjectId }]
+            })
+            answered.push(changed.length)
+            return changed
+          })
+        )
+      ),
+    // Every guard holds: the written balances move one version.
+    commit: (_org, written) =>
+      Effect.sync(() => {
+        for (const w of written) versions.set(w.customerId, versions.get(w.customerId)! + 1)
+        return true
+      })
+  }
+  /** Another writer (another process, an operator) moves these balances. */
+  const move = (moved: ReadonlyArray<string>) => {
+    for (const c of moved) versions.set(c, versions.get(c)! + 1)
+  }
+  const forget = () => {
+    reads.length = 0
+    answered.length = 0
+  }
+  /** Balances created since (by another process, or by this one's first batch over a new customer). */
+  const add = (created: ReadonlyArray<string>) => {
+    for (const c of created) versions.set(c, 1)
+  }
+  const whileReading = (effect: Effect.Effect<unknown>) => {
+    meanwhile = effect
+  }
+  return { guarded, reads, answered, move, add, forget, whileReading }
+}
+
+/** A draw of one unit, always admitted (what the check reads does not depend on the draw's rules). */
+const drawOne = {
+  subjectId: SUBJECT,
+  init: { windowStart: 0, windowEnd: null },
+  capped: false,
+  over: (stored: KeyedBalance | null, _spent: string, eventId: string) => ({
+    answer: { allowed: true } as unknown as EntitlementState,
+    write: {
+      next: { ...stored!, used: stored!.used + 1n },
+      event: { id: eventId } as UsageEventRow,
+      notices: [],
+      spentAfter: null
+    },
+    denialNotices: []
+  })
+} as unknown as Meter
+
+/** A batch of one draw from each customer named (only its balances matter to the check). */
+const batchOver = (names: ReadonlyArray<string>, now: number): GuardedInput => ({
+  resolutions: names.map((id) => ({ _tag: "Resolved", resolved: { customer: { id } } }) as unknown as Resolution),
+  meters: names.map(() => drawOne),
+  eventIds: names.map((_, i) => `evt_${i}`),
+  decided: names.map(() => undefined),
+  now
+})
+
+describe("a guarded batch's check", () => {
+  test("most of a batch's balances moved: every balance known is checked at once, and later batches find nothing left to read", async () => {
+    const store = makeStore()
+    const batches = makeGuardedBatches(store.guarded)
+    const first = customers.slice(0, 30)
+    const second = customers.slice(30)
+    const t0 = 1_000_000
+    // Learns all 60 (two batches of unknown balances).
+    await Effect.runPromise(batches.check(ORG, batchOver(first, t0)))
+    await Effect.runPromise(batches.check(ORG, batchOver(second, t0 + 20_000)))
+    store.forget()
+
+    store.move(customers)
+    await Effect.runPromise(batches.check(ORG, batchOver(first, t0 + 40_000)))
+    // Its own 30, then all 60 it knows in one read: the other 30 are learnt before any batch names them.
+    expect(store.reads.map((r) => r.length)).toEqual([30, 60])
+    expect([...store.reads[1]!].sort()).toEqual(customers)
+    expect(store.answered).toEqual([30, 30])
+    store.forget()
+    // The next batch over those 30: one read, which answers nothing (every version is the one known).
+    await Effect.runPromise(batches.check(ORG, batchOver(second, t0 + 41_000)))
+    expect(store.reads).toEqual([second])
+    expect(store.answered).toEqual([0])
+  })
+
+  test("a relearn at most once per 10 s: a writer that keeps moving balances costs a batch its own read only", async () => {
+    const store = makeStore()
+    const batches = makeGuardedBatches(store.guarded)
+    const first = customers.slice(0, 30)
+    const t0 = 1_000_000
+    await Effect.runPromise(batches.check(ORG, batchOver(customers, t0)))
+    store.forget()
+
+    store.move(customers)
+    await Effect.runPromise(batches.check(ORG, batchOver(first, t0 + 20_000)))
+    expect(store.reads.map((r) => r.length)).toEqual([30, 60])
+    store.forget()
+    store.move(customers)
+    await Effect.runPromise(batches.check(ORG, batchOver(first, t0 + 25_000)))
+    expect(store.reads.map((r) => r.length)).toEqual([30])
+    store.forget()
+    store.move(customers)
+    await Effect.runPromise(batches.check(ORG, batchOver(first, t0 + 31_000)))
+    expect(store.reads.map((r) => r.length)).toEqual([30, 60])
+  })
+
+  test("a few of a batch's balances moved: only those are read again, nothing more", async () => {
+    const store = makeStore()
+    const batches = makeGuardedBatches(store.guarded)
+    const t0 = 1_000_000
+    await Effect.runPromise(batches.check(ORG, batchOver(customers, t0)))
+    store.forget()
+    // 10 of 60 moved: fewer than the 20 (and the half) that set off a relearn.
+    store.move(customers.slice(0, 10))
+    await Effect.runPromise(batches.check(ORG, batchOver(customers, t0 + 20_000)))
+    expect(store.reads.map((r) => r.length)).toEqual([60])
+    expect(store.answered).toEqual([10])
+  })
+
+  test("a check whose read crosses this process's own write of its balances still counts as clean: after three, batches skip it", async () => {
+    const store = makeStore()
+    const batches = makeGuardedBatches(store.guarded)
+    const t0 = 1_000_000
+    // Learnt (balances it knew nothing of say nothing of other writers), then moved by another writer: not trusted.
+    await Effect.runPromise(batches.check(ORG, batchOver(customers, t0)))
+    store.move(customers)
+    await Effect.runPromise(batches.check(ORG, batchOver(customers, t0)))
+    for (let i = 1; i <= 3; i++) {
+      store.forget()
+      // Another batch over the same balances commits while this check's read is on its way: the read answers every
+      // balance at the version that write left, which this process already knows.
+      store.whileReading(batches.run(ORG, batchOver(customers, t0 + i)))
+      await Effect.runPromise(batches.check(ORG, batchOver(customers, t0 + i)))
+      expect(store.reads.map((r) => r.length)).toEqual([60])
+      expect(store.answered).toEqual([60])
+    }
+    store.forget()
+    await Effect.runPromise(batches.check(ORG, batchOver(customers, t0 + 4)))
+    expect(store.reads).toEqual([])
+    // Trusted, a batch's check reads only the balances the process knows nothing of.
+    const newcomers = ["cus_new_1", "cus_new_2"]
+    store.add(newcomers)
+    await Effect.runPromise(batches.check(ORG, batchOver([...customers.slice(0, 5), ...newcomers], t0 + 5)))
+    expect(store.reads).toEqual([newcomers])
+  })
+})
