@@ -14,9 +14,9 @@
  * the OS's `sync`), so that no run pays for the writes an earlier one left behind (a ceiling run's, or the other
  * database's run just before).
  *
- * Both databases are set up and served first, side by side. Then, for each batch size of `--sizes`, over `--customers`
- * balances (each item a random customer) and over one hot balance (every item the same customer), closed loop from
- * `--connections` concurrent clients:
+ * Both databases are set up and served first, side by side. Then, line by line (over `--customers` balances, each item
+ * a random customer, and over one hot balance, every item the same customer; for each batch size of `--sizes`),
+ * closed loop from `--connections` concurrent clients, 1. then 2. on both services; 3. follows for every line:
  * 1. ceiling (PostgreSQL): a raw driver (`Bun.sql`, `--connections` connections) doing the batch's work per item:
  *    - `set-based`: one transaction per batch: the batch's balances locked in key order (`SELECT … FOR UPDATE`, the
  *      versions the guards expect and the states the new ones are decided from), one guarded
@@ -33,14 +33,16 @@
  *      replay: its speed comes from deciding over states still being written, which a replay without the service
  *      cannot do.
  * 2. service: `POST /v1/track/batch` over HTTP, items without idempotency keys; ratio = events/s over the higher of
- *    the two ceilings of the same balances and size (the target: ≥ 50%);
+ *    the two ceilings of the same line, measured just before it (the target: ≥ 50%);
  * 3. keys: the same with a unique `idempotencyKey` on every item (no target; ratio over the unkeyed service's rate).
  * On SQLite (no ceiling: the database is inside the service) the ratio of the service's lines is over PostgreSQL's
  * service rate of the same line (the target: ≥ 100%), measured right before or after it: each line of 2. and 3. runs
  * on both services in turn, in an order that alternates from line to line, so that the machine's drift over the
- * minutes a run takes falls on both sides of the ratio. (Until 2026-11-25 each database's lines ran as one section,
- * and SQLite's ratio compared rates measured ~8 minutes apart.) Before every measured run, on either database,
- * PostgreSQL takes a CHECKPOINT and the OS syncs.
+ * minutes a run takes falls on both sides of the ratio; for the same reason a line's ceiling runs just before its
+ * services. (Until 2026-11-25 each database's lines ran as one section, and SQLite's ratio compared rates measured ~8
+ * minutes apart; until the same day's morning the ceilings ran as one section before the services, 2–9 minutes before
+ * the lines they divide.) Before every measured run, on either database, PostgreSQL takes a CHECKPOINT and the OS
+ * syncs.
  *
  * Every run follows `--warmup` seconds (2) of the same load, unmeasured: compiled code, caches, and what the service
  * knows of balances the run before it (a ceiling's raw writes) changed behind its back (src/entitlements/guardedBatch.ts
@@ -364,14 +366,14 @@ const batchRequest = (service: Service, scenario: Scenario, size: number, keyed:
 
 const header = () =>
   console.log(
-    `  ${"what".padEnd(38)}${pad("size", 5)}${pad("conns", 6)}${pad("batch/s", 8)}${pad("events/s", 9)}` +
+    `  ${"what".padEnd(48)}${pad("size", 5)}${pad("conns", 6)}${pad("batch/s", 8)}${pad("events/s", 9)}` +
       `${pad("p50 ms", 9)}${pad("p99 ms", 9)}${pad("errors", 7)}${pad("ratio", 7)}` +
       `${pad("cpu µs/event svc/db/client", 28)}${pad("idle", 6)}  exact`
   )
 const line = (what: string, size: number, r: RunResult, ratio: number | null, wrong: number) => {
   const cpu = [r.cpuUsPerItem, r.dbUsPerItem, r.clientUsPerItem].map((v) => (v === null ? "-" : v.toFixed(0)))
   console.log(
-    `  ${what.padEnd(38)}${pad(size, 5)}${pad(CONNECTIONS, 6)}${pad(r.rate.toFixed(1), 8)}${pad(r.itemRate.toFixed(0), 9)}` +
+    `  ${what.padEnd(48)}${pad(size, 5)}${pad(CONNECTIONS, 6)}${pad(r.rate.toFixed(1), 8)}${pad(r.itemRate.toFixed(0), 9)}` +
       `${pad(ms(r.p50), 9)}${pad(ms(r.p99), 9)}${pad(r.errors, 7)}` +
       `${pad(ratio === null ? "-" : `${(ratio * 100).toFixed(0)}%`, 7)}${pad(cpu.join("/"), 28)}` +
       `${pad(`${(r.idle * 100).toFixed(0)}%`, 6)}  ${wrong === 0 ? "ok" : `${wrong} WRONG`}`
@@ -460,31 +462,27 @@ const closedLoop = async (
 
 const ceilingKey = (scenario: Scenario, size: number) => `${scenario} ${size}`
 
-/** 1. PostgreSQL's ceilings: the higher of the two scripts' rates, by line. */
-const ceilings = async (pg: Served, cleanups: Array<() => Promise<void> | void>) => {
-  const ceiling = new Map<string, number>()
+/**
+ * 1. PostgreSQL's ceiling of a line: both scripts over the same balances and size, the higher of their rates. Measured
+ * right before the line's service runs, for the reason SQLite's ratio is (`services`).
+ */
+const makeCeiling = (pg: Served, cleanups: Array<() => Promise<void> | void>) => {
   const ctx: Context = { ids: pg.ids, valueMicro: VALUE_MICRO }
   const db = new SQL({ url: pg.pgUrl, max: CONNECTIONS })
   cleanups.unshift(() => db.close())
-  console.log(
-    `\nceiling (PostgreSQL): Bun.sql, ${CONNECTIONS} connections, a batch's work per item (set-based; locked, as the service)`
-  )
-  header()
-  for (const [name, script] of CEILINGS) {
-    for (const scenario of SCENARIOS) {
-      for (const size of SIZES) {
-        const { result, wrong } = await closedLoop(pg, pg.store, async () => {
-          const customers = pickBatch(scenario, size)
-          await script(db, ctx, customers)
-          return { acknowledged: customers, errors: 0 }
-        })
-        const k = ceilingKey(scenario, size)
-        ceiling.set(k, Math.max(ceiling.get(k) ?? 0, result.itemRate))
-        line(`${name}, ${label(scenario)}`, size, result, null, wrong)
-      }
+  return async (scenario: Scenario, size: number) => {
+    let best = 0
+    for (const [name, script] of CEILINGS) {
+      const { result, wrong } = await closedLoop(pg, pg.store, async () => {
+        const customers = pickBatch(scenario, size)
+        await script(db, ctx, customers)
+        return { acknowledged: customers, errors: 0 }
+      })
+      best = Math.max(best, result.itemRate)
+      line(`ceiling ${name}, ${label(scenario)}`, size, result, null, wrong)
     }
+    return best
   }
-  return ceiling
 }
 
 const summary: Array<string> = []
@@ -495,7 +493,10 @@ const summary: Array<string> = []
  * and on a shared machine whose speed drifts by a fifth within minutes, two rates measured a whole section apart
  * (as until this bench measured them) compare the machine's moments as much as the databases.
  */
-const services = async (served: ReadonlyArray<Served>, ceiling: ReadonlyMap<string, number>) => {
+const services = async (
+  served: ReadonlyArray<Served>,
+  ceilingOf: ((scenario: Scenario, size: number) => Promise<number>) | undefined
+) => {
   const pg = served.find((db) => db.kind === "pg")?.store
   const unkeyed = new Map<string, number>()
   let turn = 0
@@ -503,12 +504,16 @@ const services = async (served: ReadonlyArray<Served>, ceiling: ReadonlyMap<stri
     console.log(
       keyed
         ? "\nservice over HTTP, every item with its own idempotencyKey (ratio = events/s over the database's unkeyed line)"
-        : "\nservice over HTTP, POST /v1/track/batch (ratio: PostgreSQL's over the line's higher ceiling; " +
-            "SQLite's over PostgreSQL's service line just before or after it)"
+        : "\nservice over HTTP, POST /v1/track/batch (ratio: PostgreSQL's over the higher of the two ceilings just " +
+            "before it; SQLite's over PostgreSQL's service line just before or after it)" +
+            (ceilingOf === undefined
+              ? ""
+              : `\n(ceiling: PostgreSQL by Bun.sql, ${CONNECTIONS} connections, a batch's work per item: set-based; locked, as the service)`)
     )
     header()
     for (const scenario of SCENARIOS) {
       for (const size of SIZES) {
+        const ceiling = keyed || ceilingOf === undefined ? undefined : await ceilingOf(scenario, size)
         const order = turn++ % 2 === 0 ? served : [...served].reverse()
         const results = new Map<Kind, Awaited<ReturnType<typeof closedLoop>>>()
         for (const db of order) {
@@ -519,7 +524,7 @@ const services = async (served: ReadonlyArray<Served>, ceiling: ReadonlyMap<stri
           const { result, wrong } = results.get(db.kind)!
           const key = `${db.kind} ${k}`
           const pgRate = results.get("pg")?.result.itemRate
-          const reference = keyed ? unkeyed.get(key) : db.kind === "pg" ? ceiling.get(k) : pgRate
+          const reference = keyed ? unkeyed.get(key) : db.kind === "pg" ? ceiling : pgRate
           const ratio = reference === undefined ? null : result.itemRate / reference
           if (!keyed) {
             unkeyed.set(key, result.itemRate)
@@ -546,8 +551,7 @@ try {
   const served: Array<Served> = []
   for (const kind of args.db!.split(",") as Array<Kind>) served.push(await serve(kind, cleanups))
   const pg = served.find((db) => db.kind === "pg")
-  const ceiling = pg === undefined || args["service-only"] ? new Map<string, number>() : await ceilings(pg, cleanups)
-  await services(served, ceiling)
+  await services(served, pg === undefined || args["service-only"] ? undefined : makeCeiling(pg, cleanups))
 } finally {
   for (const cleanup of cleanups) await Promise.resolve(cleanup()).catch((e) => console.error("cleanup:", e))
 }
