@@ -619,7 +619,7 @@ export const EntitlementsLive = Layer.effect(
               : undefined
           meters.push(shared ?? makeMeter({ ...resolution.resolved, inTransaction: true }, outbox))
         })
-        const eventIds = yield* Effect.forEach(items, () => ids.next("evt"))
+        const eventIds = yield* ids.nextMany("evt", items.length)
         const prepared = { items, hashes, decided: results, resolutions, meters, eventIds, now }
         if (Option.isSome(guardedBatches) && isGuarded(prepared)) yield* guardedBatches.value.check(org, prepared)
         return yield* batchLane(org).submit(prepared)
