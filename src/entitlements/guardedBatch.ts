@@ -24,6 +24,9 @@ export interface GuardedInput {
 
 type NamedBalance = NamedBalances extends Map<string, infer B> ? B : never
 
+/** A balance's key among everything this process knows (`known`, `writing`): its organization's and its own. */
+const knownKey = (org: string, key: string) => `${org}\u0000${key}`
+
 /** Guarded writes of a batch whose balances moved before it falls back to its locked transaction. */
 const ATTEMPTS = 2
 /** Balances whose state this process last wrote or read (bounded as the service's other caches). */
@@ -92,7 +95,7 @@ export const makeGuardedBatches = (guarded: GuardedBatches) => {
         org,
         balances.map(([key, balance]) => ({
           ...balance,
-          version: check ? (known.get(`${org}\u0000${key}`)?.version ?? null) : null
+          version: check ? (known.get(knownKey(org, key))?.version ?? null) : null
         })),
         now
       ),
@@ -100,7 +103,7 @@ export const makeGuardedBatches = (guarded: GuardedBatches) => {
         Effect.sync(() => {
           let moved = 0
           for (const row of changed) {
-            const key = `${org}\u0000${balanceKey(row.customerId, row.subjectId)}`
+            const key = knownKey(org, balanceKey(row.customerId, row.subjectId))
             const kept = known.get(key)
             if (writing.has(key) || (kept !== undefined && row.version < kept.version)) continue
             if (kept !== undefined && row.version > kept.version) moved += 1
@@ -119,7 +122,7 @@ export const makeGuardedBatches = (guarded: GuardedBatches) => {
    * few reads a minute, not a read of everything per batch.
    */
   const relearn = (org: string, now: number) => {
-    const prefix = `${org}\u0000`
+    const prefix = knownKey(org, "")
     const balances: Array<[string, NamedBalance]> = []
     for (const id of known.keys()) {
       if (!id.startsWith(prefix) || writing.has(id)) continue
@@ -140,7 +143,7 @@ export const makeGuardedBatches = (guarded: GuardedBatches) => {
   const attempt = (org: string, input: GuardedInput, plan: PlannedDraws, decided: Array<BatchResult | undefined>) =>
     Effect.gen(function* () {
       const results = [...decided]
-      const id = (key: string) => `${org}\u0000${key}`
+      const id = (key: string) => knownKey(org, key)
       // Balances known since the batch's check (`check`) need no read: the guard tells if one moved meanwhile.
       const unknown = [...plan.balances].filter(([key]) => !writing.has(id(key)) && !known.has(id(key)))
       if (unknown.length > 0) yield* read(org, unknown, input.now, false)
@@ -215,11 +218,11 @@ export const makeGuardedBatches = (guarded: GuardedBatches) => {
       Effect.suspend(() => {
         const plan = planDraws(input.resolutions, input.meters, [...input.decided], new Set())
         if (plan.locked) return Effect.void
-        const idle = [...plan.balances].filter(([key]) => !writing.has(`${org}\u0000${key}`))
+        const idle = [...plan.balances].filter(([key]) => !writing.has(knownKey(org, key)))
         // Trusted: only the balances this process knows nothing of, read here rather than in its lane (a process that
         // has just started learns its balances outside the lane, however soon its checks stop).
         const trust = trusted.get(org) ?? 0
-        const asked = trust < TRUSTED_AFTER ? idle : idle.filter(([key]) => !known.has(`${org}\u0000${key}`))
+        const asked = trust < TRUSTED_AFTER ? idle : idle.filter(([key]) => !known.has(knownKey(org, key)))
         if (asked.length === 0) return Effect.void
         return Effect.flatMap(read(org, asked, input.now, true), (moved) => {
           trusted.set(org, moved === 0 ? trust + 1 : 0)

@@ -41,20 +41,13 @@ const encodeTime = (ms: number): string => {
   return out
 }
 
-const randomPart = (length: number): string => {
-  const bytes = crypto.getRandomValues(new Uint8Array(length))
-  let out = ""
-  for (const b of bytes) out += ALPHABET[b & 31]
-  return out
-}
-
-/** Time-sortable, prefixed, opaque ids: `cus_` + 10 chars of milliseconds + 16 random chars. */
-export const makeId = (prefix: IdPrefix, nowMs: number): string => `${prefix}_${encodeTime(nowMs)}${randomPart(16)}`
-
 /** Ids per draw of random bytes (`getRandomValues` fills at most 65,536 bytes at once). */
 const IDS_PER_DRAW = 4_096
 
-/** `count` ids of one instant, as `makeId` makes them: the time encoded once, the random bytes drawn together. */
+/**
+ * Time-sortable, prefixed, opaque ids: `cus_` + 10 chars of milliseconds + 16 random chars. `count` of one instant at
+ * once: the time encoded once, the random bytes drawn together.
+ */
 export const makeIds = (prefix: IdPrefix, nowMs: number, count: number): Array<string> => {
   const head = `${prefix}_${encodeTime(nowMs)}`
   const ids: Array<string> = []
@@ -69,6 +62,9 @@ export const makeIds = (prefix: IdPrefix, nowMs: number, count: number): Array<s
   }
   return ids
 }
+
+/** One id, as `makeIds` makes them. */
+export const makeId = (prefix: IdPrefix, nowMs: number): string => makeIds(prefix, nowMs, 1)[0]!
 
 /**
  * Ids that also sort in the order this process made them: within one millisecond (or if the clock steps back) the
