@@ -107,6 +107,9 @@ const sqliteLayer = (filename: string, synchronous: SqliteSynchronous = "full", 
         yield* sql.unsafe(`PRAGMA synchronous = ${synchronous === "normal" ? "NORMAL" : "FULL"}`)
         // A negative size is in KiB.
         yield* sql.unsafe(`PRAGMA cache_size = ${-cacheMb * 1024}`)
+        // A batch's multi-row statements would otherwise spill their statement journals (the pages they change, kept
+        // so each can be undone alone) to temporary files: a second write of every page a commit logs.
+        yield* sql.unsafe("PRAGMA temp_store = MEMORY")
       }
       yield* sql.unsafe("PRAGMA busy_timeout = 5000")
       yield* sql.unsafe("PRAGMA foreign_keys = ON")
