@@ -5,8 +5,7 @@ import { Catalog } from "../catalog/Catalog.ts"
 import { Customers } from "../customers/Customers.ts"
 import { Conflict, NotFound } from "../domain/errors.ts"
 import { Outbox } from "../events/Outbox.ts"
-import { format, max, roundHalfUp, sumAll, toDecimal, toNumber, ZERO } from "../domain/money.ts"
-import { fromMicro } from "../domain/quantity.ts"
+import { format, max, roundHalfUp, sumAll, toDecimal, toNumber } from "../domain/money.ts"
 import type { DecimalLike } from "../domain/rating.ts"
 import { Ids } from "../platform/ids.ts"
 import { type InvoiceRecord, InvoicesRepo } from "./InvoicesRepo.ts"
@@ -236,38 +235,23 @@ export const InvoicesLive = Layer.effect(
         const customerId = customerRef === undefined ? undefined : (yield* customers.resolve(org, customerRef)).id
         const snapshot = yield* catalog.snapshot(org)
         const groups = rateUnbilled(snapshot, yield* repo.listUnbilled(org, customerId))
-        return yield* Effect.forEach(groups, (group) =>
-          Effect.gen(function* () {
-            const lines = yield* Effect.forEach(group.lines, (line) =>
-              Effect.gen(function* () {
-                const usage = fromMicro(
-                  yield* repo.usageInSpan(org, {
-                    customerId: group.customerId,
-                    subjectId: line.subjectId,
-                    planId: line.planId,
-                    from: line.periodStart,
-                    to: line.periodEnd
-                  })
-                )
-                const recorded = max(usage, line.quantity)
-                return {
-                  feature: line.feature,
-                  usage: toNumber(recorded),
-                  included: toNumber(max(ZERO, BigDecimal.subtract(recorded, line.quantity))),
-                  billableUnits: toNumber(line.quantity),
-                  amount: toNumber(line.amount),
-                  tierBreakdown: wireTiers(line.tierBreakdown)
-                }
-              })
-            )
+        // A line's usage is what its own events recorded: `included` is the part of them the plan and grants covered.
+        return groups.map((group) => ({
+          customerId: group.customerId,
+          currency: group.currency,
+          lines: group.lines.map((line) => {
+            const usage = max(line.recorded, line.quantity)
             return {
-              customerId: group.customerId,
-              currency: group.currency,
-              lines,
-              total: toNumber(group.subtotal)
+              feature: line.feature,
+              usage: toNumber(usage),
+              included: toNumber(BigDecimal.subtract(usage, line.quantity)),
+              billableUnits: toNumber(line.quantity),
+              amount: toNumber(line.amount),
+              tierBreakdown: wireTiers(line.tierBreakdown)
             }
-          })
-        )
+          }),
+          total: toNumber(group.subtotal)
+        }))
       })
 
     const get = (org: string, invoiceId: string) =>

@@ -35,15 +35,6 @@ export interface InvoiceRecord {
   readonly paidAt: number | null
 }
 
-/** Units of one subject the customer recorded in a span (for the unbilled-usage view). */
-export interface UsageSpan {
-  readonly customerId: string
-  readonly subjectId: string
-  readonly planId: string | null
-  readonly from: number
-  readonly to: number
-}
-
 export interface InvoicesRepoShape {
   /**
    * The customer's unbilled billable events (billable > 0, no invoice), locked for the rest of the transaction on
@@ -52,8 +43,6 @@ export interface InvoicesRepoShape {
   readonly lockUnbilled: (org: string, customerId: string) => Effect.Effect<ReadonlyArray<UnbilledEvent>>
   /** The same without a lock, for one customer or (undefined) all of them. */
   readonly listUnbilled: (org: string, customerId: string | undefined) => Effect.Effect<ReadonlyArray<UnbilledEvent>>
-  /** Micro-units (`cost`) the customer recorded on the subject within the span, on events not yet invoiced. */
-  readonly usageInSpan: (org: string, span: UsageSpan) => Effect.Effect<bigint>
   /**
    * Moves events from one holder to another: `invoice_id` from `from` (null = unbilled) to `to`, only on events still
    * held by `from` (a guarded UPDATE, so of two racing claimers each event goes to one). Returns the ids it moved.
@@ -92,6 +81,7 @@ const UnbilledEventRow = recordSchema<UnbilledEvent>()(
     customerId: Schema.String,
     subjectId: Schema.String,
     planId: Schema.NullOr(Schema.String),
+    cost: MicroUnits,
     billable: MicroUnits,
     createdAt: Millis
   })
@@ -153,7 +143,7 @@ export const InvoicesRepoSql = Layer.effect(
     const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
 
     const unbilled = (org: string, customerId: string | undefined, lock: boolean) =>
-      sql`SELECT id, customer_id, subject_id, plan_id, billable, created_at FROM usage_events
+      sql`SELECT id, customer_id, subject_id, plan_id, cost, billable, created_at FROM usage_events
           WHERE organization_id = ${org}
             ${customerId === undefined ? sql.literal("") : sql`AND customer_id = ${customerId}`}
             AND invoice_id IS NULL AND billable > 0
@@ -162,18 +152,6 @@ export const InvoicesRepoSql = Layer.effect(
     return {
       lockUnbilled: (org, customerId) => unbilled(org, customerId, true),
       listUnbilled: (org, customerId) => unbilled(org, customerId, false),
-      usageInSpan: (org, span) =>
-        // In two halves, whole units and micro-units: SQLite's SUM of integers fails past 2^63 (nine events of the
-        // largest cost, docs/decisions.md "Numbers"); each half stays far below it. PostgreSQL's SUM is NUMERIC anyway.
-        sql<{ whole: unknown; micro: unknown }>`SELECT COALESCE(SUM(cost / 1000000), 0) AS whole,
-              COALESCE(SUM(cost % 1000000), 0) AS micro FROM usage_events
-            WHERE organization_id = ${org} AND customer_id = ${span.customerId} AND subject_id = ${span.subjectId}
-              ${span.planId === null ? sql`AND plan_id IS NULL` : sql`AND plan_id = ${span.planId}`}
-              AND invoice_id IS NULL AND created_at >= ${span.from} AND created_at <= ${span.to}`.pipe(
-          // PostgreSQL's SUM of BIGINT is NUMERIC (a string); SQLite's an integer.
-          Effect.map((rows) => BigInt(String(rows[0]?.whole ?? 0)) * 1_000_000n + BigInt(String(rows[0]?.micro ?? 0))),
-          Effect.orDie
-        ),
       moveEvents: (org, move, eventIds) =>
         Effect.gen(function* () {
           const moved: Array<string> = []

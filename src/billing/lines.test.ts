@@ -106,12 +106,15 @@ const event = (
   planId: string | null,
   units: number,
   createdAt = 1_700_000_000_000,
-  customerId = "cus_1"
+  customerId = "cus_1",
+  /** Units of the same event the plan covered (recorded, not billed). */
+  covered = 0
 ): UnbilledEvent => ({
   id: `evt_${String(++n).padStart(4, "0")}`,
   customerId,
   subjectId,
   planId,
+  cost: BigInt(Math.round((units + covered) * 1_000_000)),
   billable: BigInt(Math.round(units * 1_000_000)),
   createdAt
 })
@@ -229,6 +232,20 @@ describe("rateUnbilled", () => {
     expect([groups[0]!.periodStart, groups[0]!.periodEnd]).toEqual([1_000, 5_000])
     expect(groups[0]!.eventIds).toHaveLength(3)
     expect(groups.flatMap((g) => g.eventIds)).not.toContain(events[5]!.id)
+  })
+
+  test("a line records its events whole: what they billed and what the plan covered of them", () => {
+    const [group] = rateUnbilled(catalog, [
+      // The event that ran past the plan's limit: 2 covered, 5 over.
+      event("feat_tokens", "plan_pro", 5, 1_000, "cus_1", 2),
+      event("feat_tokens", "plan_pro", 9, 2_000),
+      event("feat_a", "plan_cheap", 0.5, 3_000, "cus_1", 0.25)
+    ])
+    expect(group!.lines.map((l) => [l.feature, format(l.quantity), format(l.recorded)])).toEqual([
+      ["tokens", "14", "16"]
+    ])
+    const [usd] = rateUnbilled(catalog, [event("feat_a", "plan_cheap", 0.5, 3_000, "cus_1", 0.25)])
+    expect(usd!.lines.map((l) => [l.feature, format(l.quantity), format(l.recorded)])).toEqual([["a", "0.5", "0.75"]])
   })
 
   test("usage under a plan or plan feature the catalog no longer has is a zero-priced line, billed once", () => {

@@ -22,7 +22,9 @@ export interface UnbilledEvent {
   /** The feature, or the credit system the event drew from. */
   readonly subjectId: string
   readonly planId: string | null
-  /** Micro-units of the subject (credits for a credit system), > 0. */
+  /** Micro-units of the subject the event recorded (credits for a credit system), what the plan covered included. */
+  readonly cost: bigint
+  /** Micro-units of `cost` beyond what the plan and any grants covered, > 0. */
   readonly billable: bigint
   readonly createdAt: number
 }
@@ -34,6 +36,8 @@ export interface RatedLine {
   readonly feature: string
   readonly description: string
   readonly quantity: Decimal
+  /** What the line's events recorded, billable or not (`quantity` and what the plan covered of those events). */
+  readonly recorded: Decimal
   readonly unitPrice: Decimal
   readonly amount: Decimal
   readonly tierBreakdown: ReadonlyArray<TierLine>
@@ -139,6 +143,7 @@ export const rateUnbilled = (catalog: Catalog, events: ReadonlyArray<UnbilledEve
       feature: subject.slug,
       description: describe(subject.name, plan, terms),
       quantity,
+      recorded: fromMicro(acc.events.reduce((sum, e) => sum + e.cost, 0n)),
       unitPrice: unitPriceOf(pricing, quantity, rating.amount),
       amount: rating.amount,
       tierBreakdown: rating.tierBreakdown,

@@ -36,7 +36,7 @@ const migratedWithHistory = Effect.gen(function* () {
         cost, from_plan, from_bonus, from_addon, overage, billable, plan_id, metadata, invoice_id, created_at)
       VALUES ('org_1', ${id}, ${customer}, 'feat_1', 'feat_1', NULL, 1, 1, 1, 0, 0, 0, ${billable}, NULL, '{}',
         ${invoice}, ${createdAt})`
-  yield* Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
+  yield* upTo("0020_leaner_usage_writes")
   const unbilledQuery = `SELECT id FROM usage_events
     WHERE organization_id = 'org_1' AND customer_id = 'cus_a' AND invoice_id IS NULL AND billable > 0 ORDER BY id`
   return {
@@ -64,5 +64,23 @@ test("0020 on SQLite: usage history survives the rollups' new table, and unbille
   // The covering index of 0005 is gone: the clustered table answers history's range reads itself.
   expect(result.schema).toEqual(["usage_events", "usage_events_customer", "usage_events_unbilled", "usage_rollups"])
   expect(result.unbilled).toEqual(["evt_2"])
+  expect(result.plan.join("\n")).toContain("USING INDEX usage_events_unbilled")
+})
+
+test("0021 on SQLite: events keep one index of their own, the unbilled one, which unbilled usage still reads", async () => {
+  const result = await Effect.runPromise(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      yield* Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
+      const unbilled = `SELECT id, cost, billable FROM usage_events
+        WHERE organization_id = 'org_1' AND customer_id = 'cus_a' AND invoice_id IS NULL AND billable > 0 ORDER BY id`
+      return {
+        indexes: (yield* sql<{ name: string }>`SELECT name FROM sqlite_master
+          WHERE type = 'index' AND tbl_name = 'usage_events' AND sql IS NOT NULL ORDER BY name`).map((r) => r.name),
+        plan: (yield* sql.unsafe<{ detail: string }>(`EXPLAIN QUERY PLAN ${unbilled}`)).map((r) => r.detail)
+      }
+    }).pipe(Effect.provide(SqliteClient.layer({ filename: ":memory:" })))
+  )
+  expect(result.indexes).toEqual(["usage_events_unbilled"])
   expect(result.plan.join("\n")).toContain("USING INDEX usage_events_unbilled")
 })
