@@ -21,21 +21,33 @@ const settingsWith = (env: Record<string, string>, name: string) => {
     const [journal] = yield* sql<{ journalMode: string }>`PRAGMA journal_mode`
     const [sync] = yield* sql<{ synchronous: number }>`PRAGMA synchronous`
     const [cache] = yield* sql<{ cacheSize: number }>`PRAGMA cache_size`
-    return { journal: journal!.journalMode, synchronous: sync!.synchronous, cacheKib: -cache!.cacheSize }
+    const [temp] = yield* sql<{ tempStore: number }>`PRAGMA temp_store`
+    return {
+      journal: journal!.journalMode,
+      synchronous: sync!.synchronous,
+      cacheKib: -cache!.cacheSize,
+      tempStore: temp!.tempStore
+    }
   })
   return Effect.runPromise(Effect.scoped(Effect.provide(program, layer)))
 }
 
 test("a file database syncs its log at every commit (FULL), as durable as PostgreSQL's default", async () => {
-  // SQLite's codes: 1 = NORMAL, 2 = FULL.
-  expect(await settingsWith({}, "default")).toEqual({ journal: "wal", synchronous: 2, cacheKib: 64 * 1024 })
+  // SQLite's codes: 1 = NORMAL, 2 = FULL; a temp_store of 2 = MEMORY (statement journals never spill to a file).
+  expect(await settingsWith({}, "default")).toEqual({
+    journal: "wal",
+    synchronous: 2,
+    cacheKib: 64 * 1024,
+    tempStore: 2
+  })
 })
 
 test("SQLITE_SYNCHRONOUS=normal syncs only at checkpoints; anything else is refused at start-up", async () => {
   expect(await settingsWith({ SQLITE_SYNCHRONOUS: "normal" }, "normal")).toEqual({
     journal: "wal",
     synchronous: 1,
-    cacheKib: 64 * 1024
+    cacheKib: 64 * 1024,
+    tempStore: 2
   })
   expect(
     await settingsWith({ SQLITE_SYNCHRONOUS: "off" }, "off").then(
