@@ -308,6 +308,22 @@ for (const database of databases()) {
       expect(await usage("b6")).toBe((recordedFive ? 5 : 4) + 6)
     })
 
+    test("a stored key: a batch's item with another body is a 409, and a later one with the stored body repeats it", async () => {
+      const { batch, usage } = await setup()
+      const first = await batch([
+        { customer: "b7", feature: "tokens", value: 4, idempotencyKey: "k", customerData: {} }
+      ])
+      expect(first.body.results[0]).toMatchObject({ allowed: true, usage: 4 })
+      // As when two batches merge into one transaction: the other body first, then the stored one.
+      const again = await batch([
+        { customer: "b7", feature: "tokens", value: 5, idempotencyKey: "k" },
+        { customer: "b7", feature: "tokens", value: 4, idempotencyKey: "k", customerData: {} }
+      ])
+      expect(again.body.results[0]).toMatchObject({ success: false, code: "idempotency_conflict" })
+      expect(again.body.results[1]).toEqual(first.body.results[0])
+      expect(await usage("b7")).toBe(4)
+    })
+
     test("batches and single tracks racing for one balance admit exactly the remaining 100", async () => {
       const { batch, track, usage } = await setup()
       await track({ customer: "race", feature: "tokens", value: 0 })

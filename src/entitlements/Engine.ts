@@ -653,33 +653,40 @@ export const EntitlementsLive = Layer.effect(
             Effect.gen(function* () {
               // Each attempt starts from what was decided before the transaction.
               const results = [...decided]
-              // Keys first, in key order (two batches never wait on each other's keys in a cycle); a key repeated in
-              // the batch repeats its first item's answer.
-              const firstOfKey = new Map<string, number>()
-              const repeats: Array<[number, number]> = []
-              const keyed = items
-                .map((item, i) => ({ key: item.idempotencyKey, i }))
-                .filter((k): k is { key: string; i: number } => k.key !== undefined && results[k.i] === undefined)
-              for (const { key, i } of keyed) {
-                const first = firstOfKey.get(key)
-                if (first === undefined) firstOfKey.set(key, i)
-                else if (hashes[first] !== hashes[i]) results[i] = Either.left(idempotencyConflict())
-                else repeats.push([i, first])
+              // Keys first, in key order (two batches never wait on each other's keys in a cycle). A key's request is
+              // the one stored, or else its first item's (which claims it); an item with another body is a conflict,
+              // and the first with that body answers for every later one. Items of several batches merged into one
+              // transaction are thus answered as if the batches had run one after the other.
+              const itemsOfKey = new Map<string, Array<number>>()
+              for (const [i, item] of items.entries()) {
+                const key = item.idempotencyKey
+                if (key === undefined || results[i] !== undefined) continue
+                const of = itemsOfKey.get(key)
+                if (of === undefined) itemsOfKey.set(key, [i])
+                else of.push(i)
               }
               const claimed = new Set<number>()
+              const repeats: Array<[number, number]> = []
               const claims = yield* repo.claimIdempotencyKeys(
                 org,
-                [...firstOfKey].map(([key, i]) => ({ key, requestHash: hashes[i]! })),
+                [...itemsOfKey].map(([key, [first]]) => ({ key, requestHash: hashes[first!]! })),
                 now,
                 now - DAY_MS
               )
-              for (const [key, i] of firstOfKey) {
+              for (const [key, of] of itemsOfKey) {
                 const claim = claims.get(key)!
-                if (claim._tag === "Existing" && claim.requestHash !== hashes[i])
-                  results[i] = Either.left(idempotencyConflict())
-                else if (claim._tag === "Existing" && claim.response !== null) {
-                  results[i] = Either.right(storedState(JSON.parse(claim.response) as EntitlementState))
-                } else claimed.add(i)
+                const request = claim._tag === "Existing" ? claim.requestHash : hashes[of[0]!]
+                let leader: number | undefined
+                for (const i of of) {
+                  if (hashes[i] !== request) results[i] = Either.left(idempotencyConflict())
+                  else if (leader !== undefined) repeats.push([i, leader])
+                  else {
+                    leader = i
+                    if (claim._tag === "Existing" && claim.response !== null)
+                      results[i] = Either.right(storedState(JSON.parse(claim.response) as EntitlementState))
+                    else claimed.add(i)
+                  }
+                }
               }
               for (const [i, first] of repeats) if (results[first] !== undefined) results[i] = results[first]
               const repeated = new Set(repeats.map(([i]) => i))
@@ -768,8 +775,9 @@ export const EntitlementsLive = Layer.effect(
     /**
      * Concurrent batches of an organization share a transaction (docs/decisions.md, "Batches and event time"): what
      * arrives while a lane's transaction runs waits, and goes into the next one as one batch of their items in
-     * arrival order. A key two of them use is then a key repeated in one batch (the later item repeats the first's
-     * answer, or is a 409 if its body differs), which is what it would have been had the later waited for the first.
+     * arrival order. A key two of them use is then a key repeated in one batch: an item whose body is not the key's
+     * request (the stored one, else the first item's) is a 409, and a later one with it repeats the earlier's answer,
+     * which is what it would have been had the later batch waited for the earlier.
      * The row locks of one transaction are taken in one order, so batches merged into it never wait on each other's
      * locks, and each pays a share of its fixed costs (claims, locks, the commit and its sync). PostgreSQL: two lanes
      * (the database works on one while the service decides the other; one lane lost 7–15%); SQLite: one, gathering
