@@ -632,11 +632,19 @@ export const EntitlementsLive = Layer.effect(
      * recorded: guarded (src/entitlements/guardedBatch.ts) unless it needs the locked transaction.
      */
     const transact = (org: string, prepared: PreparedBatch) =>
-      Option.isNone(guardedBatches) || !isGuarded(prepared)
+      Option.isNone(guardedBatches)
         ? transactLocked(org, prepared)
         : Effect.flatMap(
-            guardedBatches.value.run(org, prepared),
-            Option.match({ onNone: () => transactLocked(org, prepared), onSome: Effect.succeed })
+            isGuarded(prepared) ? guardedBatches.value.run(org, prepared) : Effect.succeedNone,
+            Option.match({
+              // Its balances, as the transaction will lock them: a guarded batch over one that fails its guard waits.
+              onNone: () =>
+                guardedBatches.value.writingOver(
+                  org,
+                  planDraws(prepared.resolutions, prepared.meters, [...prepared.decided], new Set()).balances.keys()
+                )(transactLocked(org, prepared)),
+              onSome: Effect.succeed
+            })
           )
 
     /**
@@ -766,10 +774,23 @@ export const EntitlementsLive = Layer.effect(
                 })
               )
               for (const [i, first] of repeats) results[i] ??= results[first]
-              return results.map((r) => r!)
+              // Every balance locked, as this transaction leaves it (a balance written moved one version).
+              const left = [...state].map(([key, b]) => {
+                const { customerId, subjectId } = balances.get(key)!
+                const version = lockedVersion.get(key)!
+                return { ...b, customerId, subjectId, version: events.has(key) ? version + 1 : version }
+              })
+              return { results: results.map((r) => r!), left }
             })
           )
-        ).pipe(Effect.catchTag("SqlError", Effect.die))
+        ).pipe(
+          Effect.catchTag("SqlError", Effect.die),
+          Effect.flatMap(({ results, left }) =>
+            Option.isSome(guardedBatches)
+              ? Effect.as(guardedBatches.value.learn(org, left), results)
+              : Effect.succeed(results)
+          )
+        )
       })
 
     /**

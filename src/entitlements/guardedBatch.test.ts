@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test"
-import { Effect } from "effect"
+import { Deferred, Effect, Fiber, FiberId } from "effect"
 import type { EntitlementState } from "../api/entitlements.ts"
 import type { GuardedBatches, KeyedBalance, UsageEventRow } from "./EntitlementsRepo.ts"
 import { type GuardedInput, makeGuardedBatches } from "./guardedBatch.ts"
@@ -23,6 +23,14 @@ const makeStore = () => {
   const versions = new Map(customers.map((c) => [c, 1]))
   const reads: Array<ReadonlyArray<string>> = []
   const answered: Array<number> = []
+  /** Each guarded write: whether its guard held. */
+  const guards: Array<boolean> = []
+  /** Holds the next write on its way until it is done (a statement the database has not reached yet). */
+  let gate: Deferred.Deferred<void> | undefined
+  const holdNextWrite = () => {
+    gate = Deferred.unsafeMake<void>(FiberId.none)
+    return gate
+  }
   /** Runs while the next read is on its way, before it answers (a write of the same process committing meanwhile). */
   let meanwhile: Effect.Effect<unknown> = Effect.void
   const guarded: GuardedBatches = {
@@ -46,12 +54,24 @@ const makeStore = () => {
           })
         )
       ),
-    // Every guard holds: the written balances move one version.
-    commit: (_org, written) =>
-      Effect.sync(() => {
-        for (const w of written) versions.set(w.customerId, versions.get(w.customerId)! + 1)
-        return true
-      })
+    // A guard holds where every balance is still at the version decided over: then the written ones move one version.
+    commit: (_org, written, checked) =>
+      Effect.suspend(() => {
+        const held = gate
+        gate = undefined
+        return held === undefined ? Effect.void : Deferred.await(held)
+      }).pipe(
+        Effect.zipRight(
+          Effect.sync(() => {
+            const held =
+              written.every((w) => versions.get(w.customerId) === w.expectedVersion) &&
+              checked.every((c) => versions.get(c.customerId) === c.version)
+            guards.push(held)
+            if (held) for (const w of written) versions.set(w.customerId, versions.get(w.customerId)! + 1)
+            return held
+          })
+        )
+      )
   }
   /** Another writer (another process, an operator) moves these balances. */
   const move = (moved: ReadonlyArray<string>) => {
@@ -60,6 +80,7 @@ const makeStore = () => {
   const forget = () => {
     reads.length = 0
     answered.length = 0
+    guards.length = 0
   }
   /** Balances created since (by another process, or by this one's first batch over a new customer). */
   const add = (created: ReadonlyArray<string>) => {
@@ -68,7 +89,7 @@ const makeStore = () => {
   const whileReading = (effect: Effect.Effect<unknown>) => {
     meanwhile = effect
   }
-  return { guarded, reads, answered, move, add, forget, whileReading }
+  return { guarded, reads, answered, guards, versions, move, add, forget, whileReading, holdNextWrite }
 }
 
 /** A draw of one unit, always admitted (what the check reads does not depend on the draw's rules). */
@@ -181,5 +202,63 @@ describe("a guarded batch's check", () => {
     store.add(newcomers)
     await Effect.runPromise(batches.check(ORG, batchOver([...customers.slice(0, 5), ...newcomers], t0 + 5)))
     expect(store.reads).toEqual([newcomers])
+  })
+
+  test("what the locked transaction left, learnt once it committed: the next batch over those balances reads nothing and its guard holds", async () => {
+    const store = makeStore()
+    const batches = makeGuardedBatches(store.guarded)
+    const t0 = 1_000_000
+    await Effect.runPromise(batches.check(ORG, batchOver(customers, t0)))
+    // The locked transaction of this process moves 10 balances, then says what it left; an older state said after
+    // that (a write that committed before it) changes nothing.
+    const moved = customers.slice(0, 10)
+    store.move(moved)
+    const row = { windowStart: 0, windowEnd: null, used: 0n, overage: 0n, bonus: 0n, addon: 0n }
+    const left = (customerId: string, version: number) => ({ ...row, customerId, subjectId: SUBJECT, version })
+    await Effect.runPromise(
+      batches.learn(
+        ORG,
+        moved.map((c) => left(c, store.versions.get(c)!))
+      )
+    )
+    await Effect.runPromise(batches.learn(ORG, [left(moved[0]!, 1)]))
+    store.forget()
+    const results = await Effect.runPromise(batches.run(ORG, batchOver(customers, t0 + 1)))
+    expect(results._tag).toBe("Some")
+    expect(store.reads).toEqual([])
+    expect(store.guards).toEqual([true])
+    // Not learnt, the same write fails the next batch's guard: it reads the balances again before its second attempt.
+    store.move(moved)
+    store.forget()
+    await Effect.runPromise(batches.run(ORG, batchOver(customers, t0 + 2)))
+    expect(store.guards).toEqual([false, true])
+    expect(store.reads.length).toBe(1)
+  })
+
+  test("a batch decided over another's write on its way that reaches its rows first: it waits for that write, then passes its guard without a read", async () => {
+    const store = makeStore()
+    const batches = makeGuardedBatches(store.guarded)
+    const t0 = 1_000_000
+    await Effect.runPromise(batches.check(ORG, batchOver(customers, t0)))
+    store.forget()
+    // The first batch's write is on its way; the second, over five of its balances, is decided over what it will
+    // leave, and its statement reaches the rows first: its guard fails.
+    const gate = store.holdNextWrite()
+    const first = Effect.runFork(batches.run(ORG, batchOver(customers.slice(0, 10), t0 + 1)))
+    await Effect.runPromise(Effect.yieldNow())
+    const second = Effect.runFork(batches.run(ORG, batchOver(customers.slice(5, 15), t0 + 2)))
+    await Effect.runPromise(Effect.yieldNow())
+    expect(store.guards).toEqual([false])
+    await Effect.runPromise(Deferred.succeed(gate, undefined))
+    const [a, b] = await Effect.runPromise(Fiber.joinAll([first, second]))
+    expect([a?._tag, b?._tag]).toEqual(["Some", "Some"])
+    // Its second attempt waited for the first write and was decided over what it left: no read, and its guard held.
+    expect(store.guards).toEqual([false, true, true])
+    expect(store.reads).toEqual([])
+    expect(customers.slice(0, 15).map((c) => store.versions.get(c))).toEqual([
+      ...Array(5).fill(2),
+      ...Array(5).fill(3),
+      ...Array(5).fill(2)
+    ])
   })
 })
