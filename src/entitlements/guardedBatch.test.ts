@@ -31,6 +31,8 @@ const makeStore = () => {
     gate = Deferred.unsafeMake<void>(FiberId.none)
     return gate
   }
+  /** Whether the write to hold has not been sent yet. */
+  const holding = () => gate !== undefined
   /** Runs while the next read is on its way, before it answers (a write of the same process committing meanwhile). */
   let meanwhile: Effect.Effect<unknown> = Effect.void
   const guarded: GuardedBatches = {
@@ -89,7 +91,13 @@ const makeStore = () => {
   const whileReading = (effect: Effect.Effect<unknown>) => {
     meanwhile = effect
   }
-  return { guarded, reads, answered, guards, versions, move, add, forget, whileReading, holdNextWrite }
+  return { guarded, reads, answered, guards, versions, move, add, forget, whileReading, holdNextWrite, holding }
+}
+
+/** Resolves once `done` holds (other fibers run meanwhile), or fails after 100 turns of the event loop. */
+const until = async (done: () => boolean) => {
+  for (let turn = 0; turn < 100 && !done(); turn++) await new Promise((resolve) => setTimeout(resolve, 0))
+  if (!done()) throw new Error("the awaited step never happened")
 }
 
 /** A draw of one unit, always admitted (what the check reads does not depend on the draw's rules). */
@@ -118,7 +126,7 @@ const batchOver = (names: ReadonlyArray<string>, now: number): GuardedInput => (
   now
 })
 
-describe("a guarded batch's check", () => {
+describe("guarded batches", () => {
   test("most of a batch's balances moved: every balance known is checked at once, and later batches find nothing left to read", async () => {
     const store = makeStore()
     const batches = makeGuardedBatches(store.guarded)
@@ -245,9 +253,9 @@ describe("a guarded batch's check", () => {
     // leave, and its statement reaches the rows first: its guard fails.
     const gate = store.holdNextWrite()
     const first = Effect.runFork(batches.run(ORG, batchOver(customers.slice(0, 10), t0 + 1)))
-    await Effect.runPromise(Effect.yieldNow())
+    await until(() => !store.holding())
     const second = Effect.runFork(batches.run(ORG, batchOver(customers.slice(5, 15), t0 + 2)))
-    await Effect.runPromise(Effect.yieldNow())
+    await until(() => store.guards.length > 0)
     expect(store.guards).toEqual([false])
     await Effect.runPromise(Deferred.succeed(gate, undefined))
     const [a, b] = await Effect.runPromise(Fiber.joinAll([first, second]))
