@@ -630,8 +630,11 @@ const commitSetBased = (guarded: boolean) => {
       AND ${BALANCE_SET.map((k) => `l.${snake(k)} IS NOT DISTINCT FROM i.base_${snake(k)}`).join(" AND ")}
   )`
     : ""
+  // The guarded UPDATE finds each row by its key alone. With the lists of `byRows` beside the key, each of its index
+  // lookups also compared the row with every customer of the list: quadratic, ~7 ms of 1,000 balances' 13. Its plan
+  // stays index lookups whatever PostgreSQL estimates (custom or generic), as `i` comes filtered by `write`.
   const written = guarded
-    ? `(SELECT held FROM g) AND i.write = 1 AND ${byRows("i")}
+    ? `(SELECT held FROM g) AND i.write = 1 AND b.organization_id = $1
       AND b.customer_id = i.customer AND b.subject_id = i.subject`
     : `${byRows("i")}
       AND b.customer_id = i.customer AND b.subject_id = i.subject AND b.version = i.expected`
