@@ -102,7 +102,7 @@ export const makeGuardedBatches = (guarded: GuardedBatches) => {
   const locking = new Map<string, Deferred.Deferred<void>>()
   /**
    * By organization: how many checks in a row found nothing changed. From `TRUSTED_AFTER` on, batches skip the check
-   * (their guards still hold them to the truth) until a guard fails.
+   * (their guards still hold them to the truth) until a guard fails that no write of this process overtook.
    */
   const trusted = new Map<string, number>()
   /**
