@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test"
 import { Deferred, Effect, Fiber, FiberId } from "effect"
 import type { EntitlementState } from "../api/entitlements.ts"
 import type { GuardedBatches, KeyedBalance, UsageEventRow } from "./EntitlementsRepo.ts"
+import { balanceKey } from "./batchDraws.ts"
 import { type GuardedInput, makeGuardedBatches } from "./guardedBatch.ts"
 import type { Meter } from "./meter.ts"
 import type { Resolution } from "./resolution.ts"
@@ -262,6 +263,50 @@ describe("guarded batches", () => {
     expect([a?._tag, b?._tag]).toEqual(["Some", "Some"])
     // Its second attempt waited for the first write and was decided over what it left: no read, and its guard held.
     expect(store.guards).toEqual([false, true, true])
+    expect(store.reads).toEqual([])
+    expect(customers.slice(0, 15).map((c) => store.versions.get(c))).toEqual([
+      ...Array(5).fill(2),
+      ...Array(5).fill(3),
+      ...Array(5).fill(2)
+    ])
+  })
+
+  test("a batch over balances the locked transaction is writing waits for it, then is decided over what it left", async () => {
+    const store = makeStore()
+    const batches = makeGuardedBatches(store.guarded)
+    const t0 = 1_000_000
+    await Effect.runPromise(batches.check(ORG, batchOver(customers, t0)))
+    store.forget()
+    // The locked transaction over the first ten balances, held on its way; it moves them and says what it left.
+    const moved = customers.slice(0, 10)
+    const held = Deferred.unsafeMake<void>(FiberId.none)
+    const row = { windowStart: 0, windowEnd: null, used: 0n, overage: 0n, bonus: 0n, addon: 0n }
+    const locked = Effect.runFork(
+      batches.writingOver(
+        ORG,
+        moved.map((c) => balanceKey(c, SUBJECT))
+      )(
+        Deferred.await(held).pipe(
+          Effect.tap(() => store.move(moved)),
+          Effect.zipRight(
+            Effect.suspend(() =>
+              batches.learn(
+                ORG,
+                moved.map((c) => ({ ...row, customerId: c, subjectId: SUBJECT, version: store.versions.get(c)! }))
+              )
+            )
+          )
+        )
+      )
+    )
+    const batch = Effect.runFork(batches.run(ORG, batchOver(customers.slice(5, 15), t0 + 1)))
+    for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setTimeout(resolve, 0))
+    expect(store.guards).toEqual([])
+    await Effect.runPromise(Deferred.succeed(held, undefined))
+    await Effect.runPromise(Fiber.join(locked))
+    expect((await Effect.runPromise(Fiber.join(batch)))._tag).toBe("Some")
+    // Decided over what the transaction left: one write, no read, its guard held.
+    expect(store.guards).toEqual([true])
     expect(store.reads).toEqual([])
     expect(customers.slice(0, 15).map((c) => store.versions.get(c))).toEqual([
       ...Array(5).fill(2),

@@ -105,21 +105,24 @@ export const makeGuardedBatches = (guarded: GuardedBatches) => {
    * (their guards still hold them to the truth) until a guard fails that no write of this process overtook.
    */
   const trusted = new Map<string, number>()
+  /** The writes on their way over the balances named: the locked transaction's, and (`guarded`) the last guarded one's. */
+  const writesOver = (org: string, keys: Iterable<string>, guarded: boolean) => {
+    const waits = new Set<Deferred.Deferred<void>>()
+    for (const key of keys) {
+      const last = guarded ? lastWrite(knownKey(org, key)) : undefined
+      if (last !== undefined) waits.add(last.done)
+      const locked = locking.get(knownKey(org, key))
+      if (locked !== undefined) waits.add(locked)
+    }
+    return waits
+  }
+  const endOf = (writes: Iterable<Deferred.Deferred<void>>) => Effect.forEach(writes, Deferred.await, { discard: true })
   /**
    * The writes still on their way over the balances named, ended. A batch whose guard failed waits for them before its
    * second attempt: decided over another lane's write on its way, its statement may reach the rows first and fail; read
    * again at once, it found them unwritten still, failed again and took the locked transaction (bench/batch.ts).
    */
-  const settled = (org: string, keys: Iterable<string>) => {
-    const waits = new Set<Deferred.Deferred<void>>()
-    for (const key of keys) {
-      const last = lastWrite(knownKey(org, key))
-      if (last !== undefined) waits.add(last.done)
-      const locked = locking.get(knownKey(org, key))
-      if (locked !== undefined) waits.add(locked)
-    }
-    return Effect.forEach(waits, Deferred.await, { discard: true })
-  }
+  const settled = (org: string, keys: Iterable<string>) => endOf(writesOver(org, keys, true))
   const remember = (key: string, state: StoredBalance) => {
     known.delete(key)
     if (known.size >= MAX_KNOWN) known.delete(known.keys().next().value!)
@@ -196,12 +199,8 @@ export const makeGuardedBatches = (guarded: GuardedBatches) => {
       const id = (key: string) => knownKey(org, key)
       // A locked transaction over one of its balances leaves states nobody knows yet: decided before it ends, the
       // batch would fail its guard.
-      const locked = new Set<Deferred.Deferred<void>>()
-      for (const key of plan.balances.keys()) {
-        const done = locking.get(id(key))
-        if (done !== undefined) locked.add(done)
-      }
-      if (locked.size > 0) yield* Effect.forEach(locked, Deferred.await, { discard: true })
+      const locked = writesOver(org, plan.balances.keys(), false)
+      if (locked.size > 0) yield* endOf(locked)
       // Balances known since the batch's check (`check`) need no read: the guard tells if one moved meanwhile.
       const unknown = [...plan.balances].filter(([key]) => !writing.has(id(key)) && !known.has(id(key)))
       if (unknown.length > 0) yield* read(org, unknown, input.now, false)
@@ -253,7 +252,7 @@ export const makeGuardedBatches = (guarded: GuardedBatches) => {
       // A second attempt is sent only once the writes it was decided over have ended: sent at once, it could reach
       // its rows first again.
       const commit = guarded.commit(org, written, checked)
-      const write = again ? Effect.zipRight(Effect.forEach(after, Deferred.await, { discard: true }), commit) : commit
+      const write = again ? Effect.zipRight(endOf(after), commit) : commit
       // A batch decided over writes on their way that fails its guard was most likely overtaken by one of them (their
       // statements run side by side): what the process knows is not put in doubt. Otherwise another writer moved a
       // balance, and what it knows of the batch's balances is read again, and checked again before each batch.
