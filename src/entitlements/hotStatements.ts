@@ -569,7 +569,8 @@ export const CommitVersions = Schema.Array(Schema.NullOr(Schema.Number))
  * three statements each; over a batch of 100 balances that was ~220 µs of PostgreSQL's CPU an event (bench/batch.ts).
  * The same answer. Parameters (`commitLockedParameters`): the organization, then one array per column: of the items,
  * of their events and of their rollups (each event and rollup naming its item by position). As typed arrays, not JSON
- * records, PostgreSQL spent ~20–25% less CPU on the lock and write of 100 balances (docs/benchmarks.md, "night").
+ * records, PostgreSQL spent ~20–25% less CPU on the lock and write of 100 balances (docs/benchmarks.md up to
+ * e5592d1, "2026-11-24 (night)").
  * The customers and subjects as subqueries make the UPDATE index lookups (joined as a set, or as an array whose
  * length the planner sees, it scanned the organization's balances). Items must name existing rows (`expected` not
  * null).
