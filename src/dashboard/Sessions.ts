@@ -5,11 +5,13 @@ import { Authenticator } from "../organizations/Authenticator.ts"
 import { Organizations, type OrganizationError } from "../organizations/Organizations.ts"
 import { randomToken, sha256Hex } from "../platform/crypto.ts"
 import { Ids, makeMonotonicIds } from "../platform/ids.ts"
-import type { Unauthorized } from "../api/errors.ts"
+import { Unauthorized } from "../api/errors.ts"
 
 /** decisions.md §13: a session lives 12 hours; a one-time link 10 minutes, once. */
 export const SESSION_MS = 12 * 60 * 60 * 1000
 export const LINK_MS = 10 * 60 * 1000
+
+const REVOKED = "Invalid or revoked API key"
 
 export interface Session {
   readonly id: string
@@ -56,38 +58,53 @@ export const DashboardSessionsLive = Layer.effect(
     // The audit lists in the order it was written: two changes of one millisecond keep their order.
     const auditId = makeMonotonicIds("aud")
 
-    const open = (organization: Organization, keyId: string | null) =>
+    /**
+     * A new session: of a one-time link (no key), or of the key with this hash, written only while that key is
+     * unrevoked (`INSERT … SELECT` over its row: a revocation committed before it leaves nothing written, one after
+     * it ends the session through `find`). None when the key is revoked or unknown.
+     */
+    const open = (organization: Organization, by: "link" | { readonly keyHash: string }) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const secret = randomToken(32)
-        const session: Session = {
-          id: yield* ids.next("dss"),
-          organization,
-          csrfToken: randomToken(24),
-          keyId,
-          expiresAt: now + SESSION_MS
-        }
-        yield* sql`INSERT INTO dashboard_sessions ${sql.insert({
-          organizationId: organization.id,
-          id: session.id,
-          tokenHash: sha256Hex(secret),
-          csrfToken: session.csrfToken,
-          keyId,
-          createdAt: now,
-          expiresAt: session.expiresAt,
-          endedAt: null
-        })}`.pipe(Effect.orDie)
-        return { session, cookie: `${organization.id}.${secret}` }
+        const id = yield* ids.next("dss")
+        const csrfToken = randomToken(24)
+        const expiresAt = now + SESSION_MS
+        const tokenHash = sha256Hex(secret)
+        const written =
+          by === "link"
+            ? yield* sql<{ keyId: string | null }>`INSERT INTO dashboard_sessions ${sql.insert({
+                organizationId: organization.id,
+                id,
+                tokenHash,
+                csrfToken,
+                keyId: null,
+                createdAt: now,
+                expiresAt,
+                endedAt: null
+              })} RETURNING key_id`.pipe(Effect.orDie)
+            : yield* sql<{ keyId: string | null }>`INSERT INTO dashboard_sessions
+                  (organization_id, id, token_hash, csrf_token, key_id, created_at, expires_at, ended_at)
+                SELECT ${organization.id}, ${id}, ${tokenHash}, ${csrfToken}, k.id, ${now}, ${expiresAt}, NULL
+                FROM api_keys k
+                WHERE k.organization_id = ${organization.id} AND k.key_hash = ${by.keyHash} AND k.revoked_at IS NULL
+                RETURNING key_id`.pipe(Effect.orDie)
+        const row = written[0]
+        if (row === undefined) return Option.none<SignedIn>()
+        const session: Session = { id, organization, csrfToken, keyId: row.keyId, expiresAt }
+        return Option.some<SignedIn>({ session, cookie: `${organization.id}.${secret}` })
       })
 
     return {
       signInWithKey: (apiKey) =>
         Effect.gen(function* () {
+          // The key's form and environment; its organization may come from the lookup cache, which another process's
+          // revocation reaches only within KEY_CACHE_MS on SQLite. So the cache never decides a sign-in: the session
+          // is written only if the key's row is still unrevoked, in the same statement that writes it.
           const organization = yield* authenticator.authenticate(apiKey)
-          const hash = sha256Hex(apiKey.trim())
-          const rows = yield* sql<{ id: string }>`SELECT id FROM api_keys
-            WHERE organization_id = ${organization.id} AND key_hash = ${hash} AND revoked_at IS NULL`.pipe(Effect.orDie)
-          return yield* open(organization, rows[0]?.id ?? null)
+          const opened = yield* open(organization, { keyHash: sha256Hex(apiKey.trim()) })
+          if (Option.isNone(opened)) return yield* new Unauthorized({ code: "unauthorized", message: REVOKED })
+          return opened.value
         }),
       createLink: (ref) =>
         Effect.gen(function* () {
@@ -118,7 +135,7 @@ export const DashboardSessionsLive = Layer.effect(
           const org = yield* Effect.option(organizations.get(organizationId))
           if (Option.isNone(org)) return Option.none()
           const { id, slug, name } = org.value
-          return Option.some(yield* open({ id, slug, name }, null))
+          return yield* open({ id, slug, name }, "link")
         }),
       find: (cookie) =>
         Effect.gen(function* () {
