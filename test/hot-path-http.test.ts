@@ -31,6 +31,8 @@ interface Req {
   readonly body?: string
   readonly headers?: Record<string, string>
   readonly auth?: "key" | "none" | "bad"
+  /** The `Authorization` header for the organization's key, when not `Bearer <key>`. */
+  readonly authorization?: (key: string) => string
   /** Whether the path in front of HttpApi answers it (else HttpApi does). */
   readonly hot: boolean
 }
@@ -112,6 +114,27 @@ const requests: ReadonlyArray<Req> = [
   { path: "/v1/check", body: body({ customer: "c", feature: "calls" }), auth: "none", hot: false },
   { path: "/v1/check", body: body({ customer: "c", feature: "calls" }), auth: "bad", hot: false },
   { path: "/v1/check/", body: body({ customer: "c", feature: "calls" }), hot: false },
+  // The bearer scheme in any case, with one or more spaces, is the key; any other spelling is a 401 from HttpApi.
+  ...[(k: string) => `bearer ${k}`, (k: string) => `BEARER    ${k}`].map((authorization) => ({
+    path: "/v1/check",
+    body: body({ customer: "c", feature: "sso" }),
+    authorization,
+    hot: true
+  })),
+  ...[
+    (k: string) => `Bear10 ${k}`,
+    (k: string) => `Bearer${k}`,
+    (k: string) => `Bearer\t${k}`,
+    (k: string) => `Basic ${k}`,
+    (k: string) => k,
+    (k: string) => `Bearer ${k} ${k}`,
+    (k: string) => `Bearer ${k},`
+  ].map((authorization) => ({
+    path: "/v1/track",
+    body: body({ customer: "c", feature: "sso" }),
+    authorization,
+    hot: false
+  })),
   // Batches: every item's answer as HttpApi encodes it, in the shapes the fast decoder takes and those it leaves to
   // the schema (customer data, metadata, a key the schema drops), and the bodies the schema refuses.
   ...[
@@ -181,11 +204,15 @@ for (const database of databases()) {
         const answers = []
         for (const server of [hot, plain]) {
           const apiKey = req.auth === "none" ? undefined : req.auth === "bad" ? "sk_test_wrong" : keys.get(server)!
+          const headers = {
+            ...req.headers,
+            ...(req.authorization === undefined ? {} : { authorization: req.authorization(keys.get(server)!) })
+          }
           const response = await server.fetch(req.path, {
             method: "POST",
-            ...(apiKey === undefined ? {} : { apiKey }),
+            ...(apiKey === undefined || req.authorization !== undefined ? {} : { apiKey }),
             ...(req.body === undefined ? {} : { body: req.body }),
-            ...(req.headers === undefined ? {} : { headers: req.headers })
+            headers
           })
           answers.push({
             status: response.status,
@@ -197,6 +224,56 @@ for (const database of databases()) {
         expect({ req, hot: hot.app.hotPathAnswers() - before }).toEqual({ req, hot: req.hot ? 1 : 0 })
       }
       expect(plain.app.hotPathAnswers()).toBe(0)
+    })
+  })
+}
+
+/**
+ * Issue 37, item 3: one key is one credential however its header is spelt (the scheme's case, the spaces after it),
+ * so the rate limit counts it once, on the direct endpoint and on HttpApi's routes alike; a header in another form
+ * carries no key on either path (HttpApi's decoder alone would take whatever follows its first 7 characters).
+ */
+for (const database of databases()) {
+  describe(`the Authorization header on both request paths on ${database.name}`, () => {
+    let server: TestServer
+    let key: string
+    beforeAll(async () => {
+      server = await startServer({ ...database.config, rateLimitRps: 1 })
+      key = (await server.createOrg()).apiKey
+    })
+    afterAll(() => server.close())
+
+    const track = (authorization: string) =>
+      server.fetch("/v1/track", {
+        method: "POST",
+        headers: { authorization },
+        body: body({ customer: "c", feature: "calls" })
+      })
+    const list = (authorization: string) => server.fetch("/v1/customers", { headers: { authorization } })
+
+    test("only `Bearer <key>` carries the key: other spellings are 401 on both paths, and use no bucket", async () => {
+      const statuses = []
+      for (let i = 10; i < 30; i++) {
+        statuses.push((await track(`Bear${i} ${key}`)).status, (await list(`Bear${i} ${key}`)).status)
+      }
+      statuses.push((await track(`Bearer${key}`)).status, (await list(`Token ${key}`)).status)
+      expect(statuses).toEqual(statuses.map(() => 401))
+      const refused = await list(`Bear10 ${key}`)
+      expect(await refused.json()).toMatchObject({ success: false, code: "unauthorized" })
+      // The key's own bucket is untouched: its burst of 2 is still there.
+      expect((await list(`Bearer ${key}`)).status).toBe(200)
+    })
+
+    test("every spelling of one key counts against one bucket, on the direct endpoint and HttpApi alike", async () => {
+      const other = (await server.createOrg()).apiKey
+      const spellings = Array.from({ length: 20 }, (_, i) =>
+        i % 2 === 0 ? `Bearer${" ".repeat(i + 1)}${other}` : `${i % 3 === 0 ? "BEARER" : "bearer"} ${other}`
+      )
+      const statuses = []
+      for (const [i, spelling] of spellings.entries()) {
+        statuses.push((await (i % 4 < 2 ? track(spelling) : list(spelling))).status)
+      }
+      expect(statuses).toEqual([200, 200, ...Array.from({ length: 18 }, () => 429)])
     })
   })
 }

@@ -14,6 +14,7 @@ import { type RequestFiberSlot, TIMED_OUT_MESSAGE } from "./RequestFiber.ts"
 import { json } from "./server.ts"
 import { toApiError } from "../boundary/toApiError.ts"
 import { fastBatchRequest } from "./batchDecode.ts"
+import { bearerCredential } from "./bearer.ts"
 
 /**
  * `check`, `track` and `track/batch` as direct endpoints, derived from their HttpApi definition (docs/decisions.md,
@@ -44,8 +45,6 @@ export interface HotPath {
 }
 
 type RunFork = <A>(effect: Effect.Effect<A>) => Fiber.RuntimeFiber<A, unknown>
-
-const BEARER = "Bearer ".length
 
 const wireError = (tag: Parameters<typeof errorBody>[0], code: string, message: string) =>
   json(errorStatus[tag][0], errorBody(tag, code, message), {})
@@ -179,7 +178,9 @@ export const makeHotPath = (
       const key = request.headers.get("idempotency-key")
       const headers = endpoint.headers(key === null ? {} : { "idempotency-key": key })
       if (Either.isLeft(payload) || Either.isLeft(headers)) return Promise.resolve(undefined)
-      const bearer = (request.headers.get("authorization") ?? "").slice(BEARER)
+      // A header HttpApi's security would refuse is left to it, which says why.
+      const bearer = bearerCredential(request.headers.get("authorization"))
+      if (bearer === undefined) return Promise.resolve(undefined)
       let run = program(route, bearer, payload.right, headers.right["idempotency-key"])
       if (traced) {
         // A root that is not sampled runs without spans (its children would not be sampled either); a sampled root

@@ -1,12 +1,14 @@
 import { errorBody } from "../api/errors.ts"
+import { bearerCredential } from "./bearer.ts"
 
 /**
  * Per-key rate limiting (decisions.md §10: 429 `rate_limited` with `Retry-After`): a token bucket per API key,
  * in this process's memory. A key may make `burst` requests at once and `rps` per second on average.
  *
- * The key of the map is the caller's raw `Authorization` header value: a lookup costs one Map access, the value
- * is never written anywhere (logs, metrics, errors), and an unknown or revoked key is limited like a real one,
- * so guessing keys is limited too. The map is bounded: idle buckets (refilled to full, so the same as absent)
+ * The key of the map is the bearer key the `Authorization` header carries, read as authentication reads it
+ * (./bearer.ts): every spelling of the header (the scheme's case, the spaces after it) counts against one bucket. It
+ * is never written anywhere (logs, metrics, errors), and an unknown or revoked key is limited like a real one, so
+ * guessing keys is limited too. The map is bounded: idle buckets (refilled to full, so the same as absent)
  * are swept when it reaches `maxKeys`, and if a flood of distinct keys keeps it full the oldest entries go.
  */
 export interface RateLimiterOptions {
@@ -84,13 +86,14 @@ export const makeRateLimiter = (options: RateLimiterOptions): RateLimiter => {
 
 /**
  * The pipeline's rate-limit gate, in front of every route (HttpApi's and the check/track endpoint's alike): the
- * refusal for a request over its key's rate, or undefined. Requests without a key are left to authentication.
+ * refusal for a request over its key's rate, or undefined. Requests without a bearer key (no header, another
+ * scheme, a malformed one) are left to authentication, which refuses them without looking anything up.
  */
 export const makeRateLimitGate = (options: RateLimiterOptions, now: () => number) => {
   const limiter = makeRateLimiter(options)
   return (request: Request): Response | undefined => {
-    const key = request.headers.get("authorization")
-    if (key === null || key === "") return undefined
+    const key = bearerCredential(request.headers.get("authorization"))
+    if (key === undefined) return undefined
     const wait = limiter.take(key, now())
     if (wait === 0) return undefined
     const seconds = Math.ceil(wait / 1000)
