@@ -1,8 +1,10 @@
+import { createHash } from "node:crypto"
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, Either, Option, Schema } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { errorBody, NotFound } from "../api/errors.ts"
 import { HostedOutcome } from "../api/hosted.ts"
+import { formatMajor } from "../domain/majorUnits.ts"
 import { AppConfig } from "../platform/config.ts"
 import { Webhooks } from "../webhooks/Webhooks.ts"
 import { type CheckoutRecord, Payments } from "../payments/Payments.ts"
@@ -17,15 +19,52 @@ import {
 const escape = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!)
 
-const page = (title: string, body: string) =>
-  `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">` +
-  `<title>${escape(title)}</title><style>body{font-family:system-ui,sans-serif;max-width:28rem;margin:4rem auto;` +
+const STYLE =
+  `body{font-family:system-ui,sans-serif;max-width:28rem;margin:4rem auto;` +
   `padding:0 1rem;color:#1a1a1a}.card{border:1px solid #ddd;border-radius:12px;padding:1.5rem}` +
   `button{font-size:1rem;padding:.6rem 1.2rem;border-radius:8px;border:0;background:#0a7d45;color:#fff;cursor:pointer}` +
-  `button.secondary{background:#eee;color:#333;margin-left:.5rem}.muted{color:#666;font-size:.9rem}</style></head>` +
+  `button.secondary{background:#eee;color:#333;margin-left:.5rem}.muted{color:#666;font-size:.9rem}`
+
+const page = (title: string, body: string) =>
+  `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">` +
+  `<title>${escape(title)}</title><style>${STYLE}</style></head>` +
   `<body><div class="card">${body}</div><p class="muted">Sandbox: simulated payment provider. No money moves.</p></body></html>`
 
-const amountText = (c: CheckoutRecord) => `${c.currency} ${(Number(c.amount) / 100).toFixed(2)}`
+/**
+ * The pages' policy: nothing loaded from anywhere, no script at all, the one inline style by its hash, never framed
+ * (a page that pays must not be clickjacked). The form posts to the page itself; when the checkout returns to the
+ * vendor's callback, the 303 that follows the post goes there, and browsers hold that redirect to `form-action` too
+ * (chromium aborts it otherwise), so the callback's origin is allowed beside 'self' (its scheme alone for a host CSP
+ * cannot name, an IPv6 address).
+ */
+const STYLE_HASH = `'sha256-${createHash("sha256").update(STYLE).digest("base64")}'`
+
+const policy = (callbackUrl: string | null) => {
+  let formAction = "'self'"
+  if (callbackUrl !== null && URL.canParse(callbackUrl)) {
+    const target = new URL(callbackUrl)
+    formAction += ` ${/^[a-z0-9.-]+$/i.test(target.hostname) ? target.origin : target.protocol}`
+  }
+  return `default-src 'none'; style-src ${STYLE_HASH}; form-action ${formAction}; base-uri 'none'; frame-ancestors 'none'`
+}
+
+const callbackOf = (c: CheckoutRecord) => (typeof c.data.callbackUrl === "string" ? c.data.callbackUrl : null)
+
+const html = (body: string, status = 200, callbackUrl: string | null = null) =>
+  HttpServerResponse.text(body, {
+    status,
+    contentType: "text/html; charset=utf-8",
+    headers: {
+      "content-security-policy": policy(callbackUrl),
+      "x-frame-options": "DENY",
+      "x-content-type-options": "nosniff",
+      "referrer-policy": "no-referrer",
+      "cache-control": "no-store"
+    }
+  })
+
+/** The amount as the customer reads it: `JPY 1,000`, `KWD 1.000`, `NGN 5,000.00` (the currency's own exponent). */
+const amountText = (c: CheckoutRecord) => `${c.currency.toUpperCase()} ${formatMajor(c.amount, c.currency)}`
 
 /**
  * A refusal on a hosted page. These routes are opened by people: a browser, or curl (which accepts anything), gets a
@@ -41,16 +80,11 @@ const refusal = (
   const wantsJson = accept !== undefined && accept.includes("application/json") && !accept.includes("text/html")
   return wantsJson
     ? HttpServerResponse.unsafeJson(errorBody(status === 404 ? "NotFound" : "BadRequest", code, message), { status })
-    : HttpServerResponse.text(page(title, `<h1>${escape(title)}</h1><p>${escape(message)}</p>`), {
-        status,
-        contentType: "text/html; charset=utf-8"
-      })
+    : html(page(title, `<h1>${escape(title)}</h1><p>${escape(message)}</p>`), status)
 }
 
 const completed = (kind: string, status: string) =>
   page("Already completed", `<h1>Already completed</h1><p>This ${escape(kind)} is ${escape(status)}.</p>`)
-
-const html = (body: string) => HttpServerResponse.text(body, { contentType: "text/html; charset=utf-8" })
 
 const decodeOutcome = Schema.decodeUnknownEither(HostedOutcome)
 
@@ -127,10 +161,10 @@ export const HostedHttp = HttpApiBuilder.group(BillingApi, "hosted", (handlers) 
           const found = yield* find(path)
           if (Option.isNone(found)) return missing(yield* HttpServerRequest.HttpServerRequest, path.kind)
           const c = found.value
-          if (c.status !== "open") return completed(path.kind, c.status)
+          if (c.status !== "open") return html(completed(path.kind, c.status))
           const setup = c.purpose === "setup"
           const what = escape(String(c.data.description ?? (setup ? "Save a payment method" : "Payment")))
-          return page(
+          const form = page(
             setup ? "Save a card" : "Checkout",
             `<h1>${setup ? "Save a card" : "Pay"}</h1><p>${what}</p>${setup ? "" : `<p><strong>${escape(amountText(c))}</strong></p>`}` +
               `<form method="post"><input type="hidden" name="outcome" value="pay">` +
@@ -139,6 +173,7 @@ export const HostedHttp = HttpApiBuilder.group(BillingApi, "hosted", (handlers) 
               `<button type="submit">${setup ? "Save card" : "Pay"}</button>` +
               `<button class="secondary" type="submit" formaction="?outcome=decline">Decline</button></form>`
           )
+          return html(form, 200, callbackOf(c))
         })
       )
       .handleRaw("hostedComplete", ({ path, request }) =>
@@ -197,7 +232,7 @@ export const HostedHttp = HttpApiBuilder.group(BillingApi, "hosted", (handlers) 
               "content-type": "application/json"
             })
             .pipe(Effect.orDie)
-          const callbackUrl = typeof c.data.callbackUrl === "string" ? c.data.callbackUrl : null
+          const callbackUrl = callbackOf(c)
           if (callbackUrl !== null) {
             const target = new URL(callbackUrl)
             target.searchParams.set("reference", c.reference)

@@ -1,6 +1,6 @@
 // The dashboard's script: one bundle (with uPlot), built by the service (src/dashboard/assets.ts). Each page is its
 // own URL; the script reads the path, fetches JSON from `/dashboard/api/…` and renders it as text.
-import { formatMinor } from "../money.ts"
+import { formatMinor } from "../../domain/majorUnits.ts"
 import { dailyChart } from "./chart.ts"
 import { ApiFailure, confirmButton, customerHref, flash, get, h, link, num, post, section, table, when } from "./dom.ts"
 

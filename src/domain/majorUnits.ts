@@ -1,5 +1,6 @@
 // Money in major units, exactly (decisions.md §13): minor units shifted by the currency's exponent as text, never
-// divided in binary floating point. Used by the server and bundled into the dashboard's script.
+// divided in binary floating point. Imports nothing: the dashboard's browser script bundles it, and the server's pages
+// (the dashboard's, the simulated provider's hosted checkout) use it alike.
 
 /** ISO 4217 minor-unit exponents, from the platform's own table (NGN, USD 2; JPY 0; KWD 3). */
 export const currencyExponent = (currency: string): number => {
@@ -34,15 +35,18 @@ export const plainDecimal = (value: number | string): string => {
 
 const group = (digits: string) => digits.replace(/\B(?=(\d{3})+(?!\d))/g, ",")
 
-/** `500000` NGN → "5,000.00 NGN"; `0.25` NGN → "0.0025 NGN"; `1500` JPY → "1,500 JPY"; `1234` KWD → "1.234 KWD". */
-export const formatMinor = (minor: number | string, currency: string): string => {
-  const code = currency.toUpperCase()
-  const exponent = currencyExponent(code)
+/** `500000` NGN → "5,000.00"; `0.25` NGN → "0.0025"; `1500` JPY → "1,500"; `1234` KWD → "1.234": the amount alone. */
+export const formatMajor = (minor: number | string, currency: string): string => {
+  const exponent = currencyExponent(currency.toUpperCase())
   const text = plainDecimal(minor)
   const negative = text.startsWith("-")
   const [whole = "0", fraction = ""] = text.replace("-", "").split(".")
   const padded = whole.padStart(exponent + 1, "0")
   const major = padded.slice(0, padded.length - exponent).replace(/^0+(?=\d)/, "")
   const decimals = (padded.slice(padded.length - exponent) + fraction).replace(/0+$/, "").padEnd(exponent, "0")
-  return `${negative ? "-" : ""}${group(major)}${decimals === "" ? "" : `.${decimals}`} ${code}`
+  return `${negative ? "-" : ""}${group(major)}${decimals === "" ? "" : `.${decimals}`}`
 }
+
+/** `500000` NGN → "5,000.00 NGN"; `0.25` NGN → "0.0025 NGN"; `1500` JPY → "1,500 JPY"; `1234` KWD → "1.234 KWD". */
+export const formatMinor = (minor: number | string, currency: string): string =>
+  `${formatMajor(minor, currency)} ${currency.toUpperCase()}`

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test"
-import { formatMinor, plainDecimal } from "./money.ts"
+import { formatMajor, formatMinor, plainDecimal } from "./majorUnits.ts"
 
-describe("dashboard money", () => {
+describe("major units", () => {
   test("major units by the currency's exponent, exactly", () => {
     expect(formatMinor(500000, "NGN")).toBe("5,000.00 NGN")
     expect(formatMinor(199, "usd")).toBe("1.99 USD")
@@ -14,6 +14,12 @@ describe("dashboard money", () => {
     expect(formatMinor(0, "NGN")).toBe("0.00 NGN")
     expect(formatMinor(-250, "USD")).toBe("-2.50 USD")
     expect(formatMinor(1_000_000_000_000, "NGN")).toBe("10,000,000,000.00 NGN")
+  })
+  test("the amount alone, as the hosted checkout shows it after the code", () => {
+    expect(formatMajor(1000, "JPY")).toBe("1,000")
+    expect(formatMajor(1000, "KWD")).toBe("1.000")
+    expect(formatMajor("500000", "ngn")).toBe("5,000.00")
+    expect(formatMajor("12345678901234567890", "USD")).toBe("123,456,789,012,345,678.90")
   })
   test("numbers in exponent form are read as plain decimals", () => {
     expect(plainDecimal(1e-7)).toBe("0.0000001")
