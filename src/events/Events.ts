@@ -1,4 +1,5 @@
 import { SqlClient } from "@effect/sql"
+import { readFileSync } from "node:fs"
 import { Clock, Context, Effect, Layer } from "effect"
 import {
   type CreateWebhookEndpoint,
@@ -13,8 +14,17 @@ import { type Conflict, InvalidInput, NotFound } from "../domain/errors.ts"
 import { AppConfig } from "../platform/config.ts"
 import { Encryption } from "../platform/encryption.ts"
 import { Ids } from "../platform/ids.ts"
-import { isPublicAddress } from "./addresses.ts"
+import { isPublicAddress, localHostNames, privateNameProblem } from "./addresses.ts"
 import { newSecret } from "./signing.ts"
+
+/** The names this machine's hosts file maps to private addresses, read at each registration (it is rare). */
+const hostsFileNames = (): ReadonlySet<string> => {
+  try {
+    return localHostNames(readFileSync("/etc/hosts", "utf8"))
+  } catch {
+    return new Set()
+  }
+}
 
 /** The old secret keeps signing beside the new one this long after a rotation (decisions.md §11). */
 export const ROTATION_OVERLAP_MS = 24 * 3_600_000
@@ -143,14 +153,15 @@ export const EventsLive = Layer.effect(
       if (!live) return Effect.void
       const parsed = new URL(url)
       const host = parsed.hostname.replace(/^\[|\]$/g, "")
+      const literal = /^[\d.]+$|:/.test(host)
       const problem =
         parsed.protocol !== "https:"
           ? "must be an https URL on a live deployment"
-          : /^[\d.]+$|:/.test(host) && !isPublicAddress(host)
-            ? "must not be a private, loopback or reserved address"
-            : host === "localhost" || host.endsWith(".localhost")
-              ? "must be a public host"
-              : undefined
+          : literal
+            ? isPublicAddress(host)
+              ? undefined
+              : "must not be a private, loopback or reserved address"
+            : privateNameProblem(host, hostsFileNames())
       return problem === undefined
         ? Effect.void
         : Effect.fail(

@@ -69,6 +69,7 @@ const v6Public = (g: ReadonlyArray<number>) => {
   if (g.slice(0, 7).every((x) => x === 0) && g[7]! <= 1) return false // :: and ::1
   if (g.slice(0, 6).every((x) => x === 0)) return false // IPv4-compatible
   if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return false // IPv4-mapped
+  if ((a & 0xe000) !== 0x2000) return false // outside global unicast (2000::/3): unallocated or special
   if (a === 0x64 && b === 0xff9b) return false // NAT64
   if (a === 0x0100 && g[1] === 0 && g[2] === 0 && g[3] === 0) return false // discard-only
   if (a === 0x2001 && b < 0x0200) return false // IETF protocol assignments (Teredo 2001::/32 included)
@@ -93,4 +94,40 @@ export const isPublicAddress = (address: string): boolean => {
     return groups !== undefined && v6Public(groups)
   }
   return false
+}
+
+/**
+ * Suffixes that never name a public host: RFC 6761 `localhost`, RFC 6762 `local` (mDNS), RFC 8375 `home.arpa`, and
+ * `internal` (reserved by ICANN for private use).
+ */
+const PRIVATE_SUFFIXES = ["localhost", "local", "home.arpa", "internal"]
+
+/**
+ * The names a hosts file (`/etc/hosts`) maps to addresses that are not public: `localhost`, Debian's
+ * `ip6-localhost`/`ip6-loopback`, the machine's own names. Lower case, without a trailing dot.
+ */
+export const localHostNames = (hostsFile: string): ReadonlySet<string> => {
+  const names = new Set<string>()
+  for (const line of hostsFile.split("\n")) {
+    const [address, ...aliases] = line.replace(/#.*/, "").trim().split(/\s+/)
+    if (address === undefined || address === "" || isPublicAddress(address)) continue
+    for (const alias of aliases) names.add(alias.toLowerCase().replace(/\.+$/, ""))
+  }
+  return names
+}
+
+/**
+ * Why a URL's host name (not an address literal) cannot be a live delivery target, or undefined. A name is read as
+ * DNS reads it (case aside, a trailing dot is the root: `localhost.` is `localhost`). Refused: a single label (no
+ * public name is one; an internal one, `vm` or `ip6-localhost`, is found through search domains or the hosts file),
+ * the private-use suffixes, and the names the hosts file maps to private addresses. Registration only: the delivery
+ * checks the address it connects to whatever the name (src/events/transport.ts).
+ */
+export const privateNameProblem = (hostname: string, localNames: ReadonlySet<string>): string | undefined => {
+  const name = hostname.toLowerCase().replace(/\.+$/, "")
+  if (name === "" || !name.includes(".") || localNames.has(name)) return "must be a public host name"
+  if (PRIVATE_SUFFIXES.some((suffix) => name === suffix || name.endsWith(`.${suffix}`))) {
+    return "must be a public host name"
+  }
+  return undefined
 }

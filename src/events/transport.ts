@@ -34,9 +34,16 @@ export interface OutgoingRequest {
 class Refused extends Error {}
 
 /**
+ * Every live refusal of an address says this and no more: what a name resolved to, or whether it resolved at all,
+ * would let one organization map the deployment's own network (its internal names and their addresses).
+ */
+const NOT_PUBLIC = "not a public address"
+
+/**
  * The address lookup a live attempt connects with: every address the name resolves to must be public, and the socket
  * connects to one of exactly those (the check is the lookup the connection itself uses, so nothing resolves the name
- * again between the check and the connect).
+ * again between the check and the connect). A name that does not resolve is refused in the same words as one that
+ * resolves to a private address.
  */
 const publicLookup = (
   hostname: string,
@@ -44,10 +51,8 @@ const publicLookup = (
   callback: (error: Error | null, address: string | ReadonlyArray<LookupAddress>, family?: number) => void
 ) =>
   dnsLookup(hostname, { all: true, ...(options.family ? { family: options.family } : {}) }, (error, addresses) => {
-    if (error) return callback(error, [])
-    const refused = addresses.find((a) => !isPublicAddress(a.address))
-    if (addresses.length === 0 || refused !== undefined) {
-      return callback(new Refused(`${hostname} resolves to ${refused?.address ?? "nothing"}, not a public address`), [])
+    if (error || addresses.length === 0 || addresses.some((a) => !isPublicAddress(a.address))) {
+      return callback(new Refused(NOT_PUBLIC), [])
     }
     if (options.all === true) return callback(null, addresses)
     return callback(null, addresses[0]!.address, addresses[0]!.family)
@@ -85,8 +90,7 @@ export const post = (request: OutgoingRequest): Promise<AttemptOutcome> =>
       )
     }
     const host = url.hostname.replace(/^\[|\]$/g, "")
-    if (request.publicOnly && isIP(host) !== 0 && !isPublicAddress(host))
-      return fail(`refused: ${host} is not a public address`)
+    if (request.publicOnly && isIP(host) !== 0 && !isPublicAddress(host)) return fail(`refused: ${NOT_PUBLIC}`)
 
     const module = url.protocol === "https:" ? https : http
     const req = module.request(
@@ -135,17 +139,13 @@ export const post = (request: OutgoingRequest): Promise<AttemptOutcome> =>
       socket.once("connect", () => {
         const remote = socket.remoteAddress
         if (remote !== undefined && !isPublicAddress(remote)) {
-          fail(`refused: connected to ${remote}, not a public address`)
+          fail(`refused: ${NOT_PUBLIC}`)
           req.destroy()
         }
       })
     })
     req.on("error", (error: Error) => {
-      fail(
-        error instanceof Refused || /not a public address/.test(error.message)
-          ? `refused: ${error.message}`
-          : error.message
-      )
+      fail(error instanceof Refused || error.message.includes(NOT_PUBLIC) ? `refused: ${NOT_PUBLIC}` : error.message)
     })
     req.end(request.body)
   })

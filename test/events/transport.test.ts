@@ -40,16 +40,22 @@ describe("the delivery transport", () => {
       "https://[::ffff:7f00:1]/"
     ]) {
       const outcome = await attempt(url, true)
-      expect({ url, status: outcome.status, refused: outcome.error?.startsWith("refused") }).toEqual({
+      expect({ url, status: outcome.status, error: outcome.error }).toEqual({
         url,
         status: null,
-        refused: true
+        error: "refused: not a public address"
       })
     }
-    // A name is checked on what the connection resolves it to: localhost is 127.0.0.1 (or ::1).
-    const named = await attempt(`https://localhost:${local.port}/`, true)
-    expect(named.status).toBeNull()
-    expect(named.error).toMatch(/^refused: .*not a public address/)
+    // A name is checked on what the connection resolves it to: localhost is 127.0.0.1 (or ::1). The refusal names
+    // no address, and a name that does not resolve reads the same: nothing maps the deployment's own network.
+    for (const url of [`https://localhost:${local.port}/`, "https://vm/", "https://no-such-host.invalid/"]) {
+      const named = await attempt(url, true)
+      expect({ url, status: named.status, error: named.error }).toEqual({
+        url,
+        status: null,
+        error: "refused: not a public address"
+      })
+    }
     expect(hits).toBe(0)
   })
 
@@ -82,7 +88,18 @@ describe("endpoints on a live deployment", () => {
       "http://example.com/hooks",
       "https://10.0.0.1/hooks",
       "https://[::ffff:127.0.0.1]/x",
-      "https://localhost/x"
+      "https://localhost/x",
+      // A trailing dot is the DNS root: the same names. RFC 6761's .localhost, the hosts file's loopback names, a
+      // single label (an internal name), the private-use suffixes.
+      "https://localhost./x",
+      "https://LOCALHOST./x",
+      "https://foo.localhost./x",
+      "https://ip6-localhost/x",
+      "https://ip6-loopback/x",
+      "https://vm/x",
+      "https://printer.local/x",
+      "https://db.internal/x",
+      "https://127.0.0.1./x"
     ]) {
       const answer = await json(server, org.apiKey, "/v1/webhook-endpoints", { body: { url } })
       expect({ url, status: answer.status, code: answer.body.code, path: answer.body.details?.[0]?.path }).toEqual({
