@@ -5,6 +5,7 @@ import { AppConfig } from "../platform/config.ts"
 import { Encryption } from "../platform/encryption.ts"
 import { Ids } from "../platform/ids.ts"
 import { receives } from "./Events.ts"
+import { retiredSigning, type StoredSecrets } from "./retiredSecrets.ts"
 import { signedHeaders } from "./signing.ts"
 import { type AttemptOutcome, post } from "./transport.ts"
 
@@ -197,12 +198,8 @@ export const DeliveriesLive = Layer.effect(
       Effect.gen(function* () {
         const [event] = yield* sql<{ type: string; data: string; createdAt: number }>`SELECT type, data, created_at
             FROM outbound_events WHERE organization_id = ${d.organizationId} AND id = ${d.eventId}`.pipe(Effect.orDie)
-        const [endpoint] = yield* sql<{
-          url: string
-          secret: string
-          previousSecret: string | null
-          previousSecretExpiresAt: number | null
-        }>`SELECT url, secret, previous_secret, previous_secret_expires_at FROM webhook_endpoints
+        const [endpoint] = yield* sql<StoredSecrets & { url: string; secret: string }>`SELECT url, secret,
+            previous_secret, previous_secret_expires_at, retired_secrets FROM webhook_endpoints
             WHERE organization_id = ${d.organizationId} AND id = ${d.endpointId}`.pipe(Effect.orDie)
         if (event === undefined || endpoint === undefined) {
           // The endpoint was deleted meanwhile (with its deliveries): nothing to send.
@@ -218,10 +215,10 @@ export const DeliveriesLive = Layer.effect(
           createdAt: Number(event.createdAt),
           data: JSON.parse(event.data)
         })
-        const secrets = [encryption.decrypt(endpoint.secret)]
-        if (endpoint.previousSecret !== null && Number(endpoint.previousSecretExpiresAt) > now) {
-          secrets.push(encryption.decrypt(endpoint.previousSecret))
-        }
+        const secrets = [
+          encryption.decrypt(endpoint.secret),
+          ...retiredSigning(endpoint, now).map((r) => encryption.decrypt(r.secret))
+        ]
         const signal = shutdown.signal
         const outcome = yield* Effect.promise(() =>
           post({

@@ -15,6 +15,7 @@ import { AppConfig } from "../platform/config.ts"
 import { Encryption } from "../platform/encryption.ts"
 import { Ids } from "../platform/ids.ts"
 import { isPublicAddress, localHostNames, privateNameProblem } from "./addresses.ts"
+import { retire, type StoredSecrets } from "./retiredSecrets.ts"
 import { newSecret } from "./signing.ts"
 
 /** The names this machine's hosts file maps to private addresses, read at each registration (it is rare). */
@@ -147,6 +148,7 @@ export const EventsLive = Layer.effect(
     const encryption = yield* Encryption
     const config = yield* AppConfig
     const live = config.appEnv === "live"
+    const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
 
     /** On live, where deliveries may go (decisions.md §11); the address is checked again when connecting. */
     const checkUrl = (url: string): Effect.Effect<void, InvalidInput> => {
@@ -257,13 +259,17 @@ export const EventsLive = Layer.effect(
         .withTransaction(
           Effect.gen(function* () {
             const current = yield* findEndpoint(org, id)
-            const [stored] = yield* sql<{ secret: string }>`SELECT secret FROM webhook_endpoints
-            WHERE organization_id = ${org} AND id = ${id}`
+            // Locked (PostgreSQL; SQLite serialises writers): two rotations at once both retire what they replaced.
+            const [stored] = yield* sql<StoredSecrets & { secret: string }>`SELECT secret, previous_secret,
+              previous_secret_expires_at, retired_secrets FROM webhook_endpoints
+            WHERE organization_id = ${org} AND id = ${id} ${forUpdate}`
             const now = yield* Clock.currentTimeMillis
             const secret = newSecret()
-            // One old secret is kept: a second rotation within the overlap retires the first one's old secret at once.
-            yield* sql`UPDATE webhook_endpoints SET previous_secret = ${stored!.secret},
-            previous_secret_expires_at = ${now + ROTATION_OVERLAP_MS}, secret = ${encryption.encrypt(secret)},
+            // Every secret retired within the overlap keeps signing (src/events/retiredSecrets.ts); the one-secret
+            // columns of 0015 are emptied, their secret moved into the list.
+            const retired = retire(stored!, stored!.secret, now, ROTATION_OVERLAP_MS)
+            yield* sql`UPDATE webhook_endpoints SET retired_secrets = ${JSON.stringify(retired)},
+            previous_secret = NULL, previous_secret_expires_at = NULL, secret = ${encryption.encrypt(secret)},
             updated_at = ${now} WHERE organization_id = ${org} AND id = ${id}`
             return toWireEndpoint({ ...current, updatedAt: now }, secret)
           })
