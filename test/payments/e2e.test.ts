@@ -77,7 +77,7 @@ for (const database of databases()) {
       const attached = await call("/v1/attach", { customer: "acme-user", product: "growth" })
       expect(attached.body.subscription.status).toBe("pending")
       const page = await server.fetch(new URL(attached.body.checkoutUrl).pathname)
-      expect(await page.text()).toContain("NGN 15000.00")
+      expect(await page.text()).toContain("NGN 15,000.00")
 
       const event = await paymentEvent(org.id, attached.body.checkoutUrl, 1500000)
       const acks = []
