@@ -3,6 +3,7 @@ import { Clock, Context, Effect, Either, Layer, Option } from "effect"
 import type { CustomerRecord } from "../customers/CustomersRepo.ts"
 import { Conflict, NotFound, ProviderFailure, ProviderNotConfigured } from "../domain/errors.ts"
 import { Outbox } from "../events/Outbox.ts"
+import { AppConfig } from "../platform/config.ts"
 import { Encryption } from "../platform/encryption.ts"
 import { Ids } from "../platform/ids.ts"
 import { Adapters } from "./Adapters.ts"
@@ -49,12 +50,22 @@ export interface CollectRequest {
   readonly payable?: Effect.Effect<boolean>
   /** One attempt per key (a pack purchase's Idempotency-Key) instead of one per request. */
   readonly idempotency?: { readonly key: string; readonly requestHash: string }
+  /** Never charge a saved method: answer an open page or open one (after another request's charge was declined). */
+  readonly checkoutOnly?: boolean
+  /**
+   * The request repeats one that may have just been made (an identical attach that found the subscription pending):
+   * a card declined for the target within the last minute is not charged again (see the claim).
+   */
+  readonly duplicate?: boolean
 }
 
 export type CollectResult =
   | { readonly _tag: "Paid"; readonly reference: string }
-  /** An attempt is in flight (this one or another's): its outcome is not known yet. */
-  | { readonly _tag: "Processing"; readonly reference: string }
+  /**
+   * An attempt is in flight: its outcome is not known yet. `elsewhere`: it is another request's (found by the claim),
+   * whose outcome `awaitOutcome` waits for.
+   */
+  | { readonly _tag: "Processing"; readonly reference: string; readonly elsewhere?: true }
   | {
       readonly _tag: "Checkout"
       readonly checkoutUrl: string
@@ -86,6 +97,11 @@ export interface PaymentsShape {
       readonly currency?: string | null
     }
   ) => Effect.Effect<{ readonly url: string; readonly reference: string }, ProviderNotConfigured | ProviderFailure>
+  /**
+   * What another request's attempt (or hosted page) `reference` came to: polled until it leaves processing (a page:
+   * until it has its URL), for at most the provider's timeout and a second; still `Processing` past that.
+   */
+  readonly awaitOutcome: (org: string, reference: string) => Effect.Effect<CollectResult>
   readonly methods: (org: string, customerId: string) => Effect.Effect<ReadonlyArray<PaymentMethodRecord>>
   /** A hosted checkout (or setup) page by its reference, whatever its status. */
   readonly checkout: (org: string, reference: string) => Effect.Effect<Option.Option<CheckoutRecord>>
@@ -118,6 +134,10 @@ const RECHECK_MS = 60_000
 /** Open checkouts are verified less often: most are simply not paid yet. */
 const CHECKOUT_RECHECK_MS = 10 * 60_000
 const RECONCILE_BATCH = 50
+/** A saved method declined for a target is not charged again by a duplicate request within this long. */
+const DECLINE_HOLD_MS = 60_000
+/** How often a request waiting for another's attempt looks again: a charge takes a provider round trip or more. */
+const AWAIT_POLL_MS = 20
 
 type Claimed =
   | { readonly kind: "answer"; readonly result: CollectResult }
@@ -136,6 +156,7 @@ export const PaymentsLive = Layer.effect(
     const encryption = yield* Encryption
     const ids = yield* Ids
     const outbox = yield* Outbox
+    const config = yield* AppConfig
     const methodSaver: MethodSaver = makeMethodSaver(sql, repo, encryption, ids, outbox)
     const settlement = makeSettlement(sql, repo, methodSaver, ids, outbox)
 
@@ -168,6 +189,8 @@ export const PaymentsLive = Layer.effect(
       customer.email ?? method?.email ?? `${customer.id}@customers.invalid`
 
     /** What an existing attempt or checkout answers a request that finds it. */
+    const elsewhere = (result: CollectResult): CollectResult =>
+      result._tag === "Processing" ? { ...result, elsewhere: true } : result
     const answerFromCheckout = (c: CheckoutRecord): CollectResult =>
       c.status === "completed"
         ? { _tag: "Paid", reference: c.reference }
@@ -223,14 +246,14 @@ export const PaymentsLive = Layer.effect(
               if ((Option.isSome(checkout) || Option.isSome(payment)) && hash !== key.requestHash)
                 return yield* keyConflict()
               if (Option.isSome(checkout))
-                return { kind: "answer", result: answerFromCheckout(checkout.value) } satisfies Claimed
+                return { kind: "answer", result: elsewhere(answerFromCheckout(checkout.value)) } satisfies Claimed
               if (Option.isSome(payment))
-                return { kind: "answer", result: answerFromPayment(payment.value) } satisfies Claimed
+                return { kind: "answer", result: elsewhere(answerFromPayment(payment.value)) } satisfies Claimed
             }
             if (targeted) {
               const inFlight = yield* repo.inFlightFor(org, request.targetId)
               if (Option.isSome(inFlight))
-                return { kind: "answer", result: answerFromPayment(inFlight.value) } satisfies Claimed
+                return { kind: "answer", result: elsewhere(answerFromPayment(inFlight.value)) } satisfies Claimed
             }
             const now = yield* Clock.currentTimeMillis
             const reference = yield* newReference
@@ -247,9 +270,18 @@ export const PaymentsLive = Layer.effect(
               amount: String(request.amount),
               currency: request.currency
             })
-            const method = allowCharge
+            const saved = allowCharge
               ? (yield* repo.activeMethods(org, customer.id)).find((m) => m.provider === provider)
               : undefined
+            // A duplicate of a request whose charge of this card was just declined does not charge it again: that
+            // request's answer (the hosted page below) is the outcome.
+            const method =
+              saved !== undefined &&
+              targeted &&
+              request.duplicate === true &&
+              (yield* repo.declinedSince(org, request.targetId, saved.id, now - DECLINE_HOLD_MS))
+                ? undefined
+                : saved
             if (method !== undefined) {
               // A page opened earlier for the same thing must not be paid as well: a late payment there is recorded and
               // not applied (see settlement.ts).
@@ -276,7 +308,7 @@ export const PaymentsLive = Layer.effect(
             if (targeted) {
               const open = yield* repo.openCheckoutFor(org, request.targetId)
               if (Option.isSome(open))
-                return { kind: "answer", result: answerFromCheckout(open.value) } satisfies Claimed
+                return { kind: "answer", result: elsewhere(answerFromCheckout(open.value)) } satisfies Claimed
             }
             if (request.offSessionOnly === true) {
               return {
@@ -420,7 +452,7 @@ export const PaymentsLive = Layer.effect(
         const resolved = yield* accounts.resolve(org, request.provider)
         yield* adapterOf(resolved.account.provider)
         const provider = resolved.account.provider
-        const first = yield* claim(org, customer, provider, request, true)
+        const first = yield* claim(org, customer, provider, request, request.checkoutOnly !== true)
         let chargeFailure: string | null = null
         let claimed: Claimed = first
         if (first.kind === "charge") {
@@ -444,6 +476,22 @@ export const PaymentsLive = Layer.effect(
           accessCode: session.accessCode,
           chargeFailure
         } as const
+      })
+
+    const awaitOutcome: PaymentsShape["awaitOutcome"] = (org, reference) =>
+      Effect.gen(function* () {
+        const deadline = (yield* Clock.currentTimeMillis) + config.providerTimeoutMs + 1_000
+        while (true) {
+          const payment = yield* repo.findPayment(org, reference)
+          const outcome = Option.isSome(payment)
+            ? answerFromPayment(payment.value)
+            : Option.match(yield* repo.findCheckout(org, reference), {
+                onNone: (): CollectResult => ({ _tag: "Processing", reference }),
+                onSome: answerFromCheckout
+              })
+          if (outcome._tag !== "Processing" || (yield* Clock.currentTimeMillis) >= deadline) return outcome
+          yield* Effect.sleep(AWAIT_POLL_MS)
+        }
       })
 
     const setup: PaymentsShape["setup"] = (org, customer, options) =>
@@ -540,6 +588,7 @@ export const PaymentsLive = Layer.effect(
       ensureProvider: (org, provider) =>
         Effect.asVoid(Effect.flatMap(accounts.resolve(org, provider), (r) => adapterOf(r.account.provider))),
       collect,
+      awaitOutcome,
       setup,
       methods: (org, customerId) => repo.activeMethods(org, customerId),
       checkout: (org, reference) => repo.findCheckout(org, reference),

@@ -146,6 +146,8 @@ export interface PaymentsRepoShape {
   readonly findCheckoutByKey: (org: string, key: string) => Effect.Effect<Option.Option<CheckoutRecord>>
   /** The attempt in flight for an invoice or pending subscription, if any. */
   readonly inFlightFor: (org: string, targetId: string) => Effect.Effect<Option.Option<PaymentRecord>>
+  /** Whether a charge of the method for the target failed at or after `since` (epoch ms). */
+  readonly declinedSince: (org: string, targetId: string, methodId: string, since: number) => Effect.Effect<boolean>
   /** processing → settled, once: `false` when another settler (webhook, reconciler, the request) came first. */
   readonly settle: (org: string, reference: string, settlement: SettleAs) => Effect.Effect<boolean>
   /** A success that arrived for something no longer payable: kept, with `applied` false. */
@@ -367,6 +369,12 @@ export const PaymentsRepoSql = Layer.effect(
       inFlightFor: (org, targetId) =>
         sql`SELECT * FROM payments WHERE organization_id = ${org} AND target_id = ${targetId} AND status = 'processing'
             ORDER BY created_at DESC LIMIT 1`.pipe(Effect.flatMap(payment), Effect.orDie),
+      declinedSince: (org, targetId, methodId, since) =>
+        sql`SELECT 1 AS found FROM payments WHERE organization_id = ${org} AND target_id = ${targetId}
+            AND status = 'failed' AND method_id = ${methodId} AND settled_at >= ${since} LIMIT 1`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        ),
       settle: (org, reference, s) =>
         sql`UPDATE payments SET status = ${s.status}, provider_reference = COALESCE(${s.providerReference}, provider_reference),
               failure_message = ${s.failureMessage}, settled_at = ${s.now}, updated_at = ${s.now}

@@ -80,6 +80,16 @@ export interface SubscriptionsShape {
 
 export class Subscriptions extends Context.Tag("Subscriptions")<Subscriptions, SubscriptionsShape>() {}
 
+/** An attach that finds the plan attached (by an earlier or a concurrent request) answers the subscription as it is. */
+const alreadyAttached = (subscription: SubscriptionRecord, plan: Plan): Attached => ({
+  subscription,
+  plan,
+  checkoutUrl: null,
+  reference: null,
+  accessCode: null,
+  message: `${plan.slug} was already attached`
+})
+
 const planNotFound = (ref: string) => new NotFound({ code: "plan_not_found", message: `No plan '${ref}'` })
 const subscriptionNotFound = (id: string) =>
   new NotFound({ code: "subscription_not_found", message: `No subscription '${id}'` })
@@ -137,15 +147,13 @@ export const SubscriptionsLive = Layer.effect(
       sql
         .withTransaction(
           Effect.gen(function* () {
-            const existing = yield* repo.listLive(organizationId, customerId)
-            const same = existing.find((s) => s.planId === plan.id && isGranting(s, now))
+            // One read for both questions: the payment of a pending one activates it without the customer's lock, so
+            // a second read could miss it in both states (pending, then active) and start a second subscription.
+            const ofPlan = (yield* repo.listByCustomer(organizationId, customerId)).filter((s) => s.planId === plan.id)
+            const same = ofPlan.find((s) => isGranting(s, now))
             if (same !== undefined) return { subscription: same, created: false }
             // A paid plan already waiting for its first payment is the one to pay, not a second one to charge.
-            const waiting = pending
-              ? (yield* repo.listByCustomer(organizationId, customerId)).find(
-                  (s) => s.planId === plan.id && s.status === "pending"
-                )
-              : undefined
+            const waiting = pending ? ofPlan.find((s) => s.status === "pending") : undefined
             if (waiting !== undefined) return { subscription: waiting, created: false }
             // A pending subscription replaces nothing until it is paid for (see activate).
             if (!pending) yield* replaceGroup(organizationId, customerId, plan, now, null)
@@ -187,17 +195,24 @@ export const SubscriptionsLive = Layer.effect(
         }
       })
 
-    /** The first payment of a paid plan: charge a saved method, else a hosted checkout. */
+    /**
+     * The first payment of a paid plan: charge a saved method, else a hosted checkout. On `attach`, a request that
+     * finds another's attempt waits for its outcome and answers with it (issue 37 item 7: concurrent identical
+     * attaches describe one outcome); `checkoutOnly` after another's charge was declined.
+     */
     const collectFirstPayment = (
       organizationId: string,
       customer: CustomerRecord,
       subscription: SubscriptionRecord,
       plan: Plan,
       callbackUrl: string | null,
-      idempotency?: IdempotencyKey
-    ) =>
+      idempotency?: IdempotencyKey,
+      mode: { readonly attaching: boolean; readonly duplicate?: boolean; readonly checkoutOnly?: boolean } = {
+        attaching: false
+      }
+    ): Effect.Effect<Attached, AttachError> =>
       Effect.gen(function* () {
-        const result = yield* payments.collect(organizationId, customer, {
+        const collected = yield* payments.collect(organizationId, customer, {
           purpose: "subscription",
           targetId: subscription.id,
           amount: toNumber(roundHalfUp(toDecimal(plan.price))),
@@ -205,13 +220,40 @@ export const SubscriptionsLive = Layer.effect(
           description: `${plan.name} subscription`,
           callbackUrl,
           provider: plan.provider,
+          ...(mode.checkoutOnly === true ? { checkoutOnly: true } : {}),
+          ...(mode.duplicate === true ? { duplicate: true } : {}),
           payable: Effect.map(
             repo.getForUpdate(organizationId, subscription.id),
             Option.exists((s) => s.status === "pending")
           ),
           ...(idempotency === undefined ? {} : { idempotency })
         })
+        // Another request's attempt: its outcome, not "in progress" while that request is still deciding it.
+        const awaited =
+          mode.attaching && collected._tag === "Processing" && collected.elsewhere === true
+            ? yield* payments.awaitOutcome(organizationId, collected.reference)
+            : null
+        const result = awaited ?? collected
         const current = Option.getOrElse(yield* repo.get(organizationId, subscription.id), () => subscription)
+        if (mode.attaching) {
+          // Paid by another request, or activated by its payment before this one claimed: the plan is attached.
+          const byAnother = (awaited !== null && result._tag === "Paid") || result._tag === "NotPayable"
+          if (byAnother && isGranting(current, yield* Clock.currentTimeMillis)) return alreadyAttached(current, plan)
+          // Another request's charge was declined: it falls back to a hosted page, and so does this answer (never a
+          // second charge of the card that was just declined).
+          if (
+            awaited !== null &&
+            result._tag === "Failed" &&
+            current.status === "pending" &&
+            mode.checkoutOnly !== true
+          ) {
+            return yield* collectFirstPayment(organizationId, customer, current, plan, callbackUrl, idempotency, {
+              attaching: true,
+              duplicate: true,
+              checkoutOnly: true
+            })
+          }
+        }
         if (result._tag === "NotPayable") {
           return yield* new Conflict({
             code: "subscription_not_pending",
@@ -289,14 +331,9 @@ export const SubscriptionsLive = Layer.effect(
           )
           .pipe(Effect.orDie)
         if (!paid || (!created && subscription.status !== "pending")) {
-          return {
-            subscription,
-            plan,
-            checkoutUrl: null,
-            reference: null,
-            accessCode: null,
-            message: created ? `Attached ${plan.slug}` : `${plan.slug} was already attached`
-          }
+          return created
+            ? { ...alreadyAttached(subscription, plan), message: `Attached ${plan.slug}` }
+            : alreadyAttached(subscription, plan)
         }
         return yield* collectFirstPayment(
           organizationId,
@@ -304,7 +341,8 @@ export const SubscriptionsLive = Layer.effect(
           subscription,
           plan,
           input.callbackUrl ?? null,
-          input.idempotency
+          input.idempotency,
+          { attaching: true, duplicate: !created }
         )
       })
 
