@@ -201,14 +201,33 @@ export const makeSettlement = (
     })
 
   /**
+   * An event settles only what was paid through the provider it came from (issue 37 item 8): a reference is ours, not
+   * the provider's, so another provider's event naming it (an organization's own account verifying an event about a
+   * payment made through the simulated provider) is someone else's word about money it never held. Logged, not applied.
+   */
+  const fromItsProvider = (org: string, provider: ProviderName, record: PaymentRecord | CheckoutRecord) =>
+    record.provider === provider
+      ? Effect.succeed(true)
+      : Effect.as(
+          Effect.logWarning("provider event about a payment made through another provider: not applied", {
+            organization: org,
+            reference: record.reference,
+            eventProvider: provider,
+            paymentProvider: record.provider
+          }),
+          false
+        )
+
+  /**
    * Money of a settled payment went back (decisions.md §7). Each reversal is recorded under the provider's name for
    * it; the payment's `amount_refunded` becomes their sum, never more than it paid, and only the increase is undone:
    * a pack's credits in proportion. Subscriptions and invoices keep what the payment gave.
    */
-  const refunded = (org: string, event: Extract<ProviderEvent, { _tag: "Refunded" }>) =>
+  const refunded = (org: string, provider: ProviderName, event: Extract<ProviderEvent, { _tag: "Refunded" }>) =>
     Effect.gen(function* () {
       if (event.reference === null) return false
       const found = yield* repo.lockPayment(org, event.reference)
+      if (Option.isSome(found) && !(yield* fromItsProvider(org, provider, found.value))) return false
       if (Option.isNone(found) || found.value.status !== "succeeded") {
         // Our own refund of a Paystack card-setup charge comes back this way: no payment, nothing to undo.
         const setup = Option.isNone(found) ? yield* repo.findCheckout(org, event.reference) : Option.none()
@@ -271,11 +290,12 @@ export const makeSettlement = (
       return true
     })
 
-  const disputed = (org: string, event: Extract<ProviderEvent, { _tag: "Disputed" }>) =>
+  const disputed = (org: string, provider: ProviderName, event: Extract<ProviderEvent, { _tag: "Disputed" }>) =>
     Effect.gen(function* () {
       if (event.reference === null) return false
       const found = yield* repo.lockPayment(org, event.reference)
       if (Option.isNone(found) || found.value.disputed) return false
+      if (!(yield* fromItsProvider(org, provider, found.value))) return false
       yield* repo.markDisputed(org, event.reference, yield* Clock.currentTimeMillis)
       yield* outbox.emit(org, {
         type: "payment.disputed",
@@ -286,14 +306,15 @@ export const makeSettlement = (
       return true
     })
 
-  const applyEvent: Settlement["applyEvent"] = (org, _provider, event) =>
+  const applyEvent: Settlement["applyEvent"] = (org, provider, event) =>
     Effect.gen(function* () {
       if (event._tag === "Ignored") return false
-      if (event._tag === "Refunded") return yield* refunded(org, event)
-      if (event._tag === "Disputed") return yield* disputed(org, event)
+      if (event._tag === "Refunded") return yield* refunded(org, provider, event)
+      if (event._tag === "Disputed") return yield* disputed(org, provider, event)
       const payment = yield* repo.findPayment(org, event.reference)
       if (Option.isSome(payment)) {
         const p = payment.value
+        if (!(yield* fromItsProvider(org, provider, p))) return false
         if (event._tag === "PaymentFailed") {
           return (
             p.status === "processing" &&
@@ -309,6 +330,7 @@ export const makeSettlement = (
       const checkout = yield* repo.findCheckout(org, event.reference)
       if (Option.isNone(checkout)) return false
       const c = checkout.value
+      if (!(yield* fromItsProvider(org, provider, c))) return false
       if (event._tag === "PaymentFailed") {
         // A declined card on a hosted page: the page stays payable (the customer may try another card), and the
         // failure is kept in the payment history.
