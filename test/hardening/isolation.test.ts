@@ -703,27 +703,38 @@ for (const database of databases()) {
       expect((await server.fetch(`/simulated/checkout/${a.org.id}/${a.pendingReference}`)).status).toBe(200)
     })
 
-    test("control: the same event, signed with A's own secret on A's route, does complete A's checkout", async () => {
+    test("control: the same events on A's own route: the simulated provider's completes A's checkout, Paystack's does not", async () => {
       // Shows the webhook attacks above were effective events, refused only because of whose they were.
-      const before = await getJson(
-        server,
-        a.org.apiKey,
-        `/v1/subscriptions${q({ customer: a.customers[1]!.externalId })}`
-      )
-      expect(before.body.subscriptions.find((s: any) => s.id === a.subscriptions.pending).status).toBe("pending")
-      const rawBody = paystackEventFor(a, 9100)
-      const response = await server.fetch(`/webhooks/${a.org.slug}/paystack`, {
+      const pendingStatus = async () => {
+        const subs = await getJson(
+          server,
+          a.org.apiKey,
+          `/v1/subscriptions${q({ customer: a.customers[1]!.externalId })}`
+        )
+        return subs.body.subscriptions.find((s: any) => s.id === a.subscriptions.pending).status
+      }
+      expect(await pendingStatus()).toBe("pending")
+      // A's checkout was opened through the simulated provider: an event of A's own Paystack account naming it is
+      // about a payment Paystack never held, and settles nothing (issue 37 item 8).
+      const paystackBody = paystackEventFor(a, 9100)
+      const byPaystack = await server.fetch(`/webhooks/${a.org.slug}/paystack`, {
         method: "POST",
-        body: rawBody,
-        headers: { "content-type": "application/json", "x-paystack-signature": paystackSign(SECRETS.a, rawBody) }
+        body: paystackBody,
+        headers: { "content-type": "application/json", "x-paystack-signature": paystackSign(SECRETS.a, paystackBody) }
       })
-      expect(await response.json()).toEqual({ success: true, received: true, skipped: false })
-      const after = await getJson(
-        server,
-        a.org.apiKey,
-        `/v1/subscriptions${q({ customer: a.customers[1]!.externalId })}`
-      )
-      expect(after.body.subscriptions.find((s: any) => s.id === a.subscriptions.pending).status).toBe("active")
+      expect(await byPaystack.json()).toEqual({ success: true, received: true, skipped: true })
+      expect(await pendingStatus()).toBe("pending")
+      const simulatedBody = simulatedEventFor(a, "sim_evt_isolation_control")
+      const bySimulated = await server.fetch(`/webhooks/${a.org.slug}/simulated`, {
+        method: "POST",
+        body: simulatedBody,
+        headers: {
+          "content-type": "application/json",
+          [SIGNATURE_HEADER]: simulatedSign(managedSimulatedSecret, simulatedBody)
+        }
+      })
+      expect(await bySimulated.json()).toEqual({ success: true, received: true, skipped: false })
+      expect(await pendingStatus()).toBe("active")
     })
   })
 }
