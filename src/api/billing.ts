@@ -139,7 +139,12 @@ export class BillingGroup extends HttpApiGroup.make("billing")
       .addSuccess(InvoiceGenerated)
       .addError(NotFoundError)
       .addError(ConflictError)
+      .addError(UnprocessableError)
       .annotate(OpenApi.Summary, "Invoice unbilled usage")
+      .annotate(
+        OpenApi.Description,
+        "422 `amount_too_large`: a line or the total would pass 9007199254740991 minor units (Number.MAX_SAFE_INTEGER, the most a JSON number carries exactly); the message names it and its exact amount, and nothing is invoiced."
+      )
   )
   .add(
     HttpApiEndpoint.get("listInvoices", "/v1/billing/invoices")
@@ -155,7 +160,12 @@ export class BillingGroup extends HttpApiGroup.make("billing")
       .addSuccess(UnbilledUsage)
       .addError(NotFoundError)
       .addError(ConflictError)
+      .addError(UnprocessableError)
       .annotate(OpenApi.Summary, "Get unbilled usage")
+      .annotate(
+        OpenApi.Description,
+        "422 `amount_too_large`: a line or a total would pass 9007199254740991 minor units (Number.MAX_SAFE_INTEGER); the message names it and its exact amount."
+      )
   )
   .add(
     HttpApiEndpoint.post("payInvoice")`/v1/billing/invoice/${idParam}/pay`

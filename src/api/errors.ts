@@ -153,7 +153,7 @@ export const errorCodes = {
     "idempotency_conflict"
   ],
   PayloadTooLarge: ["payload_too_large"],
-  Unprocessable: ["provider_not_configured"],
+  Unprocessable: ["provider_not_configured", "amount_too_large"],
   TooManyRequests: ["rate_limited"],
   InternalError: ["internal_error"],
   NotImplemented: ["not_implemented"],

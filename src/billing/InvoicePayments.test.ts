@@ -110,6 +110,23 @@ describe("InvoicePayments.pay", () => {
     expect(collected).toHaveLength(0)
   })
 
+  test("an invoice stored past what a JSON number carries is refused (422), never sent rounded to a provider", async () => {
+    // 2^53 + 1: as a number it would leave as 2^53.
+    const { result, collected } = run(invoice({ total: "9007199254740993" }), { _tag: "Paid", reference: "never" })
+    const failure = await result
+    expect(Either.isLeft(failure) && failure.left).toMatchObject({ _tag: "AmountTooLarge" })
+    expect(Either.isLeft(failure) && failure.left.message).toContain("9007199254740993")
+    expect(collected).toHaveLength(0)
+    // At the bound it is collected exactly.
+    const edge = run(
+      invoice({ total: "9007199254740991" }),
+      { _tag: "Paid", reference: "p" },
+      invoice({ status: "paid" })
+    )
+    expect(Either.isRight(await edge.result)).toBe(true)
+    expect(edge.collected[0]!.amount).toBe(9007199254740991)
+  })
+
   test("a failed off-session collection is 402 payment_failed", async () => {
     const { result } = run(invoice(), { _tag: "Failed", message: "No saved payment method" })
     const failure = await result

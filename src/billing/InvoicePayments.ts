@@ -1,7 +1,7 @@
 import { BigDecimal, Context, Effect, Layer } from "effect"
 import { Customers } from "../customers/Customers.ts"
-import { Conflict, type NotFound, PaymentFailed, type ProviderFailure } from "../domain/errors.ts"
-import { roundHalfUp, toDecimal, toNumber } from "../domain/money.ts"
+import { type AmountTooLarge, Conflict, type NotFound, PaymentFailed, type ProviderFailure } from "../domain/errors.ts"
+import { assertMoneyFitsJson, roundHalfUp, toDecimal, toNumber } from "../domain/money.ts"
 import { Payments } from "../payments/Payments.ts"
 import type { IdempotencyKey } from "../platform/idempotencyKey.ts"
 import { Invoices, type InvoiceRecord } from "./Invoices.ts"
@@ -21,7 +21,7 @@ export interface InvoicePaymentsShape {
     invoiceId: string,
     callbackUrl: string | null,
     idempotency?: IdempotencyKey | undefined
-  ) => Effect.Effect<PayOutcome, NotFound | Conflict | PaymentFailed | ProviderFailure>
+  ) => Effect.Effect<PayOutcome, NotFound | Conflict | PaymentFailed | ProviderFailure | AmountTooLarge>
 }
 
 export class InvoicePayments extends Context.Tag("InvoicePayments")<InvoicePayments, InvoicePaymentsShape>() {}
@@ -55,6 +55,13 @@ export const InvoicePaymentsLive = Layer.effect(
               message: `The invoice is ${invoice.status}, not open`
             })
           }
+          // An invoice stored before amounts were bounded may be past what a provider request's number carries:
+          // refused, never charged rounded.
+          yield* assertMoneyFitsJson(
+            BigDecimal.subtract(toDecimal(invoice.total), toDecimal(invoice.amountPaid)),
+            `Invoice ${invoice.number}'s amount due`,
+            invoice.currency
+          )
           const customer = yield* customers.resolve(org, invoice.customerId).pipe(
             Effect.catchTag("Conflict", () => Effect.die("a customer id is unambiguous")),
             Effect.catchTag("NotFound", () => Effect.die("an invoice's customer exists"))

@@ -3,13 +3,13 @@ import { BigDecimal, Clock, Context, Effect, Layer, Option } from "effect"
 import type { CustomerUnbilledUsage, Invoice } from "../api/billing.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import { Customers } from "../customers/Customers.ts"
-import { Conflict, NotFound } from "../domain/errors.ts"
+import { type AmountTooLarge, Conflict, NotFound } from "../domain/errors.ts"
 import { Outbox } from "../events/Outbox.ts"
-import { format, max, roundHalfUp, sumAll, toDecimal, toNumber } from "../domain/money.ts"
+import { assertMoneyFitsJson, format, max, roundHalfUp, sumAll, toDecimal, toNumber } from "../domain/money.ts"
 import type { DecimalLike } from "../domain/rating.ts"
 import { Ids } from "../platform/ids.ts"
 import { type InvoiceRecord, InvoicesRepo } from "./InvoicesRepo.ts"
-import { type LineInput, rateUnbilled, storedLine, wireLine, wireTiers } from "./lines.ts"
+import { groupFitsJson, type LineInput, rateUnbilled, storedLine, wireLine, wireTiers } from "./lines.ts"
 
 export type { InvoiceRecord } from "./InvoicesRepo.ts"
 export type { LineInput } from "./lines.ts"
@@ -30,7 +30,7 @@ export interface InvoicesShape {
   readonly generate: (
     org: string,
     customerRef: string
-  ) => Effect.Effect<ReadonlyArray<InvoiceRecord>, NotFound | Conflict>
+  ) => Effect.Effect<ReadonlyArray<InvoiceRecord>, NotFound | Conflict | AmountTooLarge>
   /** Newest first; one customer's, or (undefined) the organization's. */
   readonly list: (
     org: string,
@@ -40,7 +40,7 @@ export interface InvoicesShape {
   readonly unbilled: (
     org: string,
     customerRef: string | undefined
-  ) => Effect.Effect<ReadonlyArray<CustomerUnbilledUsage>, NotFound | Conflict>
+  ) => Effect.Effect<ReadonlyArray<CustomerUnbilledUsage>, NotFound | Conflict | AmountTooLarge>
   readonly get: (org: string, invoiceId: string) => Effect.Effect<InvoiceRecord, NotFound>
   /**
    * Inside a payment's claim: locks the invoice and says whether it can still take a payment (`open` or
@@ -138,6 +138,10 @@ export const InvoicesLive = Layer.effect(
       Effect.gen(function* () {
         const stored = lines.map(storedLine)
         const subtotal = roundHalfUp(sumAll(stored.map((l) => toDecimal(l.amount))))
+        // Generation refuses such usage with a 422 first; any other caller (a renewal's plan price is at most 10^12)
+        // passing money no JSON number carries is a defect, not an invoice to send rounded.
+        for (const l of stored) yield* Effect.orDie(assertMoneyFitsJson(toDecimal(l.amount), `Line '${l.description}'`))
+        yield* Effect.orDie(assertMoneyFitsJson(subtotal, "The invoice total"))
         const free = BigDecimal.isZero(subtotal)
         const record: InvoiceRecord = {
           organizationId: org,
@@ -191,6 +195,9 @@ export const InvoicesLive = Layer.effect(
               candidates.filter((e) => claimed.has(e.id))
             )
             if (groups.length === 0) return yield* nothingToInvoice()
+            // Refused before anything is written (the claim above rolls back with the failure): an invoice carries
+            // exact money or none (issue 37 item 5).
+            for (const group of groups) yield* groupFitsJson(group)
             const now = yield* Clock.currentTimeMillis
             const invoices: Array<InvoiceRecord> = []
             for (const group of groups) {
@@ -235,6 +242,7 @@ export const InvoicesLive = Layer.effect(
         const customerId = customerRef === undefined ? undefined : (yield* customers.resolve(org, customerRef)).id
         const snapshot = yield* catalog.snapshot(org)
         const groups = rateUnbilled(snapshot, yield* repo.listUnbilled(org, customerId))
+        for (const group of groups) yield* groupFitsJson(group)
         // A line's usage is what its own events recorded: `included` is the part of them the plan and grants covered.
         return groups.map((group) => ({
           customerId: group.customerId,

@@ -4,10 +4,20 @@
  * slug); each line rates its billable units with `rate`, rounded half-up to a whole minor unit, and an invoice's
  * subtotal is the sum of its rounded lines.
  */
-import { BigDecimal } from "effect"
+import { BigDecimal, Either } from "effect"
 import type { InvoiceLine } from "../api/billing.ts"
 import type { CatalogSnapshot, Plan, PlanFeature } from "../catalog/model.ts"
-import { type Decimal, format, roundHalfUp, sumAll, toDecimal, toNumber, ZERO } from "../domain/money.ts"
+import type { AmountTooLarge } from "../domain/errors.ts"
+import {
+  assertMoneyFitsJson,
+  type Decimal,
+  format,
+  roundHalfUp,
+  sumAll,
+  toDecimal,
+  toNumber,
+  ZERO
+} from "../domain/money.ts"
 import { fromMicro } from "../domain/quantity.ts"
 import { type DecimalLike, type Pricing, rate, type TierLine } from "../domain/rating.ts"
 import { pricingOf } from "../catalog/pricing.ts"
@@ -172,6 +182,23 @@ export const rateUnbilled = (catalog: Catalog, events: ReadonlyArray<UnbilledEve
       }
     })
     .sort((a, b) => byText(a.customerId, b.customerId) || byText(a.currency, b.currency))
+}
+
+/**
+ * A customer's unbilled group as an invoice could carry it: every line and the total within what a JSON number carries
+ * exactly (a tier's amount is part of its line's, so within it too), else `AmountTooLarge` naming the first beyond.
+ */
+export const groupFitsJson = (group: RatedGroup): Either.Either<RatedGroup, AmountTooLarge> => {
+  for (const line of group.lines) {
+    const checked = assertMoneyFitsJson(
+      line.amount,
+      `Customer ${group.customerId}'s unbilled line '${line.description}'`,
+      group.currency
+    )
+    if (Either.isLeft(checked)) return Either.left(checked.left)
+  }
+  const total = assertMoneyFitsJson(group.subtotal, `Customer ${group.customerId}'s unbilled total`, group.currency)
+  return Either.map(total, () => group)
 }
 
 // ---- stored and wire forms of a line ----

@@ -19,6 +19,8 @@ export const toApiError = (error: DomainError) => {
       return new Api.BadGateway({ code: "provider_error", message: error.message })
     case "InvalidSignature":
       return new Api.Unauthorized({ code: "invalid_signature", message: error.message })
+    case "AmountTooLarge":
+      return new Api.Unprocessable({ code: "amount_too_large", message: error.message })
   }
 }
 
@@ -36,7 +38,9 @@ type WireOf<E> = E extends { readonly _tag: "NotFound" }
             ? Api.BadGateway
             : E extends { readonly _tag: "InvalidSignature" }
               ? Api.Unauthorized
-              : never
+              : E extends { readonly _tag: "AmountTooLarge" }
+                ? Api.Unprocessable
+                : never
 
 /** Maps an effect's domain failures onto their wire errors, keeping the precise union in the type. */
 export const mapDomainErrors = <A, E extends DomainError, R>(

@@ -36,13 +36,28 @@ export class ProviderFailure extends Schema.TaggedError<ProviderFailure>()("Prov
   message: Schema.String
 }) {}
 
+/**
+ * An amount of money past what a JSON number carries exactly (`assertMoneyFitsJson` in money.ts): refused where it
+ * would be billed or shown, never sent rounded.
+ */
+export class AmountTooLarge extends Schema.TaggedError<AmountTooLarge>()("AmountTooLarge", {
+  message: Schema.String
+}) {}
+
 /** A webhook whose signature does not verify: nothing in it is trusted. */
 export class InvalidSignature extends Schema.TaggedError<InvalidSignature>()("InvalidSignature", {
   message: Schema.String
 }) {}
 
 export type DomainError =
-  NotFound | Conflict | InvalidInput | PaymentFailed | ProviderNotConfigured | ProviderFailure | InvalidSignature
+  | NotFound
+  | Conflict
+  | InvalidInput
+  | PaymentFailed
+  | ProviderNotConfigured
+  | ProviderFailure
+  | InvalidSignature
+  | AmountTooLarge
 
 export const customerNotFound = (ref: string) =>
   new NotFound({ code: "customer_not_found", message: `No customer matches '${ref}'` })

@@ -1,7 +1,10 @@
 import { describe, expect, test } from "bun:test"
-import { BigDecimal, Option } from "effect"
+import { BigDecimal, Either, Option } from "effect"
 import {
+  assertMoneyFitsJson,
   ceilDiv,
+  JSON_MONEY_MAX,
+  moneyFitsJson,
   format,
   max,
   min,
@@ -141,5 +144,27 @@ describe("toNumber and arithmetic helpers", () => {
     expect(format(ceilDiv(d("1.6"), d("0.5")))).toBe("4")
     expect(format(ceilDiv(d("3e3"), d("7")))).toBe("429")
     expect(() => ceilDiv(d("1"), d("0"))).toThrow(RangeError)
+  })
+})
+
+describe("assertMoneyFitsJson", () => {
+  test("up to Number.MAX_SAFE_INTEGER minor units, either sign; one more is refused", () => {
+    expect(JSON_MONEY_MAX).toBe(BigInt(Number.MAX_SAFE_INTEGER))
+    expect(moneyFitsJson(d("9007199254740991"))).toBe(true)
+    expect(moneyFitsJson(d("-9007199254740991"))).toBe(true)
+    expect(moneyFitsJson(d("9007199254740991.4"))).toBe(false)
+    expect(moneyFitsJson(d("9007199254740992"))).toBe(false)
+    expect(moneyFitsJson(d("-9007199254740992"))).toBe(false)
+    expect(Either.getOrThrow(assertMoneyFitsJson(d("0"), "zero"))).toEqual(d("0"))
+  })
+
+  test("the refusal names what, the exact amount, the currency and the bound", () => {
+    const refused = assertMoneyFitsJson(d("8657216995426363459413"), "The line 'tokens'", "NGN")
+    expect(Either.isLeft(refused)).toBe(true)
+    const message = Either.isLeft(refused) ? refused.left.message : ""
+    expect(message).toContain("The line 'tokens'")
+    expect(message).toContain("8657216995426363459413 minor units of NGN")
+    expect(message).toContain("9007199254740991")
+    expect(Either.isLeft(refused) && refused.left._tag).toBe("AmountTooLarge")
   })
 })

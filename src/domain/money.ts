@@ -1,7 +1,8 @@
 /**
  * Exact decimal helpers (decisions.md §1: minor units, no binary floating point in money paths).
  */
-import { BigDecimal, Option } from "effect"
+import { BigDecimal, Either, Option } from "effect"
+import { AmountTooLarge } from "./errors.ts"
 
 export type Decimal = BigDecimal.BigDecimal
 
@@ -102,3 +103,36 @@ export const ceilDiv = (a: Decimal, b: Decimal): Decimal => {
   const q = x / y // truncates towards zero
   return BigDecimal.make(x % y !== 0n && x > 0n ? q + 1n : q, 0)
 }
+
+// ---- money on the wire ----
+
+/**
+ * The most minor units an amount may hold anywhere money leaves the service (API answers, outbound events, provider
+ * requests, the dashboard): `Number.MAX_SAFE_INTEGER`, the largest whole number every JSON reader (JavaScript's
+ * included) carries exactly. Past it a JSON number is rounded to the nearest double (issue 37 item 5).
+ */
+export const JSON_MONEY_MAX = 9_007_199_254_740_991n
+const JSON_MONEY_MAX_DECIMAL: Decimal = BigDecimal.make(JSON_MONEY_MAX, 0)
+
+/** Whether an amount of minor units is within ±`JSON_MONEY_MAX` (so its whole part leaves as a JSON number exactly). */
+export const moneyFitsJson = (amount: Decimal): boolean =>
+  BigDecimal.lessThanOrEqualTo(BigDecimal.abs(amount), JSON_MONEY_MAX_DECIMAL)
+
+/**
+ * The one check before money is billed or shown: the amount, or `AmountTooLarge` naming `what` it is, its exact
+ * amount and the bound. Yield it in an `Effect.gen` (an Either is an effect), or match it.
+ */
+export const assertMoneyFitsJson = (
+  amount: Decimal,
+  what: string,
+  currency?: string
+): Either.Either<Decimal, AmountTooLarge> =>
+  moneyFitsJson(amount)
+    ? Either.right(amount)
+    : Either.left(
+        new AmountTooLarge({
+          message:
+            `${what} would be ${format(amount)} minor units${currency === undefined ? "" : ` of ${currency}`}, past ` +
+            `${JSON_MONEY_MAX} (Number.MAX_SAFE_INTEGER), the most a JSON number carries exactly; nothing was changed`
+        })
+      )

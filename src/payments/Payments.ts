@@ -449,6 +449,11 @@ export const PaymentsLive = Layer.effect(
 
     const collect: PaymentsShape["collect"] = (org, customer, request) =>
       Effect.gen(function* () {
+        // Providers take whole minor units as JSON numbers: one past 2^53 would already be rounded (callers bound
+        // their amounts with assertMoneyFitsJson; this is the last line before money leaves).
+        if (!Number.isSafeInteger(request.amount) || request.amount < 0) {
+          return yield* Effect.dieMessage(`collect: ${request.amount} is not a whole amount a provider can be sent`)
+        }
         const resolved = yield* accounts.resolve(org, request.provider)
         yield* adapterOf(resolved.account.provider)
         const provider = resolved.account.provider
