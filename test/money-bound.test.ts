@@ -18,7 +18,8 @@ const UNITS_AT_BOUND = 20394401
 const catalog = {
   features: [
     { slug: "tokens", name: "Tokens", type: "metered" },
-    { slug: "calls", name: "Calls", type: "metered" }
+    { slug: "calls", name: "Calls", type: "metered" },
+    { slug: "tiered", name: "Tiered", type: "metered" }
   ],
   plans: [
     {
@@ -27,7 +28,16 @@ const catalog = {
       currency: "NGN",
       features: [
         { slug: "tokens", usageModel: "usage_based", pricePerUnit: 987654321987 },
-        { slug: "calls", usageModel: "usage_based", pricePerUnit: PRICE_AT_BOUND }
+        { slug: "calls", usageModel: "usage_based", pricePerUnit: PRICE_AT_BOUND },
+        {
+          slug: "tiered",
+          usageModel: "usage_based",
+          ratingModel: "graduated",
+          tiers: [
+            { upTo: 10, unitPrice: 1 },
+            { upTo: null, unitPrice: 987654321987 }
+          ]
+        }
       ]
     }
   ]
@@ -94,6 +104,29 @@ for (const database of databases()) {
       expect((await get(org.apiKey, "/v1/billing/invoices?customer=big")).body.invoices).toEqual([])
       expect(await invoicedEvents(org.id)).toHaveLength(0)
       expect((await post(server, org.apiKey, "/v1/billing/invoice", { customer: "big" })).status).toBe(422)
+    })
+
+    test("tiered pricing: a track whose answer would show the window's amount past the bound is refused, nothing recorded", async () => {
+      const org = await customerOn("tiers")
+      // 10 × 1 + 9119 × 987654321987 = 9006419762199463: within the bound, shown exactly.
+      const within = await post(server, org.apiKey, "/v1/track", { customer: "tiers", feature: "tiered", value: 9129 })
+      expect(within.status).toBe(200)
+      expect(within.body.details.tierBreakdown.map((t: { amount: number }) => t.amount)).toEqual([10, 9006419762199453])
+      // One more unit would be 9007407416521450.
+      const past = await post(server, org.apiKey, "/v1/track", { customer: "tiers", feature: "tiered", value: 1 })
+      expect(past.status).toBe(400)
+      expect(past.body).toMatchObject({ code: "invalid_request", details: [{ path: "value" }] })
+      expect(past.body.message).toContain("9007407416521450")
+      expect(past.body.message).toContain(String(BOUND))
+      const check = await post(server, org.apiKey, "/v1/check", { customer: "tiers", feature: "tiered", value: 1 })
+      expect(check.status).toBe(400)
+      const batch = await post(server, org.apiKey, "/v1/track/batch", {
+        events: [{ customer: "tiers", feature: "tiered", value: 1 }]
+      })
+      expect(JSON.stringify(batch.body)).toContain("9007407416521450")
+      const still = await post(server, org.apiKey, "/v1/check", { customer: "tiers", feature: "tiered", value: 0 })
+      expect(still.status).toBe(200)
+      expect(still.body.usage).toBe(9129)
     })
 
     test("one unit past the bound is refused; at the bound every place money leaves carries it exactly", async () => {

@@ -5,7 +5,7 @@ import { pricingOf } from "../catalog/pricing.ts"
 import { AMOUNT_MAX_MICRO, AMOUNT_MAX_TEXT, WINDOW_MAX, WINDOW_MAX_MICRO } from "../domain/bounds.ts"
 import { type Draw, draw } from "../domain/drawing.ts"
 import { InvalidInput } from "../domain/errors.ts"
-import { format, toDecimal } from "../domain/money.ts"
+import { format, JSON_MONEY_MAX, toDecimal } from "../domain/money.ts"
 import { currentWindow, type Window } from "../domain/periods.ts"
 import { fromMicro, toMicro } from "../domain/quantity.ts"
 import { crossed } from "../domain/thresholds.ts"
@@ -14,6 +14,7 @@ import type { BalanceRow, FeatureConfigRow, UsageEventRow } from "./Entitlements
 import type { Grant } from "./grants.ts"
 import type { HotCustomer } from "./hotStatements.ts"
 import { meteredState } from "./state.ts"
+import { windowAmountPast } from "./windowMoney.ts"
 
 /** `check` asks; `check_send` and `track` also record what they allow, atomically with the decision. */
 export type Mode = "check" | "check_send" | "track"
@@ -59,19 +60,29 @@ export interface Resolved {
 export const invalid = (path: string, problem: string) =>
   new InvalidInput({ message: `The request is invalid: ${path}: ${problem}`, issues: [{ path, message: problem }] })
 
-/** A draw that would store a window's usage or overage past its bound: refused, nothing recorded. */
+/**
+ * A draw that would store a window's usage or overage past its bound, or price the window's billable usage past what
+ * a JSON number carries (`amount`: that price, exact): refused, nothing recorded.
+ */
 export interface PastBound {
   readonly _tag: "PastBound"
-  readonly counter: "usage" | "overage"
+  readonly counter: "usage" | "overage" | "amount"
+  readonly amount?: string
 }
 export const isPastBound = (u: unknown): u is PastBound => (u as { _tag?: unknown })._tag === "PastBound"
 
 export const pastBound = (p: PastBound, unit: string) =>
-  invalid(
-    "value",
-    `would bring the ${p.counter} of this reset window past ${WINDOW_MAX} ${unit} (the most one window counts); ` +
-      "nothing was recorded"
-  )
+  p.counter === "amount"
+    ? invalid(
+        "value",
+        `would bring this reset window's billable usage to ${p.amount} minor units, past ${JSON_MONEY_MAX} ` +
+          "(Number.MAX_SAFE_INTEGER, the most a JSON number carries exactly); nothing was recorded"
+      )
+    : invalid(
+        "value",
+        `would bring the ${p.counter} of this reset window past ${WINDOW_MAX} ${unit} (the most one window counts); ` +
+          "nothing was recorded"
+      )
 
 const EVENT_TIME_AHEAD_MS = 5 * 60_000
 const EVENT_TIME_BACK_MS = 35 * 86_400_000
@@ -291,13 +302,13 @@ export const makeMeter = (resolved: Resolved, outbox: OutboxShape): Meter | Inva
     addon: row.addon - toMicro(d.exact.fromAddon),
     overage: row.overage + toMicro(d.exact.overageUnits)
   })
-  /** Whether a balance after a draw holds a counter past its bound (what grew: usage or overage). */
-  const beyond = (after: BalanceRow): PastBound | undefined =>
-    after.used > WINDOW_MAX_MICRO
-      ? { _tag: "PastBound", counter: "usage" }
-      : after.overage > WINDOW_MAX_MICRO
-        ? { _tag: "PastBound", counter: "overage" }
-        : undefined
+  /** Whether a balance after a draw holds a counter past its bound (what grew: usage or overage), or its price. */
+  const beyond = (after: BalanceRow): PastBound | undefined => {
+    if (after.used > WINDOW_MAX_MICRO) return { _tag: "PastBound", counter: "usage" }
+    if (after.overage > WINDOW_MAX_MICRO) return { _tag: "PastBound", counter: "overage" }
+    const amount = windowAmountPast(grant.terms, after)
+    return amount === undefined ? undefined : { _tag: "PastBound", counter: "amount", amount: format(amount) }
+  }
 
   const empty: BalanceRow = { ...init, used: 0n, overage: 0n, bonus: 0n, addon: 0n }
   const current = (stored: BalanceRow | null) => rolled(stored ?? empty, window)
