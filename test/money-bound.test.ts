@@ -19,7 +19,8 @@ const catalog = {
   features: [
     { slug: "tokens", name: "Tokens", type: "metered" },
     { slug: "calls", name: "Calls", type: "metered" },
-    { slug: "tiered", name: "Tiered", type: "metered" }
+    { slug: "tiered", name: "Tiered", type: "metered" },
+    { slug: "seconds", name: "Seconds", type: "metered" }
   ],
   plans: [
     {
@@ -29,6 +30,7 @@ const catalog = {
       features: [
         { slug: "tokens", usageModel: "usage_based", pricePerUnit: 987654321987 },
         { slug: "calls", usageModel: "usage_based", pricePerUnit: PRICE_AT_BOUND },
+        { slug: "seconds", limit: 100, overage: "charge", overagePrice: 1_000_000_000_000 },
         {
           slug: "tiered",
           usageModel: "usage_based",
@@ -127,6 +129,29 @@ for (const database of databases()) {
       const still = await post(server, org.apiKey, "/v1/check", { customer: "tiers", feature: "tiered", value: 0 })
       expect(still.status).toBe(200)
       expect(still.body.usage).toBe(9129)
+    })
+
+    test("a month's overage spend past the bound is refused: overage.spend_cap_reached carries it exactly or not at all", async () => {
+      const org = await customerOn("spender")
+      const limit = await post(server, org.apiKey, "/v1/customers/overage-limit", {
+        customer: "spender",
+        maxOverageAmount: 1_000_000_000_000,
+        onLimitReached: "notify"
+      })
+      expect(limit.status).toBe(200)
+      const track = (value: number) =>
+        post(server, org.apiKey, "/v1/track", { customer: "spender", feature: "seconds", value })
+      // 100 included, then 9,000 units of overage at 10^12: 9e15, past the cap (notify) and within the bound.
+      expect((await track(9100)).body).toMatchObject({ allowed: true, code: "tracked_overage" })
+      // 8 more would make the month's spend 9008000000000000.
+      const past = await track(8)
+      expect(past.status).toBe(400)
+      expect(past.body.message).toContain("9008000000000000")
+      const events = (await get(org.apiKey, "/v1/events?type=overage.spend_cap_reached")).body.data
+      expect(events.map((e: { data: { spent: number } }) => e.data.spent)).toEqual([9_000_000_000_000_000])
+      expect(
+        (await post(server, org.apiKey, "/v1/check", { customer: "spender", feature: "seconds" })).body.usage
+      ).toBe(9100)
     })
 
     test("one unit past the bound is refused; at the bound every place money leaves carries it exactly", async () => {

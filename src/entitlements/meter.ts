@@ -5,7 +5,7 @@ import { pricingOf } from "../catalog/pricing.ts"
 import { AMOUNT_MAX_MICRO, AMOUNT_MAX_TEXT, WINDOW_MAX, WINDOW_MAX_MICRO } from "../domain/bounds.ts"
 import { type Draw, draw } from "../domain/drawing.ts"
 import { InvalidInput } from "../domain/errors.ts"
-import { format, JSON_MONEY_MAX, toDecimal } from "../domain/money.ts"
+import { format, JSON_MONEY_MAX, moneyFitsJson, toDecimal } from "../domain/money.ts"
 import { currentWindow, type Window } from "../domain/periods.ts"
 import { fromMicro, toMicro } from "../domain/quantity.ts"
 import { crossed } from "../domain/thresholds.ts"
@@ -66,17 +66,18 @@ export const invalid = (path: string, problem: string) =>
  */
 export interface PastBound {
   readonly _tag: "PastBound"
-  readonly counter: "usage" | "overage" | "amount"
+  readonly counter: "usage" | "overage" | "amount" | "spend"
   readonly amount?: string
 }
 export const isPastBound = (u: unknown): u is PastBound => (u as { _tag?: unknown })._tag === "PastBound"
 
 export const pastBound = (p: PastBound, unit: string) =>
-  p.counter === "amount"
+  p.counter === "amount" || p.counter === "spend"
     ? invalid(
         "value",
-        `would bring this reset window's billable usage to ${p.amount} minor units, past ${JSON_MONEY_MAX} ` +
-          "(Number.MAX_SAFE_INTEGER, the most a JSON number carries exactly); nothing was recorded"
+        `would bring ${p.counter === "amount" ? "this reset window's billable usage" : "the customer's overage spend this month"} ` +
+          `to ${p.amount} minor units, past ${JSON_MONEY_MAX} (Number.MAX_SAFE_INTEGER, the most a JSON number ` +
+          "carries exactly); nothing was recorded"
       )
     : invalid(
         "value",
@@ -399,6 +400,11 @@ export const makeMeter = (resolved: Resolved, outbox: OutboxShape): Meter | Inva
       if (refused !== undefined) return { answer: refused, write: null, denialNotices: [] }
       const state = answer(d, after)
       const spentAfter = spendCap === null ? null : BigDecimal.sum(toDecimal(spent), d.overageCost)
+      // The spend is announced (overage.spend_cap_reached, under notify past the cap): held to what it can carry.
+      if (spentAfter !== null && !moneyFitsJson(spentAfter)) {
+        const past: PastBound = { _tag: "PastBound", counter: "spend", amount: format(spentAfter) }
+        return { answer: past, write: null, denialNotices: [] }
+      }
       const notices = thresholds(row, after, state)
       return {
         answer: state,
