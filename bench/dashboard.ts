@@ -10,8 +10,8 @@
  * PostgreSQL when DATABASE_URL is set (use a dedicated database: each run makes a new organization). The data is made
  * through `/v1` only (src/dashboard/sample.ts): the catalog, the customers, paid plans through the simulated
  * provider's checkout, then every usage event a `/v1/track` at its own instant over the last 30 days (the service's
- * clock is moved; tracks go 16 at a time). Then headless chromium (Debian's package, playwright-core) signs in and
- * opens each view `--runs` times; "interactive" is when the view's script has rendered its data (charts drawn) and
+ * clock is moved; tracks go 16 at a time). Then headless chromium (the system's, else the packaged one:
+ * test/support/browser.ts) signs in and opens each view `--runs` times; "interactive" is when the view's script has rendered its data (charts drawn) and
  * marked the page (`body[data-ready]`, a `performance.now()` since navigation start). Printed: median and worst per
  * view, and the script's gzip size.
  */

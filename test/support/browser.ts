@@ -1,8 +1,6 @@
 import { existsSync } from "node:fs"
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core"
-
-/** Debian's `chromium` package (`.ci/run` installs it), driven by playwright-core: no browser download. */
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
+import { packagedChromium } from "./packagedChromium.ts"
 
 export const CHROMIUM_ARGS = [
   "--no-sandbox",
@@ -14,15 +12,38 @@ export const CHROMIUM_ARGS = [
   "--disable-sync"
 ]
 
+export interface BrowserSource {
+  readonly source: "system" | "package"
+  readonly executablePath: string
+  readonly env?: Record<string, string>
+}
+
+/**
+ * Where the browser tests' Chromium comes from: the system's when one is installed (`CHROMIUM_PATH` when set, else
+ * Debian's package at /usr/bin/chromium), else the headless shell that the devDependency `@sparticuz/chromium` ships
+ * inside its tarball (test/support/packagedChromium.ts). Either way playwright-core drives it and nothing is
+ * downloaded. A `CHROMIUM_PATH` that names nothing (`/nonexistent`) therefore picks the packaged one: how `.ci/run`
+ * exercises it on a machine that has Debian's.
+ */
+export const browserSource = (): BrowserSource => {
+  const system = process.env.CHROMIUM_PATH || "/usr/bin/chromium"
+  if (existsSync(system)) return { source: "system", executablePath: system }
+  const packaged = packagedChromium()
+  return { source: "package", executablePath: packaged.executablePath, env: packaged.env }
+}
+
 /**
  * Headless chromium with a fresh profile (playwright gives every launch its own temporary user-data-dir). Fails
- * loudly when the browser is missing: a browser test never passes by skipping.
+ * loudly when no browser can be had: a browser test never passes by skipping.
  */
 export const launchBrowser = async (): Promise<Browser> => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (what .ci/run does)`)
-  }
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS })
+  const found = browserSource()
+  return chromium.launch({
+    executablePath: found.executablePath,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    ...(found.env === undefined ? {} : { env: { ...process.env, ...found.env } })
+  })
 }
 
 export interface Watched {
