@@ -6,6 +6,7 @@ import { ServicesLive } from "../app/App.ts"
 import { AppConfig, AppConfigLive } from "../platform/config.ts"
 import { checkFlags, CommandError, type FlagSpec, type Output, parse, type Parsed, UsageError } from "./args.ts"
 import { dashboardCommand } from "./dashboard.ts"
+import { encryptionKeyCommand } from "./encryptionKey.ts"
 import { organizationCommand } from "./organizations.ts"
 import { outOfRangeCommand } from "./outOfRange.ts"
 import { paymentsCommand } from "./payments.ts"
@@ -35,6 +36,8 @@ Commands:
   sample-data <org> [--customers 200] [--events 5000]
                                       fill a sandbox organization with a sample catalog, customers, paid plans
                                       and 30 days of usage (through the API), for the dashboard to show
+  encryption-key rotate               re-encrypt every stored secret under NEW_ENCRYPTION_KEY (from the
+                                      environment) in one transaction; stop the services first
   out-of-range                        list stored numbers outside their bounds (values from before the bounds;
                                       the service reads each as its bound): organization, table, row, field
 
@@ -65,6 +68,7 @@ const COMMANDS: ReadonlyArray<{
   { name: "credits grant", flags: { boolean: ["bonus"] }, run: paymentsCommand },
   { name: "sync", flags: { value: ["org"] }, run: syncCommand },
   { name: "out-of-range", flags: {}, run: outOfRangeCommand },
+  { name: "encryption-key rotate", flags: {}, run: encryptionKeyCommand },
   { name: "dashboard", flags: {}, run: dashboardCommand },
   { name: "sample-data", flags: { value: ["customers", "events"] }, run: sampleCommand }
 ]
@@ -196,8 +200,8 @@ export const main = async (argv: ReadonlyArray<string>, io: CliIo = processIo): 
       if (failure.value instanceof UsageError) return fail(2, { code: "usage", message: failure.value.message })
       return fail(1, describe(failure.value))
     }
-    const defect = Cause.squash(exit.cause)
-    return fail(1, { code: "internal_error", message: defect instanceof Error ? defect.message : String(defect) })
+    // A defect: the start-up refused (the encryption key's refusal carries its code) or something broke.
+    return fail(1, describe(Cause.squash(exit.cause)))
   } catch (error) {
     return fail(1, describe(error))
   } finally {

@@ -2,7 +2,8 @@ import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { AppConfig } from "./config.ts"
+import { AppConfig, type AppConfigShape } from "./config.ts"
+import { verifyKey } from "./encryptionCheck.ts"
 
 /**
  * AES-256-GCM for secrets at rest (provider keys, saved-method tokens). Stored form: `v1:` + base64 of
@@ -43,36 +44,66 @@ export const makeEncryption = (key: Buffer): EncryptionShape => ({
 
 class EncryptionKeyMissing extends Error {}
 
-/**
- * ENCRYPTION_KEY (64 hex characters or base64 of 32 bytes). On sandbox, when unset, a key is generated once
- * into DATA_DIR/encryption.key and reused; on live it is required.
- */
-export const EncryptionLive = Layer.effect(
-  Encryption,
+/** Where a process's key comes from: ENCRYPTION_KEY, else (sandbox) the file generated in DATA_DIR, else random. */
+export type KeySource =
+  { readonly kind: "env" } | { readonly kind: "file"; readonly file: string } | { readonly kind: "memory" }
+
+export const keySourceOf = (config: AppConfigShape): KeySource =>
+  Option.isSome(config.encryptionKey)
+    ? { kind: "env" }
+    : config.appEnv !== "live" && config.dataDir !== ":memory:"
+      ? { kind: "file", file: join(config.dataDir, "encryption.key") }
+      : { kind: "memory" }
+
+/** The key of this configuration (generating the sandbox's file on first use); dies with a message for a person. */
+export const loadKey = (config: AppConfigShape): Effect.Effect<{ key: Buffer; source: KeySource }> =>
   Effect.gen(function* () {
-    const config = yield* AppConfig
-    const configured = Option.map(config.encryptionKey, Redacted.value)
-    if (Option.isSome(configured)) {
-      const key = parseKey(configured.value)
+    const source = keySourceOf(config)
+    if (Option.isSome(config.encryptionKey)) {
+      const key = parseKey(Redacted.value(config.encryptionKey.value))
       if (key === undefined) {
         return yield* Effect.die(
           new EncryptionKeyMissing("ENCRYPTION_KEY must be 64 hex characters or base64 of 32 bytes")
         )
       }
-      return makeEncryption(key)
+      return { key, source }
     }
     if (config.appEnv === "live") {
       return yield* Effect.die(new EncryptionKeyMissing("ENCRYPTION_KEY is required when APP_ENV=live"))
     }
-    if (config.dataDir === ":memory:") return makeEncryption(randomBytes(32))
-    const file = join(config.dataDir, "encryption.key")
-    if (!existsSync(file)) {
+    if (source.kind !== "file") return { key: randomBytes(32), source }
+    if (!existsSync(source.file)) {
       mkdirSync(config.dataDir, { recursive: true })
-      writeFileSync(file, randomBytes(32).toString("hex") + "\n", { mode: 0o600 })
-      chmodSync(file, 0o600)
+      writeFileSync(source.file, randomBytes(32).toString("hex") + "\n", { mode: 0o600 })
+      chmodSync(source.file, 0o600)
     }
-    const key = parseKey(readFileSync(file, "utf8"))
-    if (key === undefined) return yield* Effect.die(new EncryptionKeyMissing(`${file} does not hold a valid key`))
-    return makeEncryption(key)
+    const key = parseKey(readFileSync(source.file, "utf8"))
+    if (key === undefined)
+      return yield* Effect.die(new EncryptionKeyMissing(`${source.file} does not hold a valid key`))
+    return { key, source }
+  })
+
+export const describeKeySource = (source: KeySource) =>
+  source.kind === "env"
+    ? "as set"
+    : source.kind === "file"
+      ? `unset: the key generated in ${source.file} was used`
+      : "unset: a random key for this process"
+
+/**
+ * ENCRYPTION_KEY (64 hex characters or base64 of 32 bytes). On sandbox, when unset, a key is generated once
+ * into DATA_DIR/encryption.key and reused; on live it is required. The key must be the database's: the first process
+ * on a database records a check value of its key, and a process with another key refuses to start
+ * (./encryptionCheck.ts).
+ */
+export const EncryptionLive = Layer.effect(
+  Encryption,
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const { key, source } = yield* loadKey(config)
+    const encryption = makeEncryption(key)
+    // A refusal ends the start-up with its message (main.ts prints it; the CLI too); so does a database error.
+    yield* Effect.orDie(verifyKey(key, encryption, describeKeySource(source)))
+    return encryption
   })
 )
