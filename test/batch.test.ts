@@ -248,12 +248,52 @@ for (const database of databases()) {
     test("a body that is not a batch, an empty batch and 1,001 items are 400 and change nothing", async () => {
       const { org, batch, usage } = await setup()
       const one = { customer: "b4", feature: "tokens", value: 1, customerData: {} }
-      for (const body of [{}, { events: [] }, { events: Array.from({ length: 1001 }, () => one) }, [one]]) {
+      for (const body of [
+        {},
+        { events: [] },
+        { events: Array.from({ length: 1001 }, () => one) },
+        [one],
+        { events: one },
+        { events: [one, 5] },
+        { events: [one, null] },
+        { events: [one, [one]] }
+      ]) {
         const answer = await post(server, org.apiKey, "/v1/track/batch", body)
         expect({ status: answer.status, code: answer.body.code }).toEqual({ status: 400, code: "invalid_request" })
       }
       expect((await batch([one])).body.results[0]).toMatchObject({ allowed: true, usage: 1 })
       expect(await usage("b4")).toBe(1)
+    })
+
+    test("an item that fails the item schema is answered in its place with a track's 400 body; the others count", async () => {
+      const { org, batch, usage } = await setup()
+      const ok = { customer: "b5", feature: "tokens", value: 2, customerData: {} }
+      const invalid = [{ value: -5 }, { customer: "b5", feature: "tokens", value: 1e13, idempotencyKey: "never-used" }]
+      const answer = await batch([ok, invalid[0]!, invalid[1]!, ok])
+      expect(answer.status).toBe(200)
+      const results = answer.body.results
+      expect(results).toHaveLength(4)
+      expect(results[0]).toMatchObject({ allowed: true, code: "tracked", usage: 2 })
+      expect(results[3]).toMatchObject({ allowed: true, code: "tracked", usage: 4 })
+      // Each invalid item's answer is, byte for byte, the body a track of it gets (without the batch's own key).
+      for (const [i, item] of invalid.entries()) {
+        const { idempotencyKey: _, ...body } = item as Record<string, unknown>
+        const single = await post(server, org.apiKey, "/v1/track", body)
+        expect(single.status).toBe(400)
+        expect(results[i + 1]).toEqual(single.body)
+        expect(single.body.details.map((d: { path: string }) => d.path)).toContain("value")
+      }
+      expect(results[1].details.map((d: { path: string }) => d.path)).toEqual(["customer", "feature", "value"])
+      expect(results[2]).toMatchObject({ code: "invalid_request", details: [{ path: "value" }] })
+      expect(await usage("b5")).toBe(4)
+      // The invalid item's key was never used: a track with it and another body is not a repeat of anything.
+      const keyed = await post(server, org.apiKey, "/v1/track", ok, { "idempotency-key": "never-used" })
+      expect(keyed.body).toMatchObject({ allowed: true, usage: 6 })
+      // A batch of invalid items only: 200, each answered, nothing recorded.
+      const none = await batch([{ customer: "b5" }, { customer: "b5", feature: "tokens", value: -1 }])
+      expect(none.status).toBe(200)
+      expect(none.body.results.map((r: { code: string }) => r.code)).toEqual(["invalid_request", "invalid_request"])
+      expect(await usage("b5")).toBe(6)
     })
 
     test("idempotency keys: one key space with track; repeats inside a batch; another body is a 409 item", async () => {

@@ -156,10 +156,19 @@ const requests: ReadonlyArray<Req> = [
       { customer: "c", feature: "renders", value: 0.000002, idempotencyKey: "b1" }
     ],
     [{ customer: "batch-new", feature: "calls", customerData: { email: "batch-new@example.com" } }],
-    [{ customer: "c", feature: "renders", value: 0.000001, metadata: { run: 2 }, note: "dropped" }]
+    [{ customer: "c", feature: "renders", value: 0.000001, metadata: { run: 2 }, note: "dropped" }],
+    // Items that fail the item schema, answered in their places (decisions.md §12).
+    [{ customer: "c", feature: "calls", value: -1 }],
+    [
+      { customer: "c", feature: "calls" },
+      { value: -5 },
+      { customer: "c", feature: "calls", value: 1e13 },
+      { customer: "c", feature: "calls", customerData: { email: "not an email" } },
+      { customer: "c", feature: "calls" }
+    ]
   ].map((events) => ({ path: "/v1/track/batch", body: body({ events }), hot: true })),
   { path: "/v1/track/batch", body: body({ events: [] }), hot: false },
-  { path: "/v1/track/batch", body: body({ events: [{ customer: "c", feature: "calls", value: -1 }] }), hot: false },
+  { path: "/v1/track/batch", body: body({ events: [{ customer: "c", feature: "calls" }, 5] }), hot: false },
   {
     path: "/v1/track/batch",
     body: body({ events: Array.from({ length: 1001 }, () => ({ customer: "c", feature: "sso" })) }),

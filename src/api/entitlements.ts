@@ -1,5 +1,5 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { Schema } from "effect"
+import { Either, ParseResult, Schema, SchemaAST } from "effect"
 import {
   CustomerRef,
   Email,
@@ -178,11 +178,47 @@ export const TrackBatchItem = Schema.Struct({
 }).annotations({ identifier: "TrackBatchItem", parseOptions: { errors: "all" } })
 export type TrackBatchItem = typeof TrackBatchItem.Type
 
+/**
+ * A batch item that failed the item schema (decisions.md §12): it is answered in its place with the 400 body a track
+ * of it would get, and the other items are decided as if it were absent. `issues` are the schema's, from the item.
+ */
+export class InvalidBatchItem {
+  constructor(readonly issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>) {}
+}
+
+const isJsonObject = (u: unknown): u is object => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/**
+ * A batch's element: any JSON object decodes, to its track or to an `InvalidBatchItem`; anything else fails, and with
+ * it the whole body (not a batch). Published as `TrackBatchItem` (its surrogate): the document describes the items a
+ * caller should send. A client never sends an `InvalidBatchItem`.
+ */
+export const TrackBatchSlot = Schema.declare(
+  [TrackBatchItem],
+  {
+    decode: (item) => (input, options, ast) => {
+      if (!isJsonObject(input)) return ParseResult.fail(new ParseResult.Type(ast, input, "Expected an object"))
+      const decoded = ParseResult.decodeUnknownEither(item)(input, options)
+      return ParseResult.succeed(
+        Either.isRight(decoded)
+          ? decoded.right
+          : new InvalidBatchItem(ParseResult.ArrayFormatter.formatIssueSync(decoded.left))
+      )
+    },
+    encode: (item) => (input, options, ast) =>
+      input instanceof InvalidBatchItem
+        ? ParseResult.fail(new ParseResult.Forbidden(ast, input, "An invalid item is not sent"))
+        : ParseResult.encodeUnknown(item)(input, options)
+  },
+  { [SchemaAST.SurrogateAnnotationId]: TrackBatchItem.ast }
+)
+export type TrackBatchSlot = typeof TrackBatchSlot.Type
+
 /** The most items a batch holds. */
 export const TRACK_BATCH_MAX = 1000
 /** `POST /v1/track/batch` (decisions.md §12): 1 to 1,000 tracks, decided in order, the accepted ones committed together. */
 export const TrackBatchRequest = Schema.Struct({
-  events: Schema.Array(TrackBatchItem).pipe(Schema.minItems(1), Schema.maxItems(TRACK_BATCH_MAX))
+  events: Schema.Array(TrackBatchSlot).pipe(Schema.minItems(1), Schema.maxItems(TRACK_BATCH_MAX))
 }).annotations({ identifier: "TrackBatchRequest", parseOptions: { errors: "all" } })
 export type TrackBatchRequest = typeof TrackBatchRequest.Type
 
@@ -220,6 +256,8 @@ export class EntitlementsGroup extends HttpApiGroup.make("entitlements")
         OpenApi.Description,
         "1 to 1,000 tracks decided in order and independently (a denied or invalid item records nothing); the " +
           "accepted items commit together before the answer, so after a crash or a 503 all are recorded or none. " +
+          "An item that fails the item schema is answered in its place with the 400 body a track of it would get; " +
+          "the whole request is 400 only when it is not a batch (an object whose events are 1 to 1,000 objects). " +
           "One request to the rate limit."
       )
   )

@@ -32,3 +32,13 @@ export const readableIssues = (issues: ReadonlyArray<RawIssue>): Array<Issue> =>
     (issue, i) => useful.findIndex((other) => other.path === issue.path && other.message === issue.message) === i
   )
 }
+
+/** A request the schema refused, as its 400 says it: one message naming every field, and the fields as details. */
+export const invalidRequest = (raw: ReadonlyArray<RawIssue>): { message: string; details: Array<Issue> } => {
+  const details = readableIssues(raw)
+  const message =
+    details.length === 0
+      ? "The request is invalid"
+      : `The request is invalid: ${details.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; ")}`
+  return { message, details }
+}

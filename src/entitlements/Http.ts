@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { CurrentOrganization } from "../api/security.ts"
 import { mapDomainErrors } from "../boundary/toApiError.ts"
-import { batchAnswer, batchItems } from "./batchAnswer.ts"
+import { answerBatch } from "./batchAnswer.ts"
 import { Entitlements } from "./Engine.ts"
 
 export const EntitlementsHttp = HttpApiBuilder.group(BillingApi, "entitlements", (handlers) =>
@@ -26,8 +26,8 @@ export const EntitlementsHttp = HttpApiBuilder.group(BillingApi, "entitlements",
         ).pipe(mapDomainErrors)
       )
       .handle("trackBatch", ({ payload }) =>
-        Effect.flatMap(CurrentOrganization, (org) => engine.evaluateBatch(org.id, batchItems(payload))).pipe(
-          Effect.map(batchAnswer)
+        Effect.flatMap(CurrentOrganization, (org) =>
+          answerBatch(payload, (items) => engine.evaluateBatch(org.id, items))
         )
       )
   })

@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test"
 import { Either, Schema } from "effect"
-import { TrackBatchRequest } from "../api/entitlements.ts"
+import { InvalidBatchItem, TrackBatchRequest } from "../api/entitlements.ts"
 import { fastBatchRequest } from "./batchDecode.ts"
 
 const schema = Schema.decodeUnknownEither(TrackBatchRequest)
@@ -70,7 +70,7 @@ test("the fast decoder answers as the schema does, or leaves the body to it", ()
     taken++
     // Whatever it takes, the schema accepts, with the same value.
     expect({ body, decoded: Either.getOrUndefined(slow) }).toEqual({ body, decoded: fast })
-    for (const e of fast.events) expect(Object.is(e.value, -0)).toBe(false)
+    for (const e of fast.events) expect(Object.is((e as { value?: number }).value, -0)).toBe(false)
   }
   // It takes the ordinary shapes, so the comparison above is not vacuous.
   expect(taken).toBeGreaterThan(20)
@@ -86,7 +86,32 @@ test("the shapes a batch nearly always has are taken, and what the schema refuse
   }
   expect(fastBatchRequest(ordinary)).toEqual(ordinary)
   for (const body of bodies()) if (Either.isLeft(schema(body))) expect(fastBatchRequest(body)).toBeUndefined()
-  // Fields the schema would decode further or drop are left to it.
-  expect(fastBatchRequest({ events: [{ customer: "c", feature: "calls", customerData: {} }] })).toBeUndefined()
-  expect(fastBatchRequest({ events: [{ customer: "c", feature: "calls", note: "x" }] })).toBeUndefined()
+  // An item the schema would decode further or drop is decoded alone by the item's schema.
+  for (const odd of [
+    { customer: "c", feature: "calls", customerData: {} },
+    { customer: "c", feature: "calls", note: "x" }
+  ]) {
+    const body = { events: [ordinary.events[0], odd] }
+    expect(fastBatchRequest(body)).toEqual(Either.getOrThrow(schema(body)))
+  }
+})
+
+test("an item that fails the item schema is an invalid item in its place, with the schema's issues from the item", () => {
+  const ok = { customer: "c", feature: "calls" }
+  const body = { events: [ok, { value: -5 }, { customer: "c", feature: "calls", value: 1e13 }, ok] }
+  const fast = fastBatchRequest(body)!
+  expect(fast).toEqual(Either.getOrThrow(schema(body)))
+  expect(fast.events[0]).toEqual(ok)
+  expect(fast.events[3]).toEqual(ok)
+  const [negative, huge] = [fast.events[1], fast.events[2]]
+  expect(negative).toBeInstanceOf(InvalidBatchItem)
+  expect(huge).toBeInstanceOf(InvalidBatchItem)
+  const paths = (item: unknown) => (item as InvalidBatchItem).issues.map((i) => i.path.join("."))
+  expect(paths(negative)).toEqual(["customer", "feature", "value"])
+  expect(paths(huge)).toEqual(["value"])
+  // Not an object: not a batch, left to the schema, which refuses the body.
+  for (const broken of [{ events: [ok, 5] }, { events: [ok, null] }, { events: [ok, [ok]] }]) {
+    expect(fastBatchRequest(broken)).toBeUndefined()
+    expect(Either.isLeft(schema(broken))).toBe(true)
+  }
 })

@@ -2,7 +2,7 @@ import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/p
 import { Cause, Effect, Option } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { type ApiError, errorBody, errorStatus, type Issue } from "../api/errors.ts"
-import { readableIssues } from "../boundary/issues.ts"
+import { invalidRequest } from "../boundary/issues.ts"
 import { jsonTextProblem, MAX_JSON_DEPTH } from "../boundary/jsonText.ts"
 import { RequestFiber } from "./RequestFiber.ts"
 import { RequestId } from "./RequestId.ts"
@@ -102,16 +102,10 @@ export const ErrorMiddlewareLive = HttpApiBuilder.middleware(
           if (Option.isSome(failure)) {
             const error = failure.value
             if (isTagged(error, "HttpApiDecodeError")) {
-              const issues = readableIssues(
+              const { message, details } = invalidRequest(
                 (error as { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }).issues
               )
-              const message =
-                issues.length === 0
-                  ? "The request is invalid"
-                  : `The request is invalid: ${issues
-                      .map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`))
-                      .join("; ")}`
-              return Effect.succeed(respond("BadRequest", 400, "invalid_request", message, issues))
+              return Effect.succeed(respond("BadRequest", 400, "invalid_request", message, details))
             }
             if (isTagged(error, "RouteNotFound")) {
               return Effect.succeed(respond("NotFound", 404, "not_found", "No such route"))

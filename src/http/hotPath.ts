@@ -3,7 +3,7 @@ import { Effect, Either, Exit, type Fiber, Option, Schema } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import type { CheckRequest, EntitlementState, TrackBatchRequest, TrackRequest } from "../api/entitlements.ts"
 import { errorBody, errorStatus } from "../api/errors.ts"
-import { batchAnswer, batchItems } from "../entitlements/batchAnswer.ts"
+import { answerBatch } from "../entitlements/batchAnswer.ts"
 import { Entitlements } from "../entitlements/Engine.ts"
 import { AppConfig } from "../platform/config.ts"
 import { sampledRootContext, sampleRoot } from "../platform/tracing.ts"
@@ -90,8 +90,9 @@ export const makeHotPath = (
      * encodes), and checking 1,000 answers against it cost ~4–6 µs an item.
      */
     const batch = (org: string, payload: TrackBatchRequest) =>
-      Effect.map(engine.evaluateBatch(org, batchItems(payload)), (results): Response | undefined =>
-        json(200, batchAnswer(results), {})
+      Effect.map(
+        answerBatch(payload, (items) => engine.evaluateBatch(org, items)),
+        (answer): Response | undefined => json(200, answer, {})
       )
 
     const single = (

@@ -344,13 +344,19 @@ for (const database of databases()) {
         body = encode(setAt(base!.body, field.path, new Raw(text)))
       }
       const response = await server.fetch(url, { method, apiKey, ...(body === undefined ? {} : { body }) })
-      const answer = (await response.json()) as any
-      const result = { where, status: response.status }
+      const sent = (await response.json()) as any
+      // A batch answers an item that fails its schema in the item's place (decisions.md §12): that item's 400 body,
+      // naming the field from the item.
+      const inBatch = field.route === "POST /v1/track/batch" && response.status === 200
+      const answer = inBatch ? sent.results[0] : sent
+      const status = inBatch && answer?.success === false ? 400 : response.status
+      const fieldPath = formatPath(inBatch ? field.path.slice(2) : field.path)
+      const result = { where, status }
       expect(result.status).toBeLessThan(500)
       if (!admits(rule, Number(text))) {
         expect({ ...result, code: answer.code }).toEqual({ ...result, status: 400, code: "invalid_request" })
         const message = (answer.details as Array<{ path: string; message: string }>).find(
-          (d) => d.path === formatPath(field.path)
+          (d) => d.path === fieldPath
         )?.message
         const named =
           /^must (be at most|be at least|be greater than|be an integer|have at most \d+ decimal places)/.test(
@@ -366,13 +372,13 @@ for (const database of databases()) {
       // same balance): then a 400 naming the field and that bound, with nothing changed.
       const details: Array<{ path: string; message: string }> = Array.isArray(answer?.details) ? answer.details : []
       const cumulative = details.find(
-        (d) => d.path === formatPath(field.path) && /\(the most one (balance holds|window counts)\)/.test(d.message)
+        (d) => d.path === fieldPath && /\(the most one (balance holds|window counts)\)/.test(d.message)
       )
-      if (response.status === 400 && answer.code === "invalid_request" && cumulative !== undefined) {
+      if (status === 400 && answer.code === "invalid_request" && cumulative !== undefined) {
         return "refused" as const
       }
-      expect({ ...result, answer: response.status < 300 ? "" : answer }).toEqual({ ...result, status: 200, answer: "" })
-      const value = await stored(field.route, field.path, body === undefined ? undefined : JSON.parse(body), answer)
+      expect({ ...result, answer: status < 300 ? "" : answer }).toEqual({ ...result, status: 200, answer: "" })
+      const value = await stored(field.route, field.path, body === undefined ? undefined : JSON.parse(body), sent)
       if (value !== undefined) expect({ where, stored: exact(value) }).toEqual({ where, stored: sentExactly(text) })
       return "accepted" as const
     }
@@ -908,7 +914,8 @@ describe("start-up after an upgrade: migration 0010 logs every stored value out 
       "dashboard_sessions",
       "dashboard_links",
       "dashboard_audit",
-      "context_versions"
+      "context_versions",
+      "encryption_key_check"
     ])
       db.run(`DROP TABLE ${table}`)
     for (const table of ["customers", "subscriptions", "customer_feature_configs"])
