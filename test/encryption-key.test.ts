@@ -9,7 +9,7 @@ import { Events } from "../src/events/Events.ts"
 import { ProviderAccounts } from "../src/payments/ProviderAccounts.ts"
 import type { AppConfigShape } from "../src/platform/config.ts"
 import { Encryption } from "../src/platform/encryption.ts"
-import { ENCRYPTED_COLUMNS } from "../src/platform/encryptionCheck.ts"
+import { ciphertextsOf, ENCRYPTED_COLUMNS } from "../src/platform/encryptionCheck.ts"
 import { BUN, freePort, ROOT, scratchDatabase, startService } from "./hardening/support.ts"
 import { startServer, type TestServer } from "./support/harness.ts"
 
@@ -71,7 +71,10 @@ const started = async (fresh: Fresh, key: string) => {
   return server
 }
 
-/** Secrets in every encrypted column: a provider account, a webhook endpoint whose secret was rotated, a method. */
+/**
+ * Secrets in every encrypted column: a provider account, a webhook endpoint rotated twice (its retired secrets) with a
+ * previous secret as a rotation before migration 0030 left it, a saved method.
+ */
 const storeSecrets = async (server: TestServer) => {
   const org = await server.createOrg()
   await server.run(
@@ -81,33 +84,49 @@ const storeSecrets = async (server: TestServer) => {
       const events = yield* Events
       const endpoint = yield* events.createEndpoint(org.id, { url: "https://example.com/hooks" })
       yield* events.rotateSecret(org.id, endpoint.id)
+      yield* events.rotateSecret(org.id, endpoint.id)
       const encryption = yield* Encryption
       const sql = yield* SqlClient.SqlClient
+      yield* sql`UPDATE webhook_endpoints SET previous_secret = ${encryption.encrypt("whsec_legacy")},
+          previous_secret_expires_at = ${Date.now() + 3_600_000}
+        WHERE organization_id = ${org.id} AND id = ${endpoint.id}`
       yield* sql`INSERT INTO payment_methods (organization_id, id, customer_id, provider, token, type, status,
           created_at, updated_at)
         VALUES (${org.id}, 'pm_1', 'cus_1', 'simulated', ${encryption.encrypt("tok_secret")}, 'card', 'active', 0, 0)`
     })
   )
 }
+/** How many ciphertexts `storeSecrets` leaves: two of the account, one method, the endpoint's current, previous and two retired. */
+const STORED = 7
 
-/** Every stored secret, decrypted with the application's key, by table, column and row. */
+/** Every stored ciphertext, decrypted with the application's key, by table, column, row and place. */
 const readSecrets = (server: TestServer) =>
   server.run(
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const encryption = yield* Encryption
       const found: Record<string, { stored: string; plain: string }> = {}
-      for (const { table, keys, column } of ENCRYPTED_COLUMNS) {
+      for (const { table, keys, column, format } of ENCRYPTED_COLUMNS) {
         const rows = yield* sql.unsafe<Record<string, string>>(
           `SELECT ${keys.join(" || '/' || ")} AS row_key, ${column} AS stored FROM ${table} WHERE ${column} IS NOT NULL`
         )
         for (const row of rows) {
-          found[`${table}.${column}:${row.rowKey}`] = { stored: row.stored!, plain: encryption.decrypt(row.stored!) }
+          for (const [i, ciphertext] of ciphertextsOf(format, row.stored!).entries()) {
+            found[`${table}.${column}:${row.rowKey}#${i}`] = {
+              stored: ciphertext,
+              plain: encryption.decrypt(ciphertext)
+            }
+          }
         }
       }
       return found
     })
   )
+
+/** The columns a set of secrets covers: every encrypted column, for the tests to mean what they say. */
+const columnsOf = (found: Record<string, unknown>) =>
+  [...new Set(Object.keys(found).map((k) => k.split(":")[0]))].sort()
+const ALL_COLUMNS = [...new Set(ENCRYPTED_COLUMNS.map((c) => `${c.table}.${c.column}`))].sort()
 
 /** Runs a command as a real process, as `npm run cli` does. */
 const cliProcess = async (env: Record<string, string>, ...args: Array<string>) => {
@@ -155,7 +174,7 @@ for (const kind of kinds) {
       // The same key starts again.
       const again = await started(db, key)
       servers.push(again)
-      expect(Object.keys(await readSecrets(again)).length).toBe(ENCRYPTED_COLUMNS.length)
+      expect(Object.keys(await readSecrets(again)).length).toBe(STORED)
     }, 30_000)
 
     test("two processes starting at once on a database without a check value agree: same key both start, another key one refuses", async () => {
@@ -194,7 +213,7 @@ for (const kind of kinds) {
       await first.close()
       const refused = await start(db, newKey())
       expect(refused).toContain("ENCRYPTION_KEY")
-      expect(refused).toContain("does not decrypt the secrets already stored in this database (5 of 5")
+      expect(refused).toContain(`does not decrypt the secrets already stored in this database (${STORED} of ${STORED}`)
       const adopted = await started(db, key)
       servers.push(adopted)
       const rows = await adopted.run(
@@ -213,7 +232,8 @@ for (const kind of kinds) {
       await storeSecrets(before)
       const plain = await readSecrets(before)
       await before.close()
-      expect(Object.keys(plain).length).toBe(ENCRYPTED_COLUMNS.length)
+      expect(Object.keys(plain).length).toBe(STORED)
+      expect(columnsOf(plain)).toEqual(ALL_COLUMNS)
 
       const missing = await cliProcess({ ...db.env, ENCRYPTION_KEY: oldKey }, "encryption-key", "rotate")
       expect(missing.code).toBe(1)
@@ -227,7 +247,7 @@ for (const kind of kinds) {
       )
       expect(rotated.stderr).toBe("")
       expect(rotated.code).toBe(0)
-      expect(JSON.parse(rotated.stdout)).toEqual({ rotated: true, secrets: ENCRYPTED_COLUMNS.length, keyFile: null })
+      expect(JSON.parse(rotated.stdout)).toEqual({ rotated: true, secrets: STORED, keyFile: null })
 
       // The old key is refused now (by the CLI as by the service); the new one opens every secret, each rewritten.
       const old = await cliProcess({ ...db.env, ENCRYPTION_KEY: oldKey }, "org", "list", "--json")

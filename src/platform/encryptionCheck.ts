@@ -10,18 +10,47 @@ import type { EncryptionShape } from "./encryption.ts"
  * that cannot sign, provider accounts it cannot open). docs/decisions.md, "One encryption key per database".
  */
 
-/** Every column that holds `Encryption.encrypt` output, with the key of its row: what rotation rewrites. */
+/**
+ * Every column that holds `Encryption.encrypt` output, with the key of its row: what the adoption check reads and
+ * rotation rewrites. `ciphertext`: the column is one ciphertext; `secretList`: a JSON array of objects whose `secret`
+ * is one (webhook endpoints' retired secrets, migration 0030), rewritten entry by entry, everything else kept.
+ */
 export const ENCRYPTED_COLUMNS: ReadonlyArray<{
   readonly table: string
   readonly keys: ReadonlyArray<string>
   readonly column: string
+  readonly format: "ciphertext" | "secretList"
 }> = [
-  { table: "provider_accounts", keys: ["organization_id", "provider"], column: "secret_key" },
-  { table: "provider_accounts", keys: ["organization_id", "provider"], column: "webhook_secret" },
-  { table: "payment_methods", keys: ["organization_id", "id"], column: "token" },
-  { table: "webhook_endpoints", keys: ["organization_id", "id"], column: "secret" },
-  { table: "webhook_endpoints", keys: ["organization_id", "id"], column: "previous_secret" }
+  { table: "provider_accounts", keys: ["organization_id", "provider"], column: "secret_key", format: "ciphertext" },
+  { table: "provider_accounts", keys: ["organization_id", "provider"], column: "webhook_secret", format: "ciphertext" },
+  { table: "payment_methods", keys: ["organization_id", "id"], column: "token", format: "ciphertext" },
+  { table: "webhook_endpoints", keys: ["organization_id", "id"], column: "secret", format: "ciphertext" },
+  { table: "webhook_endpoints", keys: ["organization_id", "id"], column: "previous_secret", format: "ciphertext" },
+  { table: "webhook_endpoints", keys: ["organization_id", "id"], column: "retired_secrets", format: "secretList" }
 ]
+
+type Format = (typeof ENCRYPTED_COLUMNS)[number]["format"]
+
+const secretList = (stored: string): Array<Record<string, unknown>> => {
+  const value: unknown = JSON.parse(stored)
+  return Array.isArray(value)
+    ? value.filter((e): e is Record<string, unknown> => typeof e === "object" && e !== null)
+    : []
+}
+
+/** The ciphertexts a stored value holds. */
+export const ciphertextsOf = (format: Format, stored: string): ReadonlyArray<string> =>
+  format === "ciphertext"
+    ? [stored]
+    : secretList(stored).flatMap((e) => (typeof e.secret === "string" ? [e.secret] : []))
+
+/** The stored value with each of its ciphertexts replaced by `rewrite`'s. */
+const rewriteStored = (format: Format, stored: string, rewrite: (ciphertext: string) => string): string =>
+  format === "ciphertext"
+    ? rewrite(stored)
+    : JSON.stringify(
+        secretList(stored).map((e) => (typeof e.secret === "string" ? { ...e, secret: rewrite(e.secret) } : e))
+      )
 
 /** HMAC-SHA-256 of a fixed label under the key: equal for equal keys, and says nothing of the key. */
 export const keyCheckValue = (key: Buffer): string =>
@@ -44,13 +73,14 @@ const readCheck = (sql: SqlClient.SqlClient) =>
 interface StoredSecret {
   readonly table: string
   readonly column: string
+  readonly format: Format
   readonly keys: ReadonlyArray<unknown>
   readonly value: string
 }
 
 /** Every stored secret (rare rows: provider accounts, saved methods, webhook endpoints), with its row's key. */
 const storedSecrets = (sql: SqlClient.SqlClient) =>
-  Effect.forEach(ENCRYPTED_COLUMNS, ({ table, keys, column }) =>
+  Effect.forEach(ENCRYPTED_COLUMNS, ({ table, keys, column, format }) =>
     sql
       .unsafe<Record<string, unknown>>(
         `SELECT ${keys.join(", ")}, ${column} AS stored_value FROM ${table} WHERE ${column} IS NOT NULL`
@@ -60,6 +90,7 @@ const storedSecrets = (sql: SqlClient.SqlClient) =>
           rows.map((row): StoredSecret => ({
             table,
             column,
+            format,
             // Row names come back camelCased (the client's transform).
             keys: keys.map((k) => row[k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())]),
             value: String(row.storedValue)
@@ -90,8 +121,10 @@ export const verifyKey = (key: Buffer, encryption: EncryptionShape, source: stri
     const check = keyCheckValue(key)
     let stored = yield* readCheck(sql)
     if (stored === undefined) {
-      const secrets = yield* storedSecrets(sql)
-      const closed = secrets.filter((s) => !opens(encryption, s.value))
+      const secrets = (yield* storedSecrets(sql)).flatMap((s) =>
+        ciphertextsOf(s.format, s.value).map((ciphertext) => ({ ...s, ciphertext }))
+      )
+      const closed = secrets.filter((s) => !opens(encryption, s.ciphertext))
       if (closed.length > 0) {
         return yield* Effect.fail(
           new EncryptionKeyRefused(
@@ -140,8 +173,9 @@ export const rotateKey = (
     }
     const secrets = yield* storedSecrets(sql)
     for (const secret of secrets) {
-      const plain = yield* Effect.try({
-        try: () => current.encryption.decrypt(secret.value),
+      const rewritten = yield* Effect.try({
+        try: () =>
+          rewriteStored(secret.format, secret.value, (c) => next.encryption.encrypt(current.encryption.decrypt(c))),
         catch: () =>
           new EncryptionKeyRefused(
             `a secret in ${secret.table}.${secret.column} does not decrypt under the current key: nothing was changed`
@@ -149,7 +183,7 @@ export const rotateKey = (
       })
       const keys = ENCRYPTED_COLUMNS.find((c) => c.table === secret.table)!.keys
       const updated = yield* sql<{ one: number }>`UPDATE ${sql(secret.table)}
-        SET ${sql(secret.column)} = ${next.encryption.encrypt(plain)}
+        SET ${sql(secret.column)} = ${rewritten}
         WHERE ${sql.and(keys.map((k, i) => sql`${sql(k)} = ${secret.keys[i] as string}`))}
           AND ${sql(secret.column)} = ${secret.value}
         RETURNING 1 AS one`
@@ -162,5 +196,5 @@ export const rotateKey = (
         )
       }
     }
-    return { secrets: secrets.length }
+    return { secrets: secrets.reduce((n, s) => n + ciphertextsOf(s.format, s.value).length, 0) }
   }).pipe((rotation) => Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(rotation)))
