@@ -7,7 +7,7 @@ import type { EncryptionShape } from "./encryption.ts"
 /**
  * One encryption key per database. The database keeps a check value of its key (migration 0022): a process whose key
  * gives another value refuses to start, instead of starting and failing on every secret it reads (a delivery pass
- * that cannot sign, provider accounts it cannot open). docs/decisions.md, "One encryption key per database".
+ * that cannot sign, provider accounts it cannot open). docs/decisions.md, "First contact".
  */
 
 /**

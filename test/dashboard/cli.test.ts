@@ -11,7 +11,14 @@ describe("cli dashboard", () => {
   let env: Record<string, string | undefined>
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), "dashboard-cli-"))
-    env = { ...process.env, DATA_DIR: join(dir, "data"), APP_ENV: "sandbox", PUBLIC_URL: "http://billing.test:8080" }
+    // The CLI and the service share the database and its encryption key (the test configuration's), as in production.
+    env = {
+      ...process.env,
+      DATA_DIR: join(dir, "data"),
+      APP_ENV: "sandbox",
+      PUBLIC_URL: "http://billing.test:8080",
+      ENCRYPTION_KEY: "0".repeat(64)
+    }
     delete env.DATABASE_URL
   })
   afterAll(() => rmSync(dir, { recursive: true, force: true }))

@@ -22,10 +22,9 @@ for (const database of databases()) {
       dir = mkdtempSync(join(tmpdir(), "revoked-sign-in-"))
       const dataDir = join(dir, "data")
       const { DATABASE_URL, ...rest } = process.env
-      env =
-        database.name === "sqlite"
-          ? { ...rest, DATA_DIR: dataDir, APP_ENV: "sandbox" }
-          : { ...rest, DATABASE_URL, APP_ENV: "sandbox" }
+      // The CLI and the service share the database and its encryption key (the test configuration's), as in production.
+      const key = { APP_ENV: "sandbox", ENCRYPTION_KEY: "0".repeat(64) }
+      env = database.name === "sqlite" ? { ...rest, DATA_DIR: dataDir, ...key } : { ...rest, DATABASE_URL, ...key }
       server = await startServer(database.name === "sqlite" ? { dataDir } : database.config)
     })
     afterAll(async () => {
