@@ -5,7 +5,7 @@ import { safeEqual } from "./crypto.ts"
 import type { EncryptionShape } from "./encryption.ts"
 
 /**
- * One encryption key per database. The database keeps a check value of its key (migration 0022): a process whose key
+ * One encryption key per database. The database keeps a check value of its key (migration 0031): a process whose key
  * gives another value refuses to start, instead of starting and failing on every secret it reads (a delivery pass
  * that cannot sign, provider accounts it cannot open). docs/decisions.md, "First contact".
  */
@@ -110,7 +110,7 @@ const opens = (encryption: EncryptionShape, stored: string) => {
 
 /**
  * At start-up, after the migrations: the key must be the database's. A database without a check value (new, or from
- * before migration 0022) takes this key when it opens every secret already stored (or there is none); the check value
+ * before migration 0031) takes this key when it opens every secret already stored (or there is none); the check value
  * is then written with ON CONFLICT DO NOTHING and read back, so that of two processes starting at once on an empty
  * database the loser adopts the winner's key when it is the same and refuses when it is not.
  * `source` says where the key came from, for the message.
