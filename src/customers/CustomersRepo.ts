@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { storedMoney } from "../domain/bounds.ts"
+import { rowChunks } from "../platform/db/rowChunks.ts"
 import { decodeRows, JsonObjectText, Millis, NullableMillis, recordSchema } from "../platform/db/rowSchemas.ts"
 
 export interface CustomerRecord {
@@ -40,6 +41,8 @@ export interface CustomersRepoShape {
   readonly matches: (organizationId: string, ref: string) => Effect.Effect<CustomerMatches>
   /** Inserts unless an external id or email is taken; `false` then. */
   readonly insert: (customer: CustomerRecord) => Effect.Effect<boolean>
+  /** Inserts each unless its external id or email is taken (a few multi-row statements): how many were inserted. */
+  readonly insertMany: (customers: ReadonlyArray<CustomerRecord>) => Effect.Effect<number>
   /** Writes identity fields; `false` when the new email belongs to another customer. */
   readonly update: (customer: CustomerRecord) => Effect.Effect<boolean>
   readonly list: (
@@ -162,6 +165,12 @@ export const CustomersRepoSql = Layer.effect(
           Effect.map((rows) => rows.length === 1),
           Effect.orDie
         ),
+      insertMany: (records) =>
+        Effect.reduce(rowChunks(records.map(toRow), 14), 0, (inserted, rows) =>
+          sql<{ id: string }>`INSERT INTO customers ${sql.insert(rows)} ON CONFLICT DO NOTHING RETURNING id`.pipe(
+            Effect.map((written) => inserted + written.length)
+          )
+        ).pipe(Effect.orDie),
       update: (c) =>
         sql<{ id: string }>`UPDATE customers SET
             external_id = ${c.externalId}, email = ${c.email}, email_lower = ${c.email?.toLowerCase() ?? null},

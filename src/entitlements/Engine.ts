@@ -1,9 +1,10 @@
 import { SqlClient } from "@effect/sql"
-import { BigDecimal, Clock, Context, Effect, Either, Layer, Option } from "effect"
+import { BigDecimal, Clock, Context, Effect, Either, Exit, Layer, Option } from "effect"
 import type { EntitlementCode, EntitlementState } from "../api/entitlements.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import type { CatalogSnapshot, Feature } from "../catalog/model.ts"
 import { Customers } from "../customers/Customers.ts"
+import { CustomersRepo } from "../customers/CustomersRepo.ts"
 import { Conflict, customerNotFound, InvalidInput } from "../domain/errors.ts"
 import { toDecimal } from "../domain/money.ts"
 import { fitsMicro, FACTOR_BIGINT, fromMicro, toMicro } from "../domain/quantity.ts"
@@ -12,11 +13,23 @@ import { Outbox } from "../events/Outbox.ts"
 import { sha256Hex } from "../platform/crypto.ts"
 import { retryDeadlocks } from "../platform/db/deadlocks.ts"
 import { Ids } from "../platform/ids.ts"
+import { type CommitGate, CommitExpired, enterAll, leaveAll, RequestCommitGate } from "../platform/commitGate.ts"
+import { autoEnabledPlans } from "../subscriptions/autoEnabled.ts"
+import { SubscriptionsRepo } from "../subscriptions/SubscriptionsRepo.ts"
 import { makeBalanceWriter } from "./BalanceWriter.ts"
 import { type Batcher, makeBatcher } from "./Batcher.ts"
 import { type BatchResult, decideDraws, planDraws } from "./batchDraws.ts"
 import { makeGuardedBatches } from "./guardedBatch.ts"
 import { EntitlementsRepo, type StoredBalance } from "./EntitlementsRepo.ts"
+import { type Creator, createdResolution, sortCreators } from "./batchCreations.ts"
+import {
+  CreationRaced,
+  mergeNewCustomers,
+  type NewCustomers,
+  noNewCustomers,
+  planNewCustomers,
+  writeNewCustomers
+} from "./newCustomers.ts"
 import {
   drawsAlike,
   type EntitlementInput,
@@ -89,10 +102,19 @@ interface PreparedBatch {
   readonly meters: ReadonlyArray<Meter | InvalidInput | undefined>
   readonly eventIds: ReadonlyArray<string>
   readonly now: number
+  /** The customers its items create, written by its transaction (./newCustomers.ts). */
+  readonly created: NewCustomers
+  /** The requests' commit gates (src/platform/commitGate.ts): one a batch, several once merged. */
+  readonly gates: ReadonlyArray<CommitGate>
 }
+
+/** What a lane answers a batch: its results, or that it must be prepared again, or that its request has expired. */
+type LaneOutcome = ReadonlyArray<BatchResult> | CreationRaced | CommitExpired
 
 /** Batches of one transaction at most: a transaction's row locks and its answers wait for all of them. */
 const BATCHES_PER_TRANSACTION = 8
+/** Preparations of a batch whose new customers other requests keep creating first, before it gives up. */
+const CREATION_ATTEMPTS = 3
 /**
  * SQLite: an idle batch lane first waits this many turns of the event loop. Its statements block the one thread, so
  * the batches that arrived meanwhile are still reading their bodies when a transaction ends; without the wait each
@@ -110,7 +132,9 @@ const mergeBatches = (batches: ReadonlyArray<PreparedBatch>): PreparedBatch => (
   resolutions: batches.flatMap((b) => b.resolutions),
   meters: batches.flatMap((b) => b.meters),
   eventIds: batches.flatMap((b) => b.eventIds),
-  now: Math.max(...batches.map((b) => b.now))
+  now: Math.max(...batches.map((b) => b.now)),
+  created: mergeNewCustomers(batches.map((b) => b.created)),
+  gates: batches.flatMap((b) => b.gates)
 })
 
 /** The merged batch's results, given back to each batch. */
@@ -152,6 +176,11 @@ export const EntitlementsLive = Layer.effect(
     const repo = yield* EntitlementsRepo
     const catalog = yield* Catalog
     const customers = yield* Customers
+    const writers = {
+      customers: yield* CustomersRepo,
+      subscriptions: yield* SubscriptionsRepo,
+      outbox: yield* Outbox
+    }
     const ids = yield* Ids
     const outbox = yield* Outbox
     const writer = makeBalanceWriter(repo, WRITER)
@@ -522,7 +551,29 @@ export const EntitlementsLive = Layer.effect(
         }
       })
 
-    const evaluateBatch = (org: string, items: ReadonlyArray<BatchItem>) =>
+    /**
+     * A batch decided and recorded. Prepared again if a customer it was to create was created meanwhile by another
+     * request (its transaction rolled back: `CreationRaced`); interrupted if its request was answered 503 before its
+     * commit could begin (nothing of it was written).
+     */
+    const evaluateBatch = (org: string, items: ReadonlyArray<BatchItem>): Effect.Effect<ReadonlyArray<BatchResult>> =>
+      Effect.flatMap(RequestCommitGate, (gate) => {
+        const attempt = (left: number): Effect.Effect<ReadonlyArray<BatchResult>> =>
+          Effect.flatMap(prepareBatch(org, items, gate), (prepared) =>
+            Effect.flatMap(batchLane(org).submit(prepared), (outcome) =>
+              outcome instanceof CreationRaced
+                ? left > 0
+                  ? attempt(left - 1)
+                  : Effect.dieMessage("A batch's new customers kept being created by other requests")
+                : outcome instanceof CommitExpired
+                  ? Effect.interrupt
+                  : Effect.succeed(outcome)
+            )
+          )
+        return attempt(CREATION_ATTEMPTS)
+      })
+
+    const prepareBatch = (org: string, items: ReadonlyArray<BatchItem>, gate: CommitGate) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const results: Array<BatchResult | undefined> = items.map(() => undefined)
@@ -586,25 +637,71 @@ export const EntitlementsLive = Layer.effect(
           const r = resolutions[i]
           return r?._tag === "Answered" && r.state.code === "customer_not_found"
         }
-        const creators = new Map<string, number>()
+        const creators = new Map<string, Creator>()
         items.forEach((item, i) => {
           if (unknown(i) && item.customerData !== undefined && !creators.has(item.customer))
-            creators.set(item.customer, i)
+            creators.set(item.customer, { ref: item.customer, data: item.customerData, first: i })
         })
-        yield* Effect.forEach(
-          creators.values(),
-          (i) =>
-            Effect.map(
-              resolve(org, "track", inputs[i]!, false, now, times[i] as number | undefined),
-              (r) => void (resolutions[i] = r)
-            ),
-          {
-            concurrency: 4,
-            discard: true
+        let created = noNewCustomers
+        if (creators.size > 0) {
+          // Emails the new customers would take: one read of who holds them.
+          const emails = [...new Set([...creators.values()].flatMap((c) => c.data.email?.toLowerCase() ?? []))]
+          const owners =
+            emails.length === 0
+              ? undefined
+              : readsOfMany(yield* repo.contexts({ org, refs: emails, feature: "", subjects: [] }))
+          const sorted = sortCreators([...creators.values()], (email) =>
+            owners?.customersOf(email).find((c) => c.email?.toLowerCase() === email)
+          )
+          // The rare ones, one by one ahead of the transaction as before (an existing customer takes the reference).
+          yield* Effect.forEach(
+            sorted.oneByOne,
+            ({ first }) =>
+              Effect.map(
+                resolve(org, "track", inputs[first]!, false, now, times[first] as number | undefined),
+                (r) => void (resolutions[first] = r)
+              ),
+            { concurrency: 4, discard: true }
+          )
+          const again = items.flatMap((item, i) =>
+            unknown(i) && sorted.oneByOne.some((c) => c.ref === item.customer) ? [i] : []
+          )
+          yield* resolveMany(org, inputs, again, now, times as ReadonlyArray<number | undefined>, resolutions)
+          // The others by the batch's own transaction: resolved over them as they will be.
+          if (sorted.created.length > 0) {
+            const snapshot = (yield* catalog.cached(org)).snapshot
+            const plans = autoEnabledPlans(snapshot).length
+            const planned = planNewCustomers({
+              org,
+              snapshot,
+              now,
+              creators: sorted.created,
+              customerIds: yield* ids.nextMany("cus", sorted.created.length),
+              subscriptionIds: plans === 0 ? [] : yield* ids.nextMany("sub", sorted.created.length * plans)
+            })
+            created = planned.created
+            items.forEach((item, i) => {
+              if (!unknown(i)) return
+              const refused = sorted.refused.get(item.customer)
+              if (refused !== undefined) resolutions[i] = refused
+              else if (planned.reads.customersOf(item.customer).length > 0) {
+                resolutions[i] = createdResolution({
+                  org,
+                  item,
+                  snapshot,
+                  reads: planned.reads,
+                  requestedAt: now,
+                  timestamp: times[i] as number | undefined
+                })
+              }
+            })
+          } else {
+            items.forEach((item, i) => {
+              const refused = sorted.refused.get(item.customer)
+              if (unknown(i) && refused !== undefined) resolutions[i] = refused
+            })
           }
-        )
-        const again = items.flatMap((item, i) => (unknown(i) && creators.has(item.customer) ? [i] : []))
-        yield* resolveMany(org, inputs, again, now, times as ReadonlyArray<number | undefined>, resolutions)
+        }
 
         // Items that share their first's read and draw alike share its meter (`drawsAlike`): a hot customer's batch
         // builds one, not one an item.
@@ -620,18 +717,32 @@ export const EntitlementsLive = Layer.effect(
           meters.push(shared ?? makeMeter({ ...resolution.resolved, inTransaction: true }, outbox))
         })
         const eventIds = yield* ids.nextMany("evt", items.length)
-        const prepared = { items, hashes, decided: results, resolutions, meters, eventIds, now }
+        const prepared: PreparedBatch = {
+          items,
+          hashes,
+          decided: results,
+          resolutions,
+          meters,
+          eventIds,
+          now,
+          created,
+          gates: [gate]
+        }
         if (Option.isSome(guardedBatches) && isGuarded(prepared)) yield* guardedBatches.value.check(org, prepared)
-        return yield* batchLane(org).submit(prepared)
+        return prepared
       })
 
-    /** Batches with idempotency keys claim them in the locked transaction. */
-    const isGuarded = (prepared: PreparedBatch) => prepared.items.every((item) => item.idempotencyKey === undefined)
+    /** Batches with idempotency keys, or creating customers, commit in the locked transaction. */
+    const isGuarded = (prepared: PreparedBatch) =>
+      prepared.created.customers.length === 0 && prepared.items.every((item) => item.idempotencyKey === undefined)
     /**
      * A prepared batch (or several concurrent batches of one organization, concatenated: `mergeBatches`) decided and
      * recorded: guarded (src/entitlements/guardedBatch.ts) unless it needs the locked transaction.
      */
-    const transact = (org: string, prepared: PreparedBatch) =>
+    const transact = (
+      org: string,
+      prepared: PreparedBatch
+    ): Effect.Effect<ReadonlyArray<BatchResult>, CreationRaced | CommitExpired> =>
       Option.isNone(guardedBatches)
         ? transactLocked(org, prepared)
         : Effect.flatMap(
@@ -643,7 +754,7 @@ export const EntitlementsLive = Layer.effect(
                   org,
                   planDraws(prepared.resolutions, prepared.meters, [...prepared.decided], new Set()).balances.keys()
                 )(transactLocked(org, prepared)),
-              onSome: Effect.succeed
+              onSome: (results) => Effect.succeed(results)
             })
           )
 
@@ -659,6 +770,8 @@ export const EntitlementsLive = Layer.effect(
         return retryDeadlocks(
           sql.withTransaction(
             Effect.gen(function* () {
+              // The customers it creates first: everything else of the batch may be about them.
+              yield* writeNewCustomers(writers, org, prepared.created)
               // Each attempt starts from what was decided before the transaction.
               const results = [...decided]
               // Keys first, in key order (two batches never wait on each other's keys in a cycle). A key's request is
@@ -780,11 +893,14 @@ export const EntitlementsLive = Layer.effect(
                 const version = lockedVersion.get(key)!
                 return { ...b, customerId, subjectId, version: events.has(key) ? version + 1 : version }
               })
+              // Last, just before the commit: no commit once a request of the batch has been answered 503.
+              if (!enterAll(prepared.gates)) return yield* new CommitExpired()
               return { results: results.map((r) => r!), left }
             })
           )
         ).pipe(
           Effect.catchTag("SqlError", Effect.die),
+          Effect.onExit((exit) => (Exit.isFailure(exit) ? Effect.sync(() => leaveAll(prepared.gates)) : Effect.void)),
           Effect.flatMap(({ results, left }) =>
             Option.isSome(guardedBatches)
               ? Effect.as(guardedBatches.value.learn(org, left), results)
@@ -805,18 +921,25 @@ export const EntitlementsLive = Layer.effect(
      * for a few turns (`SQLITE_BATCH_GATHER_TURNS`). A lane per organization that has sent a batch: merged
      * transactions never mix organizations.
      */
-    const batchLanes = new Map<string, Batcher<PreparedBatch, ReadonlyArray<BatchResult>>>()
+    const batchLanes = new Map<string, Batcher<PreparedBatch, LaneOutcome>>()
+    const outcome = (effect: Effect.Effect<ReadonlyArray<BatchResult>, CreationRaced | CommitExpired>) =>
+      Effect.catchAll(effect, (e): Effect.Effect<LaneOutcome> => Effect.succeed(e))
     const batchLane = (org: string) => {
       let lane = batchLanes.get(org)
       if (lane === undefined) {
-        lane = makeBatcher<PreparedBatch, ReadonlyArray<BatchResult>>({
+        lane = makeBatcher<PreparedBatch, LaneOutcome>({
           lanes: sql.onDialectOrElse({ pg: () => 2, orElse: () => 1 }),
           maxBatch: BATCHES_PER_TRANSACTION,
           gather: sql.onDialectOrElse({ pg: () => false, orElse: () => SQLITE_BATCH_GATHER_TURNS }),
+          // Merged batches that must not commit together (one raced or expired): each on its own.
           run: (batches) =>
             batches.length === 1
-              ? Effect.map(transact(org, batches[0]!), (results) => [results])
-              : Effect.map(transact(org, mergeBatches(batches)), (results) => splitResults(batches, results))
+              ? Effect.map(outcome(transact(org, batches[0]!)), (o) => [o])
+              : Effect.flatMap(outcome(transact(org, mergeBatches(batches))), (o) =>
+                  Array.isArray(o)
+                    ? Effect.succeed(splitResults(batches, o))
+                    : Effect.forEach(batches, (b) => outcome(transact(org, b)))
+                )
         })
         batchLanes.set(org, lane)
       }

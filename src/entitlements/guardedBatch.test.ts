@@ -123,6 +123,7 @@ const batchOver = (names: ReadonlyArray<string>, now: number): GuardedInput => (
   resolutions: names.map((id) => ({ _tag: "Resolved", resolved: { customer: { id } } }) as unknown as Resolution),
   meters: names.map(() => drawOne),
   eventIds: names.map((_, i) => `evt_${i}`),
+  gates: [],
   decided: names.map(() => undefined),
   now
 })
@@ -198,7 +199,7 @@ describe("guarded batches", () => {
       store.forget()
       // Another batch over the same balances commits while this check's read is on its way: the read answers every
       // balance at the version that write left, which this process already knows.
-      store.whileReading(batches.run(ORG, batchOver(customers, t0 + i)))
+      store.whileReading(Effect.orDie(batches.run(ORG, batchOver(customers, t0 + i))))
       await Effect.runPromise(batches.check(ORG, batchOver(customers, t0 + i)))
       expect(store.reads.map((r) => r.length)).toEqual([60])
       expect(store.answered).toEqual([60])

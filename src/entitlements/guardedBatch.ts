@@ -1,5 +1,6 @@
 import { Deferred, Effect, FiberId, Option } from "effect"
 import type { InvalidInput } from "../domain/errors.ts"
+import { type CommitGate, type CommitExpired, gatedCommit } from "../platform/commitGate.ts"
 import {
   balanceKey,
   type BatchResult,
@@ -20,6 +21,8 @@ export interface GuardedInput {
   /** Items answered before (refused by their timestamp or value). */
   readonly decided: ReadonlyArray<BatchResult | undefined>
   readonly now: number
+  /** Its requests' commit gates: no write once one of them has been answered 503 (src/platform/commitGate.ts). */
+  readonly gates: ReadonlyArray<CommitGate>
 }
 
 type NamedBalance = NamedBalances extends Map<string, infer B> ? B : never
@@ -251,7 +254,7 @@ export const makeGuardedBatches = (guarded: GuardedBatches) => {
       })
       // A second attempt is sent only once the writes it was decided over have ended: sent at once, it could reach
       // its rows first again.
-      const commit = guarded.commit(org, written, checked)
+      const commit = gatedCommit(input.gates, guarded.commit(org, written, checked))
       const write = again ? Effect.zipRight(endOf(after), commit) : commit
       // A batch decided over writes on their way that fails its guard was most likely overtaken by one of them (their
       // statements run side by side): what the process knows is not put in doubt. Otherwise another writer moved a
@@ -338,7 +341,7 @@ export const makeGuardedBatches = (guarded: GuardedBatches) => {
         })
       }),
     /** The batch's results, or none: it is for the locked transaction (it needs one, or its balances kept moving). */
-    run: (org: string, input: GuardedInput): Effect.Effect<Option.Option<ReadonlyArray<BatchResult>>> =>
+    run: (org: string, input: GuardedInput): Effect.Effect<Option.Option<ReadonlyArray<BatchResult>>, CommitExpired> =>
       Effect.gen(function* () {
         const decided = [...input.decided]
         const plan = planDraws(input.resolutions, input.meters, decided, new Set())

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { EventType } from "../api/events.ts"
+import { rowChunks } from "../platform/db/rowChunks.ts"
 import { makeMonotonicIds } from "../platform/ids.ts"
 
 /**
@@ -25,6 +26,8 @@ export interface OutboxShape {
    * that causes it or not at all. `None` when an event of the same `dedupeKey` was written before.
    */
   readonly emit: (organizationId: string, event: OutboundEvent) => Effect.Effect<Option.Option<string>>
+  /** Many events as `emit` writes each, in order, with a few multi-row statements (events without a `dedupeKey`). */
+  readonly emitMany: (organizationId: string, events: ReadonlyArray<OutboundEvent>) => Effect.Effect<void>
 }
 
 export class Outbox extends Context.Tag("Outbox")<Outbox, OutboxShape>() {}
@@ -36,22 +39,34 @@ export const OutboxLive = Layer.effect(
     // Time-sortable like every id, and in the order written within this process (two events of one transaction list
     // in that order, newest first).
     const nextId = makeMonotonicIds("msg")
+    const rowOf = (organizationId: string, event: OutboundEvent, now: number) => ({
+      organizationId,
+      id: nextId(now),
+      type: event.type,
+      customerId: event.customerId ?? null,
+      subjectId: event.subjectId ?? null,
+      dedupeKey: event.dedupeKey ?? null,
+      data: JSON.stringify(event.data),
+      fannedOut: 0,
+      createdAt: now
+    })
     return {
+      emitMany: (organizationId, events) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.forEach(
+            rowChunks(
+              events.map((event) => rowOf(organizationId, event, now)),
+              9
+            ),
+            (rows) => sql`INSERT INTO outbound_events ${sql.insert(rows)} ON CONFLICT DO NOTHING`,
+            { discard: true }
+          )
+        ).pipe(Effect.orDie),
       emit: (organizationId, event) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
-          const id = nextId(now)
-          const row = {
-            organizationId,
-            id,
-            type: event.type,
-            customerId: event.customerId ?? null,
-            subjectId: event.subjectId ?? null,
-            dedupeKey: event.dedupeKey ?? null,
-            data: JSON.stringify(event.data),
-            fannedOut: 0,
-            createdAt: now
-          }
+          const row = rowOf(organizationId, event, now)
+          const id = row.id
           const written = yield* sql`INSERT INTO outbound_events ${sql.insert(row)} ON CONFLICT DO NOTHING RETURNING id`
           return written.length === 0 ? Option.none<string>() : Option.some(id)
         }).pipe(Effect.orDie)

@@ -10,7 +10,8 @@ import { sampledRootContext, sampleRoot } from "../platform/tracing.ts"
 import { Authenticator } from "../organizations/Authenticator.ts"
 import { jsonTextProblem, MAX_JSON_DEPTH } from "../boundary/jsonText.ts"
 import { defectAnswer } from "./errorMiddleware.ts"
-import { type RequestFiberSlot, TIMED_OUT_MESSAGE } from "./RequestFiber.ts"
+import { RequestCommitGate } from "../platform/commitGate.ts"
+import { commitGateOf, type RequestFiberSlot, TIMED_OUT_MESSAGE } from "./RequestFiber.ts"
 import { json } from "./server.ts"
 import { toApiError } from "../boundary/toApiError.ts"
 import { fastBatchRequest } from "./batchDecode.ts"
@@ -190,6 +191,7 @@ export const makeHotPath = (
         if (parent === null && !sampleRoot(config.traceSampleRatio)) run = Effect.withTracerEnabled(run, false)
         else run = withServerSpan(run, request, endpoint.path, parent === null)
       }
+      if (slot !== undefined) run = Effect.provideService(run, RequestCommitGate, commitGateOf(slot))
       const fiber = runFork(requestId === undefined ? run : Effect.annotateLogs(run, "requestId", requestId))
       if (slot !== undefined) slot.fiber = fiber
       return new Promise((resolve) =>

@@ -1,7 +1,8 @@
 import { Context, FiberId, LogLevel } from "effect"
 import { errorBody } from "../api/errors.ts"
 import { writeLogLine } from "../platform/logging.ts"
-import { RequestFiber, type RequestFiberSlot, TIMED_OUT_MESSAGE } from "./RequestFiber.ts"
+import { RequestCommitGate } from "../platform/commitGate.ts"
+import { commitGateOf, RequestFiber, type RequestFiberSlot, TIMED_OUT_MESSAGE } from "./RequestFiber.ts"
 import { RequestId } from "./RequestId.ts"
 
 export const MAX_BODY_BYTES = 1024 * 1024
@@ -99,6 +100,8 @@ export interface ServeOptions {
  * uninterruptible wait in @effect/sql, stops as soon as it gets one, before its first statement). The answer does not
  * wait for that: it leaves at the deadline whatever the handler was doing. A timer per request and nothing else:
  * forking the handler instead cost 15–20% of the service's CPU under load (docs/decisions.md, "Hardening").
+ * Once a commit for the request has begun (its gate entered: src/platform/commitGate.ts) the deadline waits for the
+ * answer instead: a 503 must mean that nothing changed (decisions.md §12).
  */
 const beforeDeadline = (
   answer: Promise<Response>,
@@ -107,17 +110,29 @@ const beforeDeadline = (
   onTimeout: () => void
 ): Promise<Response> =>
   new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
+    let settled = false
+    const expire = () => {
+      if (settled) return
+      settled = true
+      slot.phase = "expired"
       slot.fiber?.unsafeInterruptAsFork(FiberId.none)
       onTimeout()
       resolve(json(503, errorBody("Unavailable", "unavailable", TIMED_OUT_MESSAGE), {}))
+    }
+    const timer = setTimeout(() => {
+      // A commit for this request may be landing: a 503 would say nothing changed. Its answer decides, unless the
+      // commit does not happen after all (the gate's `leave` then expires the request).
+      if (slot.phase === "committing") slot.overdue = expire
+      else expire()
     }, timeoutMs)
     answer.then(
       (response) => {
+        settled = true
         clearTimeout(timer)
         resolve(response)
       },
       (error: unknown) => {
+        settled = true
         clearTimeout(timer)
         reject(error)
       }
@@ -158,7 +173,10 @@ export const serve = (app: RequestHandler, options: ServeOptions) => {
       let response = bounded instanceof Response ? bounded : precheck(bounded, url)
       if (response === undefined) {
         const slot: RequestFiberSlot = { fiber: undefined }
-        const context = Context.make(RequestId, requestId).pipe(Context.add(RequestFiber, slot))
+        const context = Context.make(RequestId, requestId).pipe(
+          Context.add(RequestFiber, slot),
+          Context.add(RequestCommitGate, commitGateOf(slot))
+        )
         const answer = app.handler(bounded as Request, context as Context.Context<never>)
         response = await (timeoutMs > 0
           ? beforeDeadline(answer, timeoutMs, slot, () =>

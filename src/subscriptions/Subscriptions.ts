@@ -95,7 +95,7 @@ const subscriptionNotFound = (id: string) =>
   new NotFound({ code: "subscription_not_found", message: `No subscription '${id}'` })
 
 /** Plans in the same group replace each other; add-ons stack. Plans without a group share the default one. */
-const replaces = (incoming: Plan, existing: Plan | undefined) =>
+export const replaces = (incoming: Plan, existing: Plan | undefined) =>
   existing !== undefined && !incoming.isAddon && !existing.isAddon && incoming.planGroup === existing.planGroup
 
 /**

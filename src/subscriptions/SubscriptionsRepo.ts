@@ -1,10 +1,13 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
+import { rowChunks } from "../platform/db/rowChunks.ts"
 import { decodeRows, Flag, Millis, NullableMillis, recordSchema } from "../platform/db/rowSchemas.ts"
 import type { SubscriptionRecord } from "./model.ts"
 
 export interface SubscriptionsRepoShape {
   readonly insert: (s: SubscriptionRecord) => Effect.Effect<void>
+  /** A few multi-row statements. */
+  readonly insertMany: (s: ReadonlyArray<SubscriptionRecord>) => Effect.Effect<void>
   readonly update: (s: SubscriptionRecord) => Effect.Effect<void>
   readonly get: (organizationId: string, id: string) => Effect.Effect<Option.Option<SubscriptionRecord>>
   /** The subscription, its row locked until the transaction ends (PostgreSQL; SQLite serialises writers). */
@@ -81,6 +84,14 @@ export const SubscriptionsRepoSql = Layer.effect(
 
     return {
       insert: (s) => sql`INSERT INTO subscriptions ${sql.insert(toRow(s))}`.pipe(Effect.asVoid, Effect.orDie),
+      insertMany: (records) =>
+        Effect.forEach(
+          rowChunks(records.map(toRow), 14),
+          (rows) => sql`INSERT INTO subscriptions ${sql.insert(rows)}`,
+          {
+            discard: true
+          }
+        ).pipe(Effect.orDie),
       update: (s) =>
         sql`UPDATE subscriptions SET ${sql.update(toRow(s), ["organizationId", "id"])}
             WHERE organization_id = ${s.organizationId} AND id = ${s.id}`.pipe(Effect.asVoid, Effect.orDie),
