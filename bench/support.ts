@@ -89,8 +89,8 @@ export const freePort = () => {
  * (a connection left open at exit when its stdin is not a terminal): its answer is taken as soon as it is printed, and
  * a CLI still running 5 s later is stopped.
  */
-export const createOrganization = async (env: Record<string, string>): Promise<string> => {
-  const cli = Bun.spawn([BUN, "src/cli.ts", "org", "create", "bench", "--name", "Bench", "--json"], {
+export const createOrganization = async (env: Record<string, string>, slug = "bench"): Promise<string> => {
+  const cli = Bun.spawn([BUN, "src/cli.ts", "org", "create", slug, "--name", "Bench", "--json"], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdin: "ignore",

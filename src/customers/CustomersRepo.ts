@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { storedMoney } from "../domain/bounds.ts"
-import { rowChunks } from "../platform/db/rowChunks.ts"
+import { insertRows } from "../platform/db/insertRows.ts"
 import { decodeRows, JsonObjectText, Millis, NullableMillis, recordSchema } from "../platform/db/rowSchemas.ts"
 
 export interface CustomerRecord {
@@ -165,12 +165,7 @@ export const CustomersRepoSql = Layer.effect(
           Effect.map((rows) => rows.length === 1),
           Effect.orDie
         ),
-      insertMany: (records) =>
-        Effect.reduce(rowChunks(records.map(toRow), 14), 0, (inserted, rows) =>
-          sql<{ id: string }>`INSERT INTO customers ${sql.insert(rows)} ON CONFLICT DO NOTHING RETURNING id`.pipe(
-            Effect.map((written) => inserted + written.length)
-          )
-        ).pipe(Effect.orDie),
+      insertMany: (records) => insertRows(sql, "customers", records.map(toRow), true).pipe(Effect.orDie),
       update: (c) =>
         sql<{ id: string }>`UPDATE customers SET
             external_id = ${c.externalId}, email = ${c.email}, email_lower = ${c.email?.toLowerCase() ?? null},

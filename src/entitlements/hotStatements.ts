@@ -268,37 +268,70 @@ export const sqliteReadParameters = (r: ContextRead) => [
  * Both databases, one statement, parameters `manyReadParameters`: on PostgreSQL a prepared statement (planned once
  * per connection, like `entitlement_reads`), on SQLite a statement bun:sqlite keeps prepared.
  */
-export const contextReadMany = (dialect: Dialect) => {
-  const pg = dialect === "pg"
-  const p = (n: number) => (pg ? `$${n}` : `?${n}`)
-  // PostgreSQL: each list as an array (`= ANY`), which plans as index lookups of its elements; as a set (`IN`), the
-  // planner hashed it and scanned whole tables of one organization (9 ms a read of 100 references over 10,000).
-  const list = (n: number) =>
-    pg ? `= ANY (ARRAY(SELECT json_array_elements_text(${p(n)}::json)))` : `IN (SELECT value FROM json_each(${p(n)}))`
-  const agg = (object: string) => (pg ? `json_agg(${object})` : `json_group_array(json(${object}))`)
-  const part = (body: string) => (pg ? `COALESCE((${body}), '[]')` : `json((${body}))`)
-  const ids = pg ? `= ANY (ARRAY(SELECT id FROM m))` : `IN (SELECT id FROM m)`
-  // SQLite: each reference looked up by the index (CROSS JOIN keeps the references the outer loop; as a list, the
-  // planner scanned the organization's customers for the external ids and emails).
+export const contextReadMany = (dialect: Dialect) => (dialect === "pg" ? PG_CONTEXT_READ_MANY : sqliteContextReadMany())
+
+/**
+ * PostgreSQL: every lookup a nested loop over the references or the customers matched, each an index probe by the
+ * whole key (`OFFSET 0` keeps the planner from flattening the lateral subqueries into joins). Planned over stale
+ * statistics, the lists of an earlier form (`= ANY (ARRAY(…))`, chosen over `IN` because a set was hashed) were read
+ * through an index by organization alone, filtering every customer of the organization (bench/new-customers.ts
+ * prints the plan).
+ */
+const PG_CONTEXT_READ_MANY = (() => {
+  const agg = (object: string) => `json_agg(${object})`
+  const part = (body: string) => `COALESCE((${body}), '[]')`
+  const each = (table: string, alias: string, where: string) =>
+    `FROM m CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias} WHERE ${alias}.organization_id = $1 AND ${where}
+        OFFSET 0) ${alias}`
+  return `WITH r AS (
+    SELECT * FROM unnest(ARRAY(SELECT json_array_elements_text($2::json)),
+      ARRAY(SELECT json_array_elements_text($3::json))) AS r(ref, ref_lower)
+  ), m AS (
+    SELECT DISTINCT c.id FROM r CROSS JOIN LATERAL (
+      SELECT id FROM customers WHERE organization_id = $1 AND id = r.ref
+      UNION ALL SELECT id FROM customers WHERE organization_id = $1 AND external_id = r.ref
+      UNION ALL SELECT id FROM customers WHERE organization_id = $1 AND email_lower = r.ref_lower
+      OFFSET 0
+    ) c
+  )
+  SELECT json_build_object(
+    'catalogVersion', COALESCE((SELECT catalog_version FROM organizations WHERE id = $1), 0),
+    'customers', ${part(`SELECT ${agg(objectOf("pg", HotCustomer, "c"))}
+      ${each("customers", "c", "c.id = m.id")}`)},
+    'subscriptions', ${part(`SELECT ${agg(objectOf("pg", HotSubscription, "s"))}
+      ${each("subscriptions", "s", `s.customer_id = m.id AND s.status IN ${LIVE}`)}`)},
+    'configs', ${part(`SELECT ${agg(objectOf("pg", HotConfig, "f"))}
+      ${each("customer_feature_configs", "f", "f.customer_id = m.id AND f.feature_id = $4")}`)},
+    'balances', ${part(`SELECT ${agg(objectOf("pg", HotBalance, "b"))}
+      ${each("balances", "b", "b.customer_id = m.id AND b.subject_id = ANY (ARRAY(SELECT json_array_elements_text($5::json)))")}`)}
+  ) AS context`
+})()
+
+const sqliteContextReadMany = () => {
+  const p = (n: number) => `?${n}`
+  const list = (n: number) => `IN (SELECT value FROM json_each(${p(n)}))`
+  const agg = (object: string) => `json_group_array(json(${object}))`
+  const part = (body: string) => `json((${body}))`
+  const ids = `IN (SELECT id FROM m)`
+  // Each reference looked up by the index (CROSS JOIN keeps the references the outer loop; as a list, the planner
+  // scanned the organization's customers for the external ids and emails).
   const match = (column: string, n: number) =>
-    pg
-      ? `SELECT id FROM customers WHERE organization_id = ${p(1)} AND ${column} ${list(n)}`
-      : `SELECT c.id FROM json_each(${p(n)}) j CROSS JOIN customers c WHERE c.organization_id = ${p(1)} AND c.${column} = j.value`
+    `SELECT c.id FROM json_each(${p(n)}) j CROSS JOIN customers c WHERE c.organization_id = ${p(1)} AND c.${column} = j.value`
   return `WITH m AS (
     ${match("id", 2)}
     UNION ${match("external_id", 2)}
     UNION ${match("email_lower", 3)}
   )
-  SELECT ${pg ? "json_build_object" : "json_object"}(
+  SELECT json_object(
     'catalogVersion', COALESCE((SELECT catalog_version FROM organizations WHERE id = ${p(1)}), 0),
-    'customers', ${part(`SELECT ${agg(objectOf(dialect, HotCustomer, "c"))}
+    'customers', ${part(`SELECT ${agg(objectOf("sqlite", HotCustomer, "c"))}
       FROM customers c WHERE c.organization_id = ${p(1)} AND c.id ${ids}`)},
-    'subscriptions', ${part(`SELECT ${agg(objectOf(dialect, HotSubscription, "s"))}
+    'subscriptions', ${part(`SELECT ${agg(objectOf("sqlite", HotSubscription, "s"))}
       FROM subscriptions s WHERE s.organization_id = ${p(1)} AND s.customer_id ${ids} AND s.status IN ${LIVE}`)},
-    'configs', ${part(`SELECT ${agg(objectOf(dialect, HotConfig, "f"))}
+    'configs', ${part(`SELECT ${agg(objectOf("sqlite", HotConfig, "f"))}
       FROM customer_feature_configs f WHERE f.organization_id = ${p(1)} AND f.customer_id ${ids}
         AND f.feature_id = ${p(4)}`)},
-    'balances', ${part(`SELECT ${agg(objectOf(dialect, HotBalance, "b"))}
+    'balances', ${part(`SELECT ${agg(objectOf("sqlite", HotBalance, "b"))}
       FROM balances b WHERE b.organization_id = ${p(1)} AND b.customer_id ${ids}
         AND b.subject_id ${list(5)}`)}
   ) AS context`

@@ -57,6 +57,10 @@ export const planNewCustomers = (request: {
   readonly subscriptionIds: ReadonlyArray<string>
 }): { readonly created: NewCustomers; readonly reads: CustomerReads } => {
   const { org, now } = request
+  // In creation order, as ids made one after the other are (a customer's subscriptions are read oldest first, by id
+  // within one instant): ids of one instant are random past their time.
+  const customerIds = [...request.customerIds].sort()
+  const subscriptionIds = [...request.subscriptionIds].sort()
   const plans = autoEnabledPlans(request.snapshot)
   const customers: Array<CustomerRecord> = []
   const subscriptions: Array<SubscriptionRecord> = []
@@ -66,7 +70,7 @@ export const planNewCustomers = (request: {
   request.creators.forEach(({ ref, data }, c) => {
     const customer: CustomerRecord = {
       organizationId: org,
-      id: request.customerIds[c]!,
+      id: customerIds[c]!,
       externalId: ref,
       email: data.email ?? null,
       name: data.name ?? null,
@@ -90,7 +94,7 @@ export const planNewCustomers = (request: {
       customer.id,
       plans,
       now,
-      request.subscriptionIds.slice(c * plans.length, (c + 1) * plans.length)
+      subscriptionIds.slice(c * plans.length, (c + 1) * plans.length)
     )
     subscriptions.push(...started.subscriptions)
     for (const e of started.events) {

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { EventType } from "../api/events.ts"
-import { rowChunks } from "../platform/db/rowChunks.ts"
+import { insertRows } from "../platform/db/insertRows.ts"
 import { makeMonotonicIds } from "../platform/ids.ts"
 
 /**
@@ -53,15 +53,13 @@ export const OutboxLive = Layer.effect(
     return {
       emitMany: (organizationId, events) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          Effect.forEach(
-            rowChunks(
-              events.map((event) => rowOf(organizationId, event, now)),
-              9
-            ),
-            (rows) => sql`INSERT INTO outbound_events ${sql.insert(rows)} ON CONFLICT DO NOTHING`,
-            { discard: true }
+          insertRows(
+            sql,
+            "outbound_events",
+            events.map((event) => rowOf(organizationId, event, now)),
+            true
           )
-        ).pipe(Effect.orDie),
+        ).pipe(Effect.asVoid, Effect.orDie),
       emit: (organizationId, event) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { rowChunks } from "../platform/db/rowChunks.ts"
+import { insertRows } from "../platform/db/insertRows.ts"
 import { decodeRows, Flag, Millis, NullableMillis, recordSchema } from "../platform/db/rowSchemas.ts"
 import type { SubscriptionRecord } from "./model.ts"
 
@@ -85,13 +85,7 @@ export const SubscriptionsRepoSql = Layer.effect(
     return {
       insert: (s) => sql`INSERT INTO subscriptions ${sql.insert(toRow(s))}`.pipe(Effect.asVoid, Effect.orDie),
       insertMany: (records) =>
-        Effect.forEach(
-          rowChunks(records.map(toRow), 14),
-          (rows) => sql`INSERT INTO subscriptions ${sql.insert(rows)}`,
-          {
-            discard: true
-          }
-        ).pipe(Effect.orDie),
+        insertRows(sql, "subscriptions", records.map(toRow), false).pipe(Effect.asVoid, Effect.orDie),
       update: (s) =>
         sql`UPDATE subscriptions SET ${sql.update(toRow(s), ["organizationId", "id"])}
             WHERE organization_id = ${s.organizationId} AND id = ${s.id}`.pipe(Effect.asVoid, Effect.orDie),
