@@ -595,10 +595,9 @@ export const EntitlementsLive = Layer.effect(
             results[i] = Either.left(invalid("value", `must be 0 to ${VALUE_MAX} with at most 6 decimal places`))
           }
         })
-        // Resolved outside the transaction and all at once (`resolveMany`: one read per feature named). Customers are
-        // created in a second pass, a few at a time (each is a transaction of its own, on a connection of the pool),
-        // once per reference; the customers a batch creates then exist for all of its items. A created customer stays
-        // if the batch then fails: a retry finds it.
+        // Resolved outside the transaction and all at once (`resolveMany`: one read per feature named). The customers
+        // the batch creates (once per reference) are planned here and written by its transaction (./newCustomers.ts):
+        // its items are resolved over them as they will be, and a batch that fails leaves none of them.
         // Items naming the same customer, feature and entity share one read (a hot customer's batch is one).
         const shared = new Map<string, number>()
         const firstOf = items.map((item, i) => {
