@@ -41,7 +41,7 @@ const rowsOf = (server: TestServer, org: string, externalId: string) =>
           startedAt: unknown
         }>`SELECT s.plan_id, s.status, s.current_period_end, s.trial_ends_at, s.canceled_at, s.started_at
             FROM subscriptions s JOIN customers c ON c.organization_id = s.organization_id AND c.id = s.customer_id
-            WHERE s.organization_id = ${org} AND c.external_id = ${externalId} ORDER BY s.id`,
+            WHERE s.organization_id = ${org} AND c.external_id = ${externalId} ORDER BY s.plan_id`,
         events: sql<{ type: string; data: string }>`SELECT o.type, o.data FROM outbound_events o
             JOIN customers c ON c.organization_id = o.organization_id AND c.id = o.customer_id
             WHERE o.organization_id = ${org} AND c.external_id = ${externalId} ORDER BY o.id`
@@ -49,7 +49,10 @@ const rowsOf = (server: TestServer, org: string, externalId: string) =>
     )
   )
 
-/** What a customer's creation left, without its ids and instants (which differ between two customers). */
+/**
+ * What a customer's creation left, without its ids and instants (which differ between two customers); subscriptions
+ * by plan (ids made within one millisecond are in no particular order).
+ */
 const shapeOf = async (server: TestServer, org: string, externalId: string) => {
   const { customer, subscriptions, events } = await rowsOf(server, org, externalId)
   const start = Number(subscriptions[0]!.startedAt)
