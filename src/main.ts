@@ -2,6 +2,7 @@ import { BunRuntime } from "@effect/platform-bun"
 import { Data, Duration, Effect, Exit, LogLevel, Option } from "effect"
 import { makeApp } from "./app/App.ts"
 import { serve } from "./http/server.ts"
+import { describeKeyRevocations, keyRevocationsOf } from "./organizations/keyRevocations.ts"
 import { Organizations } from "./organizations/Organizations.ts"
 import { Payments } from "./payments/Payments.ts"
 import { AppConfig, AppConfigLive } from "./platform/config.ts"
@@ -59,7 +60,10 @@ const service = Effect.gen(function* () {
   writeLogLine(logLevel, LogLevel.Info, "listening", {
     url: `http://localhost:${server.port}`,
     environment: config.appEnv,
-    database: Option.isSome(config.databaseUrl) ? "postgresql" : "sqlite"
+    database: Option.isSome(config.databaseUrl) ? "postgresql" : "sqlite",
+    ...(Option.isSome(config.databaseUrl)
+      ? { pooler: config.databasePooler, keyRevocations: describeKeyRevocations(keyRevocationsOf(config)) }
+      : {})
   })
 
   // Background work: renewals, past-due retries and cancellations at period end, then payment attempts whose outcome

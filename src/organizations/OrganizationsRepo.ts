@@ -1,7 +1,10 @@
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Duration, Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
+import { Context, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
 import type { Organization } from "../api/security.ts"
+import { keyRevocationsOf, REVOCATION_POLL_MS } from "./keyRevocations.ts"
+import { AppConfig } from "../platform/config.ts"
+import { listen } from "../platform/db/listen.ts"
 import { decodeFirstRow, decodeRows, Millis, NullableMillis, recordSchema } from "../platform/db/rowSchemas.ts"
 
 export interface ApiKeyRecord {
@@ -89,15 +92,26 @@ export const OrganizationsRepoSql = Layer.scoped(
       keys.clear()
       generation++
     }
-    if (Option.isSome(pg)) {
-      // Revocations by other processes (another instance, the CLI). Reconnects after a failure; while it is down the
-      // cache still expires every KEY_CACHE_MS.
-      yield* pg.value.listen(KEY_CHANNEL).pipe(
-        Stream.runForEach(() => Effect.sync(forgetKeys)),
-        Effect.tapErrorCause(() => Effect.sync(forgetKeys)),
-        Effect.retry(Schedule.spaced(Duration.seconds(1))),
-        Effect.forkScoped
+    // Revocations by other processes (another instance, the CLI). While a session is down the cache still expires
+    // every KEY_CACHE_MS.
+    const revocations = keyRevocationsOf(yield* AppConfig)
+    if (revocations._tag === "Listen") yield* Effect.forkScoped(listen(revocations.url, KEY_CHANNEL, forgetKeys))
+    if (revocations._tag === "Poll") {
+      // A global read, like the lookup by hash: a revocation in any organization changes it. Keys are few (a handful
+      // per organization): a scan of them a second is cheaper than an index every key insert would maintain.
+      let seen: string | undefined
+      const poll = sql<{ n: number; latest: number | null }>`
+          SELECT COUNT(*) AS n, MAX(revoked_at) AS latest FROM api_keys WHERE revoked_at IS NOT NULL`.pipe(
+        Effect.map((rows) => `${rows[0]?.n}/${rows[0]?.latest}`),
+        Effect.tap((now) =>
+          Effect.sync(() => {
+            if (seen !== undefined && now !== seen) forgetKeys()
+            seen = now
+          })
+        ),
+        Effect.catchAllCause(() => Effect.sync(forgetKeys))
       )
+      yield* poll.pipe(Effect.repeat(Schedule.spaced(Duration.millis(REVOCATION_POLL_MS))), Effect.forkScoped)
     }
 
     const lookupKey = (keyHash: string) =>

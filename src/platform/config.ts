@@ -2,10 +2,17 @@ import { Config, Context, Layer, Option, Redacted } from "effect"
 
 export type AppEnv = "sandbox" | "live"
 
+/** `transaction`: DATABASE_URL is a transaction-mode pooler (PgBouncer): nothing may outlive a transaction. */
+export type DatabasePooler = "none" | "transaction"
+
 /** Everything the service reads from its environment, decoded once at start-up. */
 export interface AppConfigShape {
   readonly port: number
   readonly databaseUrl: Option.Option<Redacted.Redacted>
+  /** What DATABASE_URL reaches (README, "Sizing"): PostgreSQL itself, or a pooler that lends connections per transaction. */
+  readonly databasePooler: DatabasePooler
+  /** A session of its own on PostgreSQL itself (no pooler) for LISTEN; none = poll behind a transaction pooler. */
+  readonly databaseDirectUrl: Option.Option<Redacted.Redacted>
   readonly dataDir: string
   readonly appEnv: AppEnv
   readonly logLevel: string
@@ -63,6 +70,8 @@ export class AppConfig extends Context.Tag("AppConfig")<AppConfig, AppConfigShap
 const appConfig = Config.all({
   port: Config.port("PORT").pipe(Config.withDefault(3000)),
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
+  databasePooler: Config.literal("none", "transaction")("DATABASE_POOLER").pipe(Config.withDefault("none" as const)),
+  databaseDirectUrl: Config.option(Config.redacted("DATABASE_DIRECT_URL")),
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./data")),
   appEnv: Config.literal("sandbox", "live")("APP_ENV").pipe(Config.withDefault("sandbox" as const)),
   logLevel: Config.string("LOG_LEVEL").pipe(Config.withDefault("info")),
@@ -156,6 +165,7 @@ const appConfig = Config.all({
     ...c,
     // An empty DATABASE_URL means "not set": the embedded database.
     databaseUrl: Option.filter(c.databaseUrl, (u) => Redacted.value(u).trim() !== ""),
+    databaseDirectUrl: Option.filter(c.databaseDirectUrl, (u) => Redacted.value(u).trim() !== ""),
     publicUrl: Option.getOrElse(c.publicUrl, () => `http://localhost:${c.port}`)
   }))
 )
@@ -165,6 +175,8 @@ export const AppConfigLive = Layer.effect(AppConfig, appConfig)
 export const makeTestConfig = (overrides: Partial<AppConfigShape> = {}): AppConfigShape => ({
   port: 0,
   databaseUrl: Option.none(),
+  databasePooler: "none",
+  databaseDirectUrl: Option.none(),
   dataDir: ":memory:",
   appEnv: "sandbox",
   logLevel: "none",

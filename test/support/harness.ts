@@ -20,8 +20,22 @@ export const databases = (): ReadonlyArray<Database> => {
   const url = process.env.DATABASE_URL?.trim()
   return [
     { name: "sqlite", config: { dataDir: ":memory:" } },
-    ...(url ? [{ name: "postgresql" as const, config: { databaseUrl: Option.some(Redacted.make(url)) } }] : [])
+    ...(url
+      ? [{ name: "postgresql" as const, config: { databaseUrl: Option.some(Redacted.make(url)), ...pooler() } }]
+      : [])
   ]
+}
+
+/**
+ * Through a transaction-mode pooler (`.ci/run`'s second PostgreSQL run: DATABASE_URL is PgBouncer's,
+ * DATABASE_POOLER=transaction, DATABASE_DIRECT_URL PostgreSQL's own), as the service would be configured.
+ */
+const pooler = (): Partial<AppConfigShape> => {
+  const direct = process.env.DATABASE_DIRECT_URL?.trim()
+  return {
+    ...(process.env.DATABASE_POOLER === "transaction" ? { databasePooler: "transaction" as const } : {}),
+    ...(direct ? { databaseDirectUrl: Option.some(Redacted.make(direct)) } : {})
+  }
 }
 
 export const uniqueSlug = (prefix = "org") => `${prefix}-${crypto.randomUUID().slice(0, 12)}`

@@ -36,7 +36,7 @@ export const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(mig
  * check/track can also send their few statements on it directly (./PgPool.ts); everything else goes through the
  * `SqlClient` over it.
  */
-const pgLayer = (url: Redacted.Redacted, tracing: boolean) => {
+const pgLayer = (url: Redacted.Redacted, tracing: boolean, named: boolean) => {
   const pool = Effect.acquireRelease(
     Effect.gen(function* () {
       const pool = new pg.Pool({
@@ -70,7 +70,7 @@ const pgLayer = (url: Redacted.Redacted, tracing: boolean) => {
         acquire: Effect.succeed(pool),
         transformQueryNames: Str.camelToSnake,
         transformResultNames: Str.snakeToCamel
-      }).pipe(Layer.merge(Layer.succeed(PgPool, { pool, traced: tracing })))
+      }).pipe(Layer.merge(Layer.succeed(PgPool, { pool, traced: tracing, named })))
     )
   )
 }
@@ -140,7 +140,10 @@ export const DatabaseLive = Layer.unwrapEffect(
   Effect.gen(function* () {
     const config = yield* AppConfig
     return yield* Option.match(config.databaseUrl, {
-      onSome: (url) => Effect.succeed(migrated(pgLayer(url, Option.isSome(config.otlpEndpoint)), config.logLevel)),
+      onSome: (url) =>
+        Effect.succeed(
+          migrated(pgLayer(url, Option.isSome(config.otlpEndpoint), config.databasePooler === "none"), config.logLevel)
+        ),
       onNone: () =>
         Effect.gen(function* () {
           if (config.dataDir === ":memory:") return migrated(sqliteLayer(":memory:"), config.logLevel)
