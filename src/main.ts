@@ -6,6 +6,7 @@ import { describeKeyRevocations, keyRevocationsOf } from "./organizations/keyRev
 import { Organizations } from "./organizations/Organizations.ts"
 import { Payments } from "./payments/Payments.ts"
 import { AppConfig, AppConfigLive } from "./platform/config.ts"
+import { PgPool } from "./platform/db/PgPool.ts"
 import { parseLogLevel, writeLogLine } from "./platform/logging.ts"
 import { Renewals } from "./subscriptions/Renewals.ts"
 
@@ -14,6 +15,7 @@ class StartupFailed extends Data.TaggedError("StartupFailed")<{ readonly message
 
 const startup = Effect.gen(function* () {
   const config = yield* AppConfig
+  const pooled = Option.exists(yield* Effect.serviceOption(PgPool), (p) => p.pooled)
   const organizations = yield* Organizations
   const demo = yield* organizations.seedDemo
   if (Option.isSome(demo)) {
@@ -30,7 +32,7 @@ const startup = Effect.gen(function* () {
         `sample customers and usage)\n\n`
     )
   }
-  return config
+  return { ...config, pooled }
 })
 
 /**
@@ -62,7 +64,10 @@ const service = Effect.gen(function* () {
     environment: config.appEnv,
     database: Option.isSome(config.databaseUrl) ? "postgresql" : "sqlite",
     ...(Option.isSome(config.databaseUrl)
-      ? { pooler: config.databasePooler, keyRevocations: describeKeyRevocations(keyRevocationsOf(config)) }
+      ? {
+          pooler: config.pooled ? "transaction (unnamed statements)" : "none (prepared statements)",
+          keyRevocations: describeKeyRevocations(keyRevocationsOf(config, config.pooled))
+        }
       : {})
   })
 

@@ -5,6 +5,7 @@ import type { Organization } from "../api/security.ts"
 import { keyRevocationsOf, REVOCATION_POLL_MS } from "./keyRevocations.ts"
 import { AppConfig } from "../platform/config.ts"
 import { listen } from "../platform/db/listen.ts"
+import { PgPool } from "../platform/db/PgPool.ts"
 import { decodeFirstRow, decodeRows, Millis, NullableMillis, recordSchema } from "../platform/db/rowSchemas.ts"
 
 export interface ApiKeyRecord {
@@ -94,7 +95,11 @@ export const OrganizationsRepoSql = Layer.scoped(
     }
     // Revocations by other processes (another instance, the CLI). While a session is down the cache still expires
     // every KEY_CACHE_MS.
-    const revocations = keyRevocationsOf(yield* AppConfig)
+    const pool = yield* Effect.serviceOption(PgPool)
+    const revocations = keyRevocationsOf(
+      yield* AppConfig,
+      Option.exists(pool, (p) => p.pooled)
+    )
     if (revocations._tag === "Listen") yield* Effect.forkScoped(listen(revocations.url, KEY_CHANNEL, forgetKeys))
     if (revocations._tag === "Poll") {
       // A global read, like the lookup by hash: a revocation in any organization changes it. Keys are few (a handful

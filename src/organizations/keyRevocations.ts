@@ -14,14 +14,16 @@ export type KeyRevocations =
 
 export const REVOCATION_POLL_MS = 1_000
 
+/** `pooled`: DATABASE_URL is a transaction-mode pooler (DATABASE_POOLER, or recognised at start-up: PgPool). */
 export const keyRevocationsOf = (
-  config: Pick<AppConfigShape, "databaseUrl" | "databasePooler" | "databaseDirectUrl">
+  config: Pick<AppConfigShape, "databaseUrl" | "databaseDirectUrl">,
+  pooled: boolean
 ): KeyRevocations =>
   Option.isNone(config.databaseUrl)
     ? { _tag: "Expiry" }
     : Option.isSome(config.databaseDirectUrl)
       ? { _tag: "Listen", url: config.databaseDirectUrl.value, direct: true }
-      : config.databasePooler === "transaction"
+      : pooled
         ? { _tag: "Poll" }
         : { _tag: "Listen", url: config.databaseUrl.value, direct: false }
 
@@ -32,5 +34,5 @@ export const describeKeyRevocations = (how: KeyRevocations) =>
       ? "LISTEN over DATABASE_DIRECT_URL"
       : "LISTEN over DATABASE_URL"
     : how._tag === "Poll"
-      ? `polled every ${REVOCATION_POLL_MS} ms (DATABASE_POOLER=transaction without DATABASE_DIRECT_URL)`
+      ? `polled every ${REVOCATION_POLL_MS} ms (behind a transaction pooler, no DATABASE_DIRECT_URL)`
       : "key cache expiry"

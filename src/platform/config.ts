@@ -2,8 +2,12 @@ import { Config, Context, Layer, Option, Redacted } from "effect"
 
 export type AppEnv = "sandbox" | "live"
 
-/** `transaction`: DATABASE_URL is a transaction-mode pooler (PgBouncer): nothing may outlive a transaction. */
-export type DatabasePooler = "none" | "transaction"
+/**
+ * `transaction`: DATABASE_URL is a transaction-mode pooler (PgBouncer): nothing may outlive a transaction. `auto` (the
+ * default): a pooler is recognised at start-up (src/platform/db/Database.ts) and taken for one. `none`: PostgreSQL's
+ * own sessions (or a session-mode pooler): statements are prepared once per connection.
+ */
+export type DatabasePooler = "auto" | "none" | "transaction"
 
 /** Everything the service reads from its environment, decoded once at start-up. */
 export interface AppConfigShape {
@@ -70,7 +74,11 @@ export class AppConfig extends Context.Tag("AppConfig")<AppConfig, AppConfigShap
 const appConfig = Config.all({
   port: Config.port("PORT").pipe(Config.withDefault(3000)),
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
-  databasePooler: Config.literal("none", "transaction")("DATABASE_POOLER").pipe(Config.withDefault("none" as const)),
+  databasePooler: Config.literal(
+    "auto",
+    "none",
+    "transaction"
+  )("DATABASE_POOLER").pipe(Config.withDefault("auto" as const)),
   databaseDirectUrl: Config.option(Config.redacted("DATABASE_DIRECT_URL")),
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./data")),
   appEnv: Config.literal("sandbox", "live")("APP_ENV").pipe(Config.withDefault("sandbox" as const)),
@@ -175,7 +183,7 @@ export const AppConfigLive = Layer.effect(AppConfig, appConfig)
 export const makeTestConfig = (overrides: Partial<AppConfigShape> = {}): AppConfigShape => ({
   port: 0,
   databaseUrl: Option.none(),
-  databasePooler: "none",
+  databasePooler: "auto",
   databaseDirectUrl: Option.none(),
   dataDir: ":memory:",
   appEnv: "sandbox",

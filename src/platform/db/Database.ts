@@ -6,7 +6,7 @@ import { Config, Duration, Effect, Layer, Logger, Option, Redacted, String as St
 import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import pg from "pg"
-import { AppConfig } from "../config.ts"
+import { AppConfig, type DatabasePooler } from "../config.ts"
 import { parseLogLevel } from "../logging.ts"
 import { migrations } from "./migrations/index.ts"
 import { PgPool } from "./PgPool.ts"
@@ -36,7 +36,7 @@ export const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(mig
  * check/track can also send their few statements on it directly (./PgPool.ts); everything else goes through the
  * `SqlClient` over it.
  */
-const pgLayer = (url: Redacted.Redacted, tracing: boolean, named: boolean) => {
+const pgLayer = (url: Redacted.Redacted, tracing: boolean, pooler: DatabasePooler) => {
   const pool = Effect.acquireRelease(
     Effect.gen(function* () {
       const pool = new pg.Pool({
@@ -49,8 +49,8 @@ const pgLayer = (url: Redacted.Redacted, tracing: boolean, named: boolean) => {
       })
       // A connection lost while idle: the pool drops it and connects anew when asked; nothing to do here.
       pool.on("error", () => undefined)
-      yield* Effect.tryPromise({
-        try: () => pool.query("SELECT 1"),
+      const pooled = yield* Effect.tryPromise({
+        try: () => behindPooler(pool),
         catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
       }).pipe(
         Effect.timeoutFail({
@@ -60,19 +60,35 @@ const pgLayer = (url: Redacted.Redacted, tracing: boolean, named: boolean) => {
         }),
         Effect.tapError(() => Effect.promise(() => pool.end()))
       )
-      return pool
+      return { pool, pooled: pooler === "transaction" || (pooler === "auto" && pooled) }
     }),
-    (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+    ({ pool }) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
   )
   return Layer.unwrapScoped(
-    Effect.map(pool, (pool) =>
+    Effect.map(pool, ({ pool, pooled }) =>
       PgClient.layerFromPool({
         acquire: Effect.succeed(pool),
         transformQueryNames: Str.camelToSnake,
         transformResultNames: Str.snakeToCamel
-      }).pipe(Layer.merge(Layer.succeed(PgPool, { pool, traced: tracing, named })))
+      }).pipe(Layer.merge(Layer.succeed(PgPool, { pool, traced: tracing, pooled })))
     )
   )
+}
+
+/**
+ * Whether a pooler stands between the pool and PostgreSQL (DATABASE_POOLER=auto): the backend a session was told at
+ * start-up (its cancel key's process id) is not the one that runs its statements. PostgreSQL's own sessions agree;
+ * PgBouncer hands out its own ids. Taken for a transaction-mode pooler, the safe assumption: no named statements.
+ */
+const behindPooler = async (pool: pg.Pool) => {
+  const client = await pool.connect()
+  try {
+    const { rows } = await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")
+    const told = (client as unknown as { processID?: number | null }).processID
+    return typeof told === "number" && Number(rows[0]?.pid) !== told
+  } finally {
+    client.release()
+  }
 }
 
 /**
@@ -142,7 +158,7 @@ export const DatabaseLive = Layer.unwrapEffect(
     return yield* Option.match(config.databaseUrl, {
       onSome: (url) =>
         Effect.succeed(
-          migrated(pgLayer(url, Option.isSome(config.otlpEndpoint), config.databasePooler === "none"), config.logLevel)
+          migrated(pgLayer(url, Option.isSome(config.otlpEndpoint), config.databasePooler), config.logLevel)
         ),
       onNone: () =>
         Effect.gen(function* () {

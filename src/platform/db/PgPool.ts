@@ -7,14 +7,15 @@ import type pg from "pg"
  * The `pg` pool under the PostgreSQL `SqlClient`, for the few statements of check/track (docs/decisions.md,
  * "Performance"): sent on the pool as they are, they skip @effect/sql's per-statement work (compiling the template,
  * a connection checkout through Effect), measured at ~55 µs of CPU of ~95 per statement. `traced`: traces are
- * exported, so each statement gets its client span (cheap when the request is not sampled). `named`: statements are
- * prepared once per connection under their names; false behind a transaction-mode pooler (`DATABASE_POOLER`), where a
- * client's connection is a different server connection at every transaction, so a name prepared on one meets another
- * client's (42P05) or is missing (26000): every statement is then sent unnamed, parsed and planned each time.
+ * exported, so each statement gets its client span (cheap when the request is not sampled). `pooled`: behind a
+ * transaction-mode pooler (`DATABASE_POOLER`, or recognised at start-up), where a client's connection is another server
+ * connection at every transaction, so a statement prepared under a name on one meets another client's (42P05) or is
+ * missing (26000): statements are then sent unnamed (parsed and planned each time) instead of prepared once per
+ * connection.
  */
 export class PgPool extends Context.Tag("PgPool")<
   PgPool,
-  { readonly pool: pg.Pool; readonly traced: boolean; readonly named: boolean }
+  { readonly pool: pg.Pool; readonly traced: boolean; readonly pooled: boolean }
 >() {}
 
 /**
@@ -23,8 +24,8 @@ export class PgPool extends Context.Tag("PgPool")<
  */
 export const poolQuery = <Row>(pool: PgPool["Type"], text: string, values: ReadonlyArray<unknown>, name?: string) =>
   pool.traced
-    ? Effect.withSpan(statementOn<Row>(pool.pool, text, values, pool.named ? name : undefined), "sql.execute", SPAN)
-    : statementOn<Row>(pool.pool, text, values, pool.named ? name : undefined)
+    ? Effect.withSpan(statementOn<Row>(pool.pool, text, values, pool.pooled ? undefined : name), "sql.execute", SPAN)
+    : statementOn<Row>(pool.pool, text, values, pool.pooled ? undefined : name)
 
 /**
  * One statement of the current transaction, prepared once per connection under `name` (one per statement text).
@@ -43,7 +44,7 @@ export const transactionQuery = <Row extends object>(
     // The transaction's reserved connection keeps its `pg` client as `pg` (@effect/sql-pg's connection).
     const client = Option.isSome(transaction) ? (transaction.value[0] as { pg?: unknown }).pg : undefined
     if (Option.isNone(pool) || !isClient(client)) return sql.withoutTransforms().unsafe<Row>(text, values)
-    const statement = statementOn<Row>(client, text, values, pool.value.named ? name : undefined)
+    const statement = statementOn<Row>(client, text, values, pool.value.pooled ? undefined : name)
     return pool.value.traced ? Effect.withSpan(statement, "sql.execute", SPAN) : statement
   })
 
