@@ -22,7 +22,7 @@ const targets = () => {
   const url = process.env.DATABASE_URL?.trim()
   return [
     // SQLite never held the process; a few runs keep it so.
-    { name: "sqlite" as const, pg: false, runs: 4 },
+    ...(process.env.TEST_DATABASES === "postgresql" && url ? [] : [{ name: "sqlite" as const, pg: false, runs: 4 }]),
     ...(url ? [{ name: "postgresql" as const, pg: true, runs: 20 }] : [])
   ]
 }
