@@ -2,7 +2,7 @@
  * Many processes through one pooler (issue 38): 4 service processes through one PgBouncer in transaction mode (a pool
  * of 20 server connections) against one PostgreSQL, beside one process direct (prepared statements), and one process
  * direct with unnamed statements (`DATABASE_POOLER=transaction`: what the pooled processes send, without the pooler's
- * hop). Prints throughput, latency, errors and exactness (every customer's balance equal to its events, its event count
+ * hop); and, to tell the pooler's hop from the split into processes, 1 process through PgBouncer and 4 direct. Prints throughput, latency, errors and exactness (every customer's balance equal to its events, its event count
  * grown by exactly the acknowledged answers) after every run. Any error or mismatch exits 1.
  *
  *   node_modules/.bin/bun bench/pooler.ts [--seconds 10] [--connections 32] [--customers 2000] [--runs 2]
@@ -121,9 +121,9 @@ const main = async () => {
     })
   )
   const unnamed = await start({ DATABASE_POOLER: "transaction" })
-  const many = await Promise.all(
-    Array.from({ length: 4 }, () => start({ DATABASE_URL: pooled.toString(), DATABASE_DIRECT_URL: direct.toString() }))
-  )
+  const throughBouncer = () => start({ DATABASE_URL: pooled.toString(), DATABASE_DIRECT_URL: direct.toString() })
+  const many = await Promise.all(Array.from({ length: 4 }, throughBouncer))
+  const manyDirect = [one, unnamed, ...(await Promise.all(Array.from({ length: 2 }, () => start({}))))]
   const store = pgStore(direct.toString())
   cleanups.unshift(() => store.close())
   await store.rows("ANALYZE")
@@ -132,6 +132,8 @@ const main = async () => {
   const configurations: ReadonlyArray<{ name: string; services: ReadonlyArray<Service> }> = [
     { name: "1 process direct (prepared statements)", services: [one] },
     { name: "1 process direct, unnamed statements", services: [unnamed] },
+    { name: "1 process through PgBouncer", services: [many[0]!] },
+    { name: "4 processes direct (2 of them unnamed statements)", services: manyDirect },
     { name: "4 processes through PgBouncer (20 server conns)", services: many }
   ]
   console.log(

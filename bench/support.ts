@@ -85,9 +85,8 @@ export const freePort = () => {
 }
 
 /**
- * An organization and its API key, created by the CLI. The CLI can stay alive after printing its answer on PostgreSQL
- * (a connection left open at exit when its stdin is not a terminal): its answer is taken as soon as it is printed, and
- * a CLI still running 5 s later is stopped.
+ * An organization and its API key, created by the CLI. Its answer is taken as soon as it is printed, and a CLI still
+ * running 5 s later is stopped (it once stayed alive on PostgreSQL after answering: issue 33, test/cli-exit.test.ts).
  */
 export const createOrganization = async (env: Record<string, string>, slug = "bench"): Promise<string> => {
   const cli = Bun.spawn([BUN, "src/cli.ts", "org", "create", slug, "--name", "Bench", "--json"], {
