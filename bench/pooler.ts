@@ -101,7 +101,8 @@ const main = async () => {
   await ensureDatabase()
   startBouncer()
   const directEnv = { DATABASE_URL: direct.toString(), ENCRYPTION_KEY: process.env.ENCRYPTION_KEY ?? "0".repeat(64) }
-  const apiKey = await createOrganization(directEnv)
+  // A new organization each run: the database is kept.
+  const apiKey = await createOrganization(directEnv, `bench-pooler-${Date.now().toString(36)}`)
   const start = async (env: Record<string, string>) => {
     const service = await startService({ ...directEnv, RENEWALS_INTERVAL_SECONDS: "0", ...env }, apiKey)
     cleanups.unshift(() => service.stop())

@@ -20,7 +20,8 @@ export class PgPool extends Context.Tag("PgPool")<
 
 /**
  * One statement on a pooled connection; its rows. Fails as @effect/sql does, so a lost database is still a 503. With
- * a `name` (one per statement text) it is prepared once per connection: PostgreSQL then skips parsing it.
+ * a `name` (one per statement text) it is prepared once per connection: PostgreSQL then skips parsing it (not behind
+ * a transaction pooler: `pooled`).
  */
 export const poolQuery = <Row>(pool: PgPool["Type"], text: string, values: ReadonlyArray<unknown>, name?: string) =>
   pool.traced
@@ -28,7 +29,8 @@ export const poolQuery = <Row>(pool: PgPool["Type"], text: string, values: Reado
     : statementOn<Row>(pool.pool, text, values, pool.pooled ? undefined : name)
 
 /**
- * One statement of the current transaction, prepared once per connection under `name` (one per statement text).
+ * One statement of the current transaction, prepared once per connection under `name` (one per statement text;
+ * unnamed behind a transaction pooler: `pooled`).
  * @effect/sql sends every statement unnamed, so PostgreSQL parsed and planned a batch's set-based write anew each
  * time, under the rows' locks (bench: ~24 µs of its CPU an item of a batch of 100). Outside a transaction, or on a
  * connection that is not a `pg` client (SQLite), it is `sql`'s statement as usual.
