@@ -29,8 +29,8 @@ export const databases = (): ReadonlyArray<Database> => {
 }
 
 /**
- * Through a transaction-mode pooler (`.ci/run`'s second PostgreSQL run: DATABASE_URL is PgBouncer's,
- * DATABASE_POOLER=transaction, DATABASE_DIRECT_URL PostgreSQL's own), as the service would be configured.
+ * The pooler settings of the environment, as the service would read them (`.ci/run`'s second PostgreSQL run:
+ * DATABASE_URL is PgBouncer's, DATABASE_DIRECT_URL PostgreSQL's own, DATABASE_POOLER left to `auto`).
  */
 const pooler = (): Partial<AppConfigShape> => {
   const direct = process.env.DATABASE_DIRECT_URL?.trim()
