@@ -7,7 +7,7 @@ import { Payments } from "../../src/payments/Payments.ts"
 import { Renewals } from "../../src/subscriptions/Renewals.ts"
 import { post, syncCatalog } from "../support/catalog.ts"
 import { makeShiftedClock } from "../support/clock.ts"
-import { startServer, type TestServer } from "../support/harness.ts"
+import { SLOW_HOOK_MS, startServer, type TestServer } from "../support/harness.ts"
 import { deliveryDatabases } from "./support.ts"
 
 /**
@@ -45,11 +45,11 @@ for (const database of deliveryDatabases()) {
     beforeAll(async () => {
       drop = await database.prepare()
       server = await startServer(database.config, { clock: clock.clock })
-    })
+    }, SLOW_HOOK_MS)
     afterAll(async () => {
       await server.close()
       await drop()
-    })
+    }, SLOW_HOOK_MS)
 
     const runDue = () => server.run(Effect.flatMap(Renewals, (r) => r.runDue))
 

@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto"
 import pg from "pg"
 import { cli, scratchDatabase, type Service, startService } from "../hardening/support.ts"
 import { type Receiver, startReceiver, waitUntil } from "./support.ts"
+import { SLOW_HOOK_MS } from "../support/harness.ts"
 
 /**
  * The delivery worker in real service processes on one PostgreSQL (a scratch database): killed with SIGKILL in the
@@ -42,7 +43,7 @@ if (serverUrl) {
       receiver?.stop()
       await db?.end()
       await database?.drop()
-    })
+    }, SLOW_HOOK_MS)
 
     const start = async () => {
       const service = await startService(env)

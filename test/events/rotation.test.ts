@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { makeShiftedClock } from "../support/clock.ts"
-import { startServer, type TestServer } from "../support/harness.ts"
+import { SLOW_HOOK_MS, startServer, type TestServer } from "../support/harness.ts"
 import { deliver, deliveryDatabases, json, type Receiver, startReceiver } from "./support.ts"
 
 /**
@@ -34,12 +34,12 @@ for (const db of deliveryDatabases()) {
         { clock: clock.clock }
       )
       receiver = startReceiver()
-    })
+    }, SLOW_HOOK_MS)
     afterAll(async () => {
       receiver.stop()
       await server.close()
       await drop()
-    })
+    }, SLOW_HOOK_MS)
 
     /** An endpoint rotated at each of `hoursAgo` (oldest first): its secrets, oldest first, the current one last. */
     const rotatedAt = async (hoursAgo: ReadonlyArray<number>) => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { CustomerCreatedHook, Customers } from "../../src/customers/Customers.ts"
-import { startServer, type TestServer } from "../support/harness.ts"
+import { SLOW_HOOK_MS, startServer, type TestServer } from "../support/harness.ts"
 import { deliver, deliverUntil, deliveryDatabases, json, type Receiver, startReceiver } from "./support.ts"
 
 /**
@@ -29,12 +29,12 @@ for (const db of deliveryDatabases()) {
         }
       })
       receiver = startReceiver()
-    })
+    }, SLOW_HOOK_MS)
     afterAll(async () => {
       receiver.stop()
       await server.close()
       await drop()
-    })
+    }, SLOW_HOOK_MS)
 
     const newOrg = async () => {
       const org = await server.createOrg()

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { randomBytes } from "node:crypto"
 import pg from "pg"
 import { cli, scratchDatabase, type Service, startService } from "./support.ts"
+import { SLOW_HOOK_MS } from "../support/harness.ts"
 
 /**
  * Crash safety (issue 6), PostgreSQL only: the service runs as a subprocess on a scratch database, takes concurrent
@@ -35,7 +36,7 @@ if (serverUrl) {
       if (service !== undefined && service.process.exitCode === null) await service.kill("SIGKILL")
       await db?.end()
       await database?.drop()
-    })
+    }, SLOW_HOOK_MS)
 
     test("SIGKILL mid-load loses no acknowledged event and applies none twice", async () => {
       service = await startService(env)

@@ -40,6 +40,12 @@ const pooler = (): Partial<AppConfigShape> => {
   }
 }
 
+/**
+ * The time a suite's set-up or tear-down hook may take when it creates or drops a scratch PostgreSQL database or
+ * closes a service: bun's 5 s default for hooks was passed by `DROP DATABASE … WITH (FORCE)` on a loaded machine.
+ */
+export const SLOW_HOOK_MS = 30_000
+
 export const uniqueSlug = (prefix = "org") => `${prefix}-${crypto.randomUUID().slice(0, 12)}`
 
 export interface TestServer {
