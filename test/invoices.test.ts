@@ -196,6 +196,7 @@ for (const database of databases()) {
         subtotal: 166,
         total: 166,
         amountPaid: 0,
+        creditApplied: 0,
         amountDue: 166,
         amountRefunded: 0,
         createdAt: expect.any(Number),

@@ -54,15 +54,16 @@ for (const database of databases()) {
       expect(list.subscriptions.map((s) => s.plan)).toEqual(["free"])
     })
 
-    test("a plan of the same group replaces the current one; add-ons stack", async () => {
+    test("a plan of the same group changes the current subscription (decisions.md §14); add-ons stack", async () => {
       const { client } = await setup()
-      await ok(client.subscriptions.attach({ payload: { customer: "c1", product: "free" } }))
-      await ok(client.subscriptions.attach({ payload: { customer: "c1", product: "team" } }))
+      const free = await ok(client.subscriptions.attach({ payload: { customer: "c1", product: "free" } }))
+      const team = await ok(client.subscriptions.attach({ payload: { customer: "c1", product: "team" } }))
+      // Free to free: nothing to prorate, nothing to wait for: the same subscription on the new plan at once.
+      expect(team.subscription).toMatchObject({ id: free.subscription.id, plan: "team", status: "active" })
       await ok(client.subscriptions.attach({ payload: { customer: "c1", product: "extra" } }))
       const list = await ok(client.subscriptions.listSubscriptions({ urlParams: { customer: "c1" } }))
       expect(list.subscriptions.map((s) => [s.plan, s.status]).sort()).toEqual([
         ["extra", "active"],
-        ["free", "canceled"],
         ["team", "active"]
       ])
     })

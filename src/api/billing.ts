@@ -42,7 +42,10 @@ export const Invoice = Schema.Struct({
   subtotal: MinorUnits,
   total: MinorUnits,
   amountPaid: MinorUnits,
-  amountDue: MinorUnits,
+  creditApplied: MinorUnits.annotations({
+    description: "Of the total, what the customer's credit balance paid when the invoice was created"
+  }),
+  amountDue: MinorUnits.annotations({ description: "total − creditApplied − amountPaid" }),
   amountRefunded: MinorUnits.annotations({
     description: "Refunded or lost to disputes, of what its payments paid; a refunded invoice stays `paid`"
   }),

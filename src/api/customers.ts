@@ -37,7 +37,11 @@ export const Customer = Schema.Struct({
   ...customerFields,
   billing: Schema.Struct({
     overageLimit: Schema.NullOr(OverageLimit),
-    featureConfigs: Schema.Array(FeatureConfig)
+    featureConfigs: Schema.Array(FeatureConfig),
+    creditBalance: Schema.Record({ key: Schema.String, value: Schema.Number }).annotations({
+      description:
+        "Minor units owed to the customer by plan changes, by currency (`{}` when none); spent on the next invoices before any charge"
+    })
   })
 }).annotations({ identifier: "Customer" })
 export type Customer = typeof Customer.Type

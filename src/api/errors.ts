@@ -150,7 +150,10 @@ export const errorCodes = {
     "invoice_not_open",
     "subscription_not_pending",
     "nothing_to_invoice",
-    "idempotency_conflict"
+    "idempotency_conflict",
+    "change_in_progress",
+    "subscription_past_due",
+    "change_not_possible"
   ],
   PayloadTooLarge: ["payload_too_large"],
   Unprocessable: ["provider_not_configured", "amount_too_large"],

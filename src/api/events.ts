@@ -14,6 +14,9 @@ export const EVENT_TYPES = [
   "subscription.past_due",
   "subscription.canceled",
   "subscription.expired",
+  "subscription.updated",
+  "subscription.change_scheduled",
+  "subscription.change_canceled",
   "invoice.created",
   "invoice.paid",
   "invoice.payment_failed",
@@ -23,6 +26,7 @@ export const EVENT_TYPES = [
   "payment_method.removed",
   "credits.purchased",
   "credits.granted",
+  "credit_balance.updated",
   "usage.threshold_reached",
   "overage.spend_cap_reached"
 ] as const

@@ -9,6 +9,7 @@ import {
   UriString,
   Url
 } from "./common.ts"
+import { Invoice } from "./billing.ts"
 import { CustomerData } from "./entitlements.ts"
 import {
   BadGatewayError,
@@ -30,6 +31,20 @@ export const SubscriptionStatus = Schema.Literal(
 ).annotations({ identifier: "SubscriptionStatus" })
 export type SubscriptionStatus = typeof SubscriptionStatus.Type
 
+/** decisions.md §14. */
+export const ScheduledChange = Schema.Struct({
+  plan: Schema.String.annotations({ description: "Slug of the plan the renewal switches to" }),
+  at: IsoDateTime
+}).annotations({ identifier: "ScheduledChange" })
+
+export const PendingChange = Schema.Struct({
+  plan: Schema.String.annotations({ description: "Slug of the plan the subscription moves to once paid" }),
+  invoiceId: Schema.String,
+  expiresAt: IsoDateTime.annotations({ description: "Unpaid by then, the change lapses and its invoice is voided" })
+}).annotations({ identifier: "PendingChange" })
+
+export const ChangeWhen = Schema.Literal("now", "period_end").annotations({ identifier: "ChangeWhen" })
+
 /** decisions.md §7. Instants other than createdAt/updatedAt are ISO 8601 strings (decisions.md §1). */
 export const Subscription = Schema.Struct({
   id: Schema.String,
@@ -44,6 +59,12 @@ export const Subscription = Schema.Struct({
   trialEndsAt: Schema.NullOr(IsoDateTime),
   cancelAtPeriodEnd: Schema.Boolean,
   canceledAt: Schema.NullOr(IsoDateTime),
+  scheduledChange: Schema.optionalWith(ScheduledChange, { exact: true }).annotations({
+    description: "A change waiting for the period end (absent when none)"
+  }),
+  pendingChange: Schema.optionalWith(PendingChange, { exact: true }).annotations({
+    description: "A change made now that waits for its invoice to be paid; the current plan stays in force until then"
+  }),
   createdAt: EpochMillis,
   updatedAt: EpochMillis
 }).annotations({ identifier: "Subscription" })
@@ -53,7 +74,15 @@ export const AttachRequest = Schema.Struct({
   customer: CustomerRef,
   product: Schema.propertySignature(NonEmptyString).annotations({ description: "Slug of the plan to attach" }),
   customerData: Schema.optionalWith(CustomerData, { exact: true }),
-  callbackUrl: Schema.optionalWith(Url, { exact: true })
+  callbackUrl: Schema.optionalWith(Url, { exact: true }),
+  when: Schema.optionalWith(ChangeWhen, { exact: true }).annotations({
+    description:
+      "A change of plan in a group the customer already has: `now` or at `period_end`. Default: `now` to a higher monthly-equivalent price, from a trial or to another interval; `period_end` to a lower price or a free plan"
+  }),
+  prorate: Schema.optionalWith(Schema.Boolean, { exact: true }).annotations({
+    description:
+      "A change made now: credit the old plan's unused time and charge the new plan's remaining time (default true); false: no lines, the new price from the next renewal"
+  })
 }).annotations({ identifier: "AttachRequest", parseOptions: { errors: "all" } })
 export type AttachRequest = typeof AttachRequest.Type
 
@@ -61,9 +90,45 @@ export const AttachResult = Schema.Struct({
   success: Schema.Boolean,
   subscription: Subscription,
   checkoutUrl: Schema.NullOr(UriString).annotations({ description: "Set when payment must be collected first" }),
+  invoice: Schema.optionalWith(Invoice, { exact: true }).annotations({
+    description: "A plan change's invoice (its credit and charge lines), when the change made one"
+  }),
   message: Schema.String
 }).annotations({ identifier: "AttachResult" })
 export type AttachResult = typeof AttachResult.Type
+
+export const PreviewLine = Schema.Struct({
+  feature: Schema.String.annotations({ description: "Slug of the plan the line prices" }),
+  description: Schema.String,
+  quantity: Schema.Number,
+  unitPrice: Schema.Number,
+  amount: Schema.Number.annotations({ description: "Minor units; a credit is negative" }),
+  periodStart: IsoDateTime,
+  periodEnd: IsoDateTime
+}).annotations({ identifier: "PreviewLine" })
+
+/** decisions.md §14: what the same attach would produce at this instant; nothing is changed. */
+export const AttachPreview = Schema.Struct({
+  success: Schema.Boolean,
+  subscriptionId: Schema.NullOr(Schema.String).annotations({
+    description: "The subscription changed; null: a new one"
+  }),
+  plan: Schema.String,
+  previousPlan: Schema.NullOr(Schema.String),
+  when: ChangeWhen,
+  effectiveAt: IsoDateTime,
+  scheduled: Schema.Boolean.annotations({ description: "True when the change waits for the period end" }),
+  currency: Schema.String,
+  lines: Schema.Array(PreviewLine),
+  subtotal: Schema.Number,
+  discount: Schema.Number,
+  tax: Schema.Number,
+  total: Schema.Number,
+  creditApplied: Schema.Number.annotations({ description: "Of the total, what the credit balance would pay" }),
+  amountDue: Schema.Number,
+  creditBalanceAfter: Schema.Number.annotations({ description: "The credit balance in this currency afterwards" })
+}).annotations({ identifier: "AttachPreview" })
+export type AttachPreview = typeof AttachPreview.Type
 
 export const ListSubscriptionsQuery = OptionalCustomerQuery
 export type ListSubscriptionsQuery = typeof ListSubscriptionsQuery.Type
@@ -119,6 +184,18 @@ export class SubscriptionsGroup extends HttpApiGroup.make("subscriptions")
       )
   )
   .add(
+    HttpApiEndpoint.post("previewAttach", "/v1/attach/preview")
+      .setPayload(AttachRequest)
+      .addSuccess(AttachPreview)
+      .addError(NotFoundError)
+      .addError(ConflictError)
+      .annotate(OpenApi.Summary, "Preview an attach or a plan change")
+      .annotate(
+        OpenApi.Description,
+        "The lines and totals the same `POST /v1/attach` would produce at this instant; nothing is created or charged."
+      )
+  )
+  .add(
     HttpApiEndpoint.get("listSubscriptions", "/v1/subscriptions")
       .setUrlParams(ListSubscriptionsQuery)
       .addSuccess(SubscriptionList)
@@ -144,6 +221,17 @@ export class SubscriptionsGroup extends HttpApiGroup.make("subscriptions")
       .addError(ConflictError)
       .addError(BadGatewayError)
       .annotate(OpenApi.Summary, "Cancel a subscription")
+  )
+  .add(
+    HttpApiEndpoint.post("cancelChange")`/v1/subscriptions/${idParam}/cancel-change`
+      .addSuccess(SubscriptionResult)
+      .addError(NotFoundError)
+      .addError(ConflictError)
+      .annotate(OpenApi.Summary, "Withdraw a scheduled or pending plan change")
+      .annotate(
+        OpenApi.Description,
+        "A pending change's open invoice is voided (any credit balance it used is given back). Nothing to withdraw: the subscription as it is."
+      )
   )
   .addError(BadRequestError)
   .middleware(Authentication) {}

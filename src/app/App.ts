@@ -4,6 +4,7 @@ import { InvoicesLive } from "../billing/Invoices.ts"
 import { InvoicesRepoSql } from "../billing/InvoicesRepo.ts"
 import { CatalogLive } from "../catalog/CatalogLive.ts"
 import { CatalogRepoSql } from "../catalog/CatalogRepo.ts"
+import { CreditBalanceLive } from "../creditBalance/CreditBalance.ts"
 import { CustomersLive } from "../customers/Customers.ts"
 import { CustomersRepoSql } from "../customers/CustomersRepo.ts"
 import { FeatureConfigsLive, FeatureConfigsRepoSql } from "../customers/FeatureConfigs.ts"
@@ -44,6 +45,7 @@ import { LoggingLive } from "../platform/logging.ts"
 import { TracingLive } from "../platform/tracing.ts"
 import { EventCustomersLive } from "../wiring/eventCustomers.ts"
 import { SubscriptionHooksLive } from "../wiring/subscriptionHooks.ts"
+import { PlanChangesLive } from "../subscriptions/changes.ts"
 import { SubscriptionsLive } from "../subscriptions/Subscriptions.ts"
 import { SubscriptionsRepoSql } from "../subscriptions/SubscriptionsRepo.ts"
 import { UsageHistoryLive } from "../usage/UsageHistory.ts"
@@ -90,11 +92,12 @@ export const ServicesLive = Layer.mergeAll(
   DashboardSessionsLive.pipe(Layer.provide(AuthenticatorLive))
 ).pipe(
   Layer.provideMerge(Layer.mergeAll(SubscriptionsLive, AddonsLive)),
+  Layer.provideMerge(PlanChangesLive),
   Layer.provideMerge(Layer.mergeAll(PaymentsLive, CreditsLive, InvoicesLive)),
   Layer.provideMerge(Layer.mergeAll(ProviderAccountsLive, AdaptersLive)),
   Layer.provideMerge(Layer.mergeAll(EventsLive, DeliveriesLive)),
   Layer.provideMerge(EncryptionLive),
-  Layer.provideMerge(Layer.mergeAll(OrganizationsLive, CustomersLive, CatalogLive)),
+  Layer.provideMerge(Layer.mergeAll(OrganizationsLive, CustomersLive, CatalogLive, CreditBalanceLive)),
   Layer.provideMerge(Layer.merge(ReposLive, OutboxLive)),
   Layer.provideMerge(IdsLive),
   Layer.provideMerge(DatabaseLive)

@@ -23,6 +23,7 @@ const invoice = (over: Partial<InvoiceRecord> = {}): InvoiceRecord => ({
   subtotal: "120000.5",
   total: "120000.5",
   amountPaid: "0",
+  creditApplied: "0",
   periodStart: null,
   periodEnd: null,
   attempts: 0,

@@ -1,10 +1,10 @@
-import { BigDecimal, Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { Customers } from "../customers/Customers.ts"
 import { type AmountTooLarge, Conflict, type NotFound, PaymentFailed, type ProviderFailure } from "../domain/errors.ts"
-import { assertMoneyFitsJson, roundHalfUp, toDecimal, toNumber } from "../domain/money.ts"
+import { assertMoneyFitsJson, roundHalfUp, toNumber } from "../domain/money.ts"
 import { Payments } from "../payments/Payments.ts"
 import type { IdempotencyKey } from "../platform/idempotencyKey.ts"
-import { Invoices, type InvoiceRecord } from "./Invoices.ts"
+import { amountDueOf, Invoices, type InvoiceRecord } from "./Invoices.ts"
 
 export interface PayOutcome {
   readonly paid: boolean
@@ -26,8 +26,7 @@ export interface InvoicePaymentsShape {
 
 export class InvoicePayments extends Context.Tag("InvoicePayments")<InvoicePayments, InvoicePaymentsShape>() {}
 
-export const amountDue = (invoice: InvoiceRecord) =>
-  toNumber(roundHalfUp(BigDecimal.subtract(toDecimal(invoice.total), toDecimal(invoice.amountPaid))))
+export const amountDue = (invoice: InvoiceRecord) => toNumber(roundHalfUp(amountDueOf(invoice)))
 
 export const InvoicePaymentsLive = Layer.effect(
   InvoicePayments,
@@ -58,7 +57,7 @@ export const InvoicePaymentsLive = Layer.effect(
           // An invoice stored before amounts were bounded may be past what a provider request's number carries:
           // refused, never charged rounded.
           yield* assertMoneyFitsJson(
-            BigDecimal.subtract(toDecimal(invoice.total), toDecimal(invoice.amountPaid)),
+            amountDueOf(invoice),
             `Invoice ${invoice.number}'s amount due`,
             invoice.currency
           )

@@ -2,10 +2,11 @@ import { SqlClient } from "@effect/sql"
 import { BigDecimal, Clock, Context, Effect, Layer, Option } from "effect"
 import type { CustomerUnbilledUsage, Invoice } from "../api/billing.ts"
 import { Catalog } from "../catalog/Catalog.ts"
+import { CreditBalance } from "../creditBalance/CreditBalance.ts"
 import { Customers } from "../customers/Customers.ts"
 import { type AmountTooLarge, Conflict, NotFound } from "../domain/errors.ts"
 import { Outbox } from "../events/Outbox.ts"
-import { assertMoneyFitsJson, format, max, roundHalfUp, sumAll, toDecimal, toNumber } from "../domain/money.ts"
+import { assertMoneyFitsJson, format, max, roundHalfUp, sumAll, toDecimal, toNumber, ZERO } from "../domain/money.ts"
 import type { DecimalLike } from "../domain/rating.ts"
 import { Ids } from "../platform/ids.ts"
 import { type InvoiceRecord, InvoicesRepo } from "./InvoicesRepo.ts"
@@ -70,6 +71,11 @@ export interface InvoicesShape {
     lines: ReadonlyArray<LineInput>,
     options?: CreateInvoiceOptions
   ) => Effect.Effect<InvoiceRecord>
+  /**
+   * `open` → `void` (an unpaid plan change that expired or was withdrawn), giving back the credit balance it had
+   * spent; false when it was no longer open. Joins the caller's transaction.
+   */
+  readonly voidInvoice: (org: string, invoiceId: string) => Effect.Effect<boolean>
   /** A payment attempt of the invoice failed: `invoice.payment_failed`, in the caller's transaction. */
   readonly paymentFailed: (org: string, invoiceId: string, message: string) => Effect.Effect<void>
 }
@@ -80,6 +86,10 @@ export class Invoices extends Context.Tag("Invoices")<Invoices, InvoicesShape>()
 export const invoiceNumber = (n: number): string => `INV-${String(n).padStart(6, "0")}`
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
+
+/** What is left to collect: the total less what the credit balance and payments paid. */
+export const amountDueOf = (r: Pick<InvoiceRecord, "total" | "amountPaid" | "creditApplied">) =>
+  BigDecimal.subtract(BigDecimal.subtract(toDecimal(r.total), toDecimal(r.creditApplied)), toDecimal(r.amountPaid))
 
 /** The wire invoice of decisions.md §7. */
 /** `amountRefunded`: what its payments had refunded (payments owns refunds; an invoice just created has none). */
@@ -93,7 +103,8 @@ export const toWireInvoice = (r: InvoiceRecord & { readonly amountRefunded?: str
   subtotal: Number(r.subtotal),
   total: Number(r.total),
   amountPaid: Number(r.amountPaid),
-  amountDue: toNumber(BigDecimal.subtract(toDecimal(r.total), toDecimal(r.amountPaid))),
+  creditApplied: Number(r.creditApplied),
+  amountDue: toNumber(amountDueOf(r)),
   amountRefunded: Number(r.amountRefunded ?? "0"),
   createdAt: r.createdAt,
   paidAt: iso(r.paidAt)
@@ -113,6 +124,7 @@ export const InvoicesLive = Layer.effect(
     const customers = yield* Customers
     const ids = yield* Ids
     const outbox = yield* Outbox
+    const credit = yield* CreditBalance
 
     const announce = (
       type: "invoice.created" | "invoice.paid" | "invoice.payment_failed",
@@ -142,10 +154,16 @@ export const InvoicesLive = Layer.effect(
         // passing money no JSON number carries is a defect, not an invoice to send rounded.
         for (const l of stored) yield* Effect.orDie(assertMoneyFitsJson(toDecimal(l.amount), `Line '${l.description}'`))
         yield* Effect.orDie(assertMoneyFitsJson(subtotal, "The invoice total"))
-        const free = BigDecimal.isZero(subtotal)
+        // A plan change's credit line can exceed its charge: the total never goes below zero (the caller puts the
+        // surplus on the credit balance, decisions.md §14).
+        const total = max(subtotal, ZERO)
+        const id = yield* ids.next("inv")
+        // The customer's credit balance pays first, before anything is charged.
+        const applied = yield* credit.spend(org, customerId, currency, BigDecimal.scale(total, 0).value, id)
+        const free = BigDecimal.isZero(BigDecimal.subtract(total, BigDecimal.make(applied, 0)))
         const record: InvoiceRecord = {
           organizationId: org,
-          id: yield* ids.next("inv"),
+          id,
           number: invoiceNumber(yield* repo.nextNumber(org)),
           customerId,
           subscriptionId: options.subscriptionId ?? null,
@@ -154,8 +172,9 @@ export const InvoicesLive = Layer.effect(
           status: free ? "paid" : "open",
           lines: stored,
           subtotal: format(subtotal),
-          total: format(subtotal),
+          total: format(total),
           amountPaid: "0",
+          creditApplied: applied.toString(),
           periodStart: options.periodStart ?? null,
           periodEnd: options.periodEnd ?? null,
           attempts: 0,
@@ -321,6 +340,22 @@ export const InvoicesLive = Layer.effect(
         })
       )
 
-    return { generate, list, unbilled, get, lockPayable, markPaid, createInvoice, paymentFailed }
+    const voidInvoice: InvoicesShape["voidInvoice"] = (org, invoiceId) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        if (!(yield* repo.markVoid(org, invoiceId, now))) return false
+        const invoice = yield* get(org, invoiceId).pipe(Effect.orDie)
+        yield* credit.add(
+          org,
+          invoice.customerId,
+          invoice.currency,
+          BigInt(invoice.creditApplied),
+          "invoice_voided",
+          invoice.id
+        )
+        return true
+      })
+
+    return { generate, list, unbilled, get, lockPayable, markPaid, createInvoice, voidInvoice, paymentFailed }
   })
 )

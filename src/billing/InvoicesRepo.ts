@@ -26,6 +26,8 @@ export interface InvoiceRecord {
   readonly subtotal: string
   readonly total: string
   readonly amountPaid: string
+  /** Of `total`, what the customer's credit balance paid when the invoice was created (decisions.md §14). */
+  readonly creditApplied: string
   readonly periodStart: number | null
   readonly periodEnd: number | null
   readonly attempts: number
@@ -60,6 +62,8 @@ export interface InvoicesRepoShape {
   readonly list: (org: string, customerId: string | undefined) => Effect.Effect<ReadonlyArray<InvoiceRecord>>
   /** The invoice's status, its row locked until the transaction ends (PostgreSQL; SQLite serialises writers). */
   readonly lockStatus: (org: string, id: string) => Effect.Effect<Option.Option<InvoiceRecord["status"]>>
+  /** `open` → `void`; false when the invoice was in another status (nothing written). */
+  readonly markVoid: (org: string, id: string, now: number) => Effect.Effect<boolean>
   /** `open`/`uncollectible` → `paid`; false when the invoice was in another status (nothing written). */
   readonly markPaid: (
     org: string,
@@ -121,6 +125,7 @@ const InvoiceRow = recordSchema<InvoiceRecord>()(
     subtotal: Schema.String,
     total: Schema.String,
     amountPaid: Schema.String,
+    creditApplied: Schema.String,
     periodStart: NullableMillis,
     periodEnd: NullableMillis,
     attempts: DbInt,
@@ -185,6 +190,7 @@ export const InvoicesRepoSql = Layer.effect(
           subtotal: i.subtotal,
           total: i.total,
           amountPaid: i.amountPaid,
+          creditApplied: i.creditApplied,
           periodStart: i.periodStart,
           periodEnd: i.periodEnd,
           attempts: i.attempts,
@@ -206,6 +212,12 @@ export const InvoicesRepoSql = Layer.effect(
         sql`SELECT status FROM invoices WHERE organization_id = ${org} AND id = ${id} ${forUpdate}`.pipe(
           Effect.flatMap(invoiceStatus),
           Effect.map(Option.map((row) => row.status)),
+          Effect.orDie
+        ),
+      markVoid: (org, id, now) =>
+        sql<{ id: string }>`UPDATE invoices SET status = 'void', next_attempt_at = NULL, updated_at = ${now}
+            WHERE organization_id = ${org} AND id = ${id} AND status = 'open' RETURNING id`.pipe(
+          Effect.map((rows) => rows.length === 1),
           Effect.orDie
         ),
       markPaid: (org, id, amountPaid, paidAt, now) =>

@@ -222,7 +222,8 @@ export const toListItem = (c: CustomerRecord): CustomerListItem => ({
 
 export const toCustomer = (
   c: CustomerRecord,
-  featureConfigs: Customer["billing"]["featureConfigs"] = []
+  featureConfigs: Customer["billing"]["featureConfigs"] = [],
+  creditBalance: Customer["billing"]["creditBalance"] = {}
 ): Customer => ({
   success: true,
   ...toListItem(c),
@@ -236,7 +237,8 @@ export const toCustomer = (
             createdAt: c.overageCreatedAt ?? c.createdAt,
             updatedAt: c.overageUpdatedAt ?? c.updatedAt
           },
-    featureConfigs
+    featureConfigs,
+    creditBalance
   }
 })
 

@@ -3,6 +3,7 @@ import { Clock, Effect } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { CurrentOrganization } from "../api/security.ts"
 import { mapDomainErrors } from "../boundary/toApiError.ts"
+import { CreditBalance } from "../creditBalance/CreditBalance.ts"
 import { Customers, toCustomer, toListItem } from "./Customers.ts"
 import type { CustomerRecord } from "./CustomersRepo.ts"
 import { FeatureConfigs } from "./FeatureConfigs.ts"
@@ -11,9 +12,14 @@ export const CustomersHttp = HttpApiBuilder.group(BillingApi, "customers", (hand
   Effect.gen(function* () {
     const customers = yield* Customers
     const featureConfigs = yield* FeatureConfigs
-    /** The full customer object: every response of it carries the per-feature configs. */
+    const credit = yield* CreditBalance
+    /** The full customer object: every response of it carries the per-feature configs and the credit balance. */
     const full = (c: CustomerRecord) =>
-      Effect.map(featureConfigs.list(c.organizationId, c.id), (configs) => toCustomer(c, configs))
+      Effect.zipWith(
+        featureConfigs.list(c.organizationId, c.id),
+        credit.balances(c.organizationId, c.id),
+        (configs, b) => toCustomer(c, configs, Object.fromEntries(Object.entries(b).map(([k, v]) => [k, Number(v)])))
+      )
     return handlers
       .handle("createCustomer", ({ payload }) =>
         Effect.gen(function* () {

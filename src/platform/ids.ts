@@ -28,6 +28,8 @@ export type IdPrefix =
   /** Dashboard sessions and the audit log of changes made from the dashboard. */
   | "dss"
   | "aud"
+  /** Movements of a customer's credit balance (plan changes, decisions.md §14). */
+  | "cbl"
 
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz" // Crockford base32, lower case
 

@@ -4,33 +4,77 @@ import { BillingApi } from "../api/Api.ts"
 import { CurrentOrganization } from "../api/security.ts"
 import { mapDomainErrors } from "../boundary/toApiError.ts"
 import { idempotencyKeyOf } from "../platform/idempotencyKey.ts"
+import { storedLine, wireLine } from "../billing/lines.ts"
+import { toWireInvoice } from "../billing/Invoices.ts"
+import { Catalog } from "../catalog/Catalog.ts"
+import { PlanChanges } from "./changes.ts"
 import { Subscriptions, toWireSubscription } from "./Subscriptions.ts"
 
 export const SubscriptionsHttp = HttpApiBuilder.group(BillingApi, "subscriptions", (handlers) =>
   Effect.gen(function* () {
     const subscriptions = yield* Subscriptions
+    const changes = yield* PlanChanges
+    const catalog = yield* Catalog
+    const plansOf = (org: string) => Effect.map(catalog.snapshot(org), (snap) => snap.plansById)
     return handlers
       .handle("attach", ({ payload }) =>
         Effect.gen(function* () {
           const org = yield* CurrentOrganization
           const idempotency = yield* idempotencyKeyOf("attach", payload)
-          return yield* subscriptions.attach(org.id, { ...payload, idempotency })
-        }).pipe(
-          Effect.map((a) => ({
+          const a = yield* subscriptions.attach(org.id, { ...payload, idempotency })
+          return {
             success: true,
-            subscription: toWireSubscription(a.subscription, a.plan),
+            subscription: toWireSubscription(a.subscription, a.plan, yield* plansOf(org.id)),
             checkoutUrl: a.checkoutUrl,
+            ...(a.invoice === undefined ? {} : { invoice: toWireInvoice(a.invoice) }),
             message: a.message
-          })),
-          mapDomainErrors
-        )
+          }
+        }).pipe(mapDomainErrors)
+      )
+      .handle("previewAttach", ({ payload }) =>
+        Effect.gen(function* () {
+          const org = yield* CurrentOrganization
+          const { from, proposal: p, subscription, to } = yield* subscriptions.preview(org.id, payload)
+          return {
+            success: true,
+            subscriptionId: subscription?.id ?? null,
+            plan: to.slug,
+            previousPlan: from?.slug ?? null,
+            when: p.when,
+            effectiveAt: new Date(p.effectiveAt).toISOString(),
+            scheduled: p.when === "period_end",
+            currency: p.currency,
+            lines: p.lines.map((line) => {
+              const { tierBreakdown: _, ...wire } = wireLine(storedLine(line))
+              return wire
+            }),
+            subtotal: Number(p.subtotal),
+            discount: 0,
+            tax: 0,
+            total: Number(p.total),
+            creditApplied: Number(p.creditApplied),
+            amountDue: Number(p.amountDue),
+            creditBalanceAfter: Number(p.creditBalanceAfter)
+          }
+        }).pipe(mapDomainErrors)
+      )
+      .handle("cancelChange", ({ path }) =>
+        Effect.gen(function* () {
+          const org = yield* CurrentOrganization
+          const s = yield* changes.cancelChange(org.id, path.id)
+          const plans = yield* plansOf(org.id)
+          return { success: true, subscription: toWireSubscription(s, plans.get(s.planId), plans) }
+        }).pipe(mapDomainErrors)
       )
       .handle("listSubscriptions", ({ urlParams }) =>
         Effect.flatMap(CurrentOrganization, (org) => subscriptions.list(org.id, urlParams.customer)).pipe(
-          Effect.map((list) => ({
-            success: true,
-            subscriptions: list.map(({ plan, subscription }) => toWireSubscription(subscription, plan))
-          })),
+          Effect.zipWith(
+            Effect.flatMap(CurrentOrganization, (org) => plansOf(org.id)),
+            (list, plans) => ({
+              success: true,
+              subscriptions: list.map(({ plan, subscription }) => toWireSubscription(subscription, plan, plans))
+            })
+          ),
           mapDomainErrors
         )
       )

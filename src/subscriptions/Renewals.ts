@@ -9,6 +9,7 @@ import { roundHalfUp, toDecimal } from "../domain/money.ts"
 import { addInterval } from "../domain/periods.ts"
 import { Outbox } from "../events/Outbox.ts"
 import { Payments } from "../payments/Payments.ts"
+import { PlanChanges } from "./changes.ts"
 import type { SubscriptionRecord } from "./model.ts"
 import { type SubscriptionEventType, toWireSubscription } from "./Subscriptions.ts"
 import { SubscriptionsRepo } from "./SubscriptionsRepo.ts"
@@ -48,6 +49,7 @@ export const RenewalsLive = Layer.effect(
     const payments = yield* Payments
     const customers = yield* Customers
     const outbox = yield* Outbox
+    const changes = yield* PlanChanges
     const skipLocked = sql.onDialectOrElse({
       pg: () => sql.literal("FOR UPDATE SKIP LOCKED"),
       orElse: () => sql.literal("")
@@ -60,8 +62,10 @@ export const RenewalsLive = Layer.effect(
           ORDER BY current_period_end LIMIT ${BATCH} ${skipLocked}`
 
     /** Inside the claim's transaction: decide, move the period, and say what to charge afterwards. */
-    const advance = (s: SubscriptionRecord, now: number) =>
+    const advance = (claimed: SubscriptionRecord, now: number) =>
       Effect.gen(function* () {
+        // A scheduled plan change takes over in the transaction that renews (decisions.md §14).
+        const s = claimed.status === "past_due" ? claimed : yield* changes.switchAtRenewal(claimed, now)
         const plan = (yield* catalog.snapshot(s.organizationId)).plansById.get(s.planId)
         /** The change and its event, in the claim's transaction. */
         const change = (type: SubscriptionEventType, next: SubscriptionRecord) =>
@@ -242,6 +246,8 @@ export const RenewalsLive = Layer.effect(
     // was canceled, or its retry was pushed a day out), so this ends.
     const runDue = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
+      // Unpaid plan changes lapse first, so none outlives the period its invoice prorated.
+      yield* changes.expireDue(now)
       const total = { renewed: 0, pastDue: 0, canceled: 0 }
       for (let batch = 0; batch < MAX_BATCHES; batch++) {
         const report = yield* runBatch(now)

@@ -1,7 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { EventType } from "../api/events.ts"
-import type { Subscription } from "../api/subscriptions.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import { type CatalogSnapshot, isFree, type Plan } from "../catalog/model.ts"
 import { type CustomerInput, Customers } from "../customers/Customers.ts"
@@ -21,6 +20,12 @@ import type { IdempotencyKey } from "../platform/idempotencyKey.ts"
 import { Ids } from "../platform/ids.ts"
 import { effectiveStatus, isGranting, rollFreePeriod, type SubscriptionRecord } from "./model.ts"
 import { SubscriptionsRepo } from "./SubscriptionsRepo.ts"
+import type { InvoiceRecord } from "../billing/Invoices.ts"
+import type { ChangeWhen } from "../domain/planChange.ts"
+import { newAttachProposal, type Proposal } from "./changeProposal.ts"
+import { PlanChanges } from "./changes.ts"
+import { CreditBalance } from "../creditBalance/CreditBalance.ts"
+import { toWireSubscription } from "./wire.ts"
 
 export interface AttachInput {
   readonly customer: string
@@ -29,6 +34,9 @@ export interface AttachInput {
   readonly callbackUrl?: string | undefined
   /** The request's Idempotency-Key: one first-payment attempt per key. */
   readonly idempotency?: IdempotencyKey | undefined
+  /** A change of plan (decisions.md §14): when it takes effect, and whether it is prorated. */
+  readonly when?: ChangeWhen | undefined
+  readonly prorate?: boolean | undefined
 }
 
 export interface Attached {
@@ -40,12 +48,19 @@ export interface Attached {
   readonly message: string
   /** `payment_processing` when a charge of the first payment is in flight at the provider. */
   readonly code?: "payment_processing"
+  /** A plan change's invoice, when it made one. */
+  readonly invoice?: InvoiceRecord | undefined
 }
 
 type AttachError = NotFound | Conflict | PaymentFailed | ProviderNotConfigured | ProviderFailure
 
 export interface SubscriptionsShape {
   readonly attach: (organizationId: string, input: AttachInput) => Effect.Effect<Attached, AttachError>
+  /** What `attach` would do now, changing nothing: a change's proposal, or a new subscription's first charge. */
+  readonly preview: (
+    organizationId: string,
+    input: AttachInput
+  ) => Effect.Effect<AttachPreviewOutcome, NotFound | Conflict>
   readonly list: (
     organizationId: string,
     customer?: string
@@ -76,6 +91,13 @@ export interface SubscriptionsShape {
   readonly attachAutoEnabled: (organizationId: string, customer: CustomerRecord, now: number) => Effect.Effect<void>
   /** Attach newly `autoEnable` free plans to every existing customer (after a sync). */
   readonly attachPlansToAll: (organizationId: string, planIds: ReadonlyArray<string>) => Effect.Effect<void>
+}
+
+export interface AttachPreviewOutcome {
+  readonly subscription: SubscriptionRecord | null
+  readonly from: Plan | null
+  readonly to: Plan
+  readonly proposal: Proposal
 }
 
 export class Subscriptions extends Context.Tag("Subscriptions")<Subscriptions, SubscriptionsShape>() {}
@@ -127,6 +149,8 @@ export const SubscriptionsLive = Layer.effect(
     const ids = yield* Ids
     const payments = yield* Payments
     const outbox = yield* Outbox
+    const changes = yield* PlanChanges
+    const credit = yield* CreditBalance
 
     /** The subscription's event, written with the change (the caller's transaction). */
     const announce = (type: SubscriptionEventType, s: SubscriptionRecord, plan: Plan | undefined) =>
@@ -311,6 +335,33 @@ export const SubscriptionsLive = Layer.effect(
           )
         )
 
+    /** The customer's live subscription that attaching `plan` would change: same group, not an add-on, granting. */
+    const changeable = (organizationId: string, customerId: string, plan: Plan, snap: CatalogSnapshot, now: number) =>
+      plan.isAddon
+        ? Effect.succeed(undefined)
+        : Effect.map(repo.listLive(organizationId, customerId), (live) =>
+            live.find(
+              (s) => isGranting(s, now) && (s.planId === plan.id || replaces(plan, snap.plansById.get(s.planId)))
+            )
+          )
+
+    const preview = (organizationId: string, input: AttachInput) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const customer = yield* customers.resolve(organizationId, input.customer)
+        const snap = yield* catalog.snapshot(organizationId)
+        const plan = snap.plans.get(input.product) ?? snap.plansById.get(input.product)
+        if (plan === undefined) return yield* planNotFound(input.product)
+        const live = yield* changeable(organizationId, customer.id, plan, snap, now)
+        if (live !== undefined) {
+          const { from, proposal, to } = yield* changes.preview(organizationId, live, plan, input)
+          return { subscription: live, from, to, proposal }
+        }
+        const proposal = newAttachProposal(plan, now)
+        const balance = yield* credit.balance(organizationId, customer.id, proposal.currency)
+        return { subscription: null, from: null, to: plan, proposal: { ...proposal, creditBalanceAfter: balance } }
+      })
+
     const attach = (organizationId: string, input: AttachInput): Effect.Effect<Attached, AttachError> =>
       Effect.gen(function* () {
         // One instant for the request: a customer it creates and the plan it attaches start together.
@@ -319,6 +370,12 @@ export const SubscriptionsLive = Layer.effect(
         const snap = yield* catalog.snapshot(organizationId)
         const plan = snap.plans.get(input.product) ?? snap.plansById.get(input.product)
         if (plan === undefined) return yield* planNotFound(input.product)
+        // A plan of a group the customer already has a live plan in: a change of that subscription (§14).
+        const live = yield* changeable(organizationId, customer.id, plan, snap, now)
+        if (live !== undefined) {
+          if (!isFree(plan)) yield* payments.ensureProvider(organizationId, plan.provider)
+          return yield* changes.change(organizationId, customer, live, plan, input)
+        }
         const paid = !isFree(plan) && (plan.trialDays ?? 0) === 0
         if (paid) yield* payments.ensureProvider(organizationId, plan.provider)
         // The customer's row lock makes concurrent attaches of one plan take turns: the second finds the first's.
@@ -391,6 +448,7 @@ export const SubscriptionsLive = Layer.effect(
 
     return {
       attach,
+      preview,
       list: (organizationId, customer) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
@@ -405,23 +463,25 @@ export const SubscriptionsLive = Layer.effect(
       cancel: (organizationId, id) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
-          const current = yield* get(organizationId, id)
-          const status = effectiveStatus(current, now)
-          if (status === "canceled" || status === "expired") {
-            return (yield* withPlans(organizationId, [current], now))[0]!
-          }
-          // A period that ends is kept to its end; one that never ends (or never started) stops now.
-          const next: SubscriptionRecord =
-            current.currentPeriodEnd !== null && status !== "pending"
-              ? { ...current, cancelAtPeriodEnd: true, updatedAt: now }
-              : { ...current, status: "canceled", canceledAt: now, updatedAt: now }
-          // Canceled now: announced with the change; canceled at period end: when the renewals worker ends it.
-          yield* sql
+          yield* get(organizationId, id)
+          // Decided over the locked row, so a plan change or a renewal at the same moment is not written over.
+          const next = yield* sql
             .withTransaction(
               Effect.gen(function* () {
+                const current = Option.getOrThrow(yield* repo.getForUpdate(organizationId, id))
+                const status = effectiveStatus(current, now)
+                if (status === "canceled" || status === "expired") return current
+                // A period that ends is kept to its end; one that never ends (or never started) stops now. A
+                // scheduled plan change gives way to the cancellation (decisions.md §14: the later one wins).
+                const next: SubscriptionRecord =
+                  current.currentPeriodEnd !== null && status !== "pending"
+                    ? { ...current, cancelAtPeriodEnd: true, scheduledPlanId: null, scheduledAt: null, updatedAt: now }
+                    : { ...current, status: "canceled", canceledAt: now, updatedAt: now }
                 yield* repo.update(next)
+                // Canceled now: announced with the change; canceled at period end: when the renewals worker ends it.
                 if (next.status === "canceled")
                   yield* announce("subscription.canceled", next, yield* planOf(organizationId, next.planId))
+                return next
               })
             )
             .pipe(Effect.orDie)
@@ -504,19 +564,4 @@ export const SubscriptionsLive = Layer.effect(
 
 export type SubscriptionEventType = Extract<EventType, `subscription.${string}`>
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
-
-export const toWireSubscription = (s: SubscriptionRecord, plan: Plan | undefined): Subscription => ({
-  id: s.id,
-  customerId: s.customerId,
-  planId: s.planId,
-  plan: plan?.slug ?? s.planId,
-  status: s.status,
-  currentPeriodStart: s.status === "pending" ? null : iso(s.currentPeriodStart),
-  currentPeriodEnd: s.status === "pending" ? null : iso(s.currentPeriodEnd),
-  trialEndsAt: iso(s.trialEndsAt),
-  cancelAtPeriodEnd: s.cancelAtPeriodEnd,
-  canceledAt: iso(s.canceledAt),
-  createdAt: s.createdAt,
-  updatedAt: s.updatedAt
-})
+export { toWireSubscription } from "./wire.ts"

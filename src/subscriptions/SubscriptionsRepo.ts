@@ -47,7 +47,12 @@ export const toSubscriptionRecord = (row: any): SubscriptionRecord => ({
   canceledAt: nullableNumber(row.canceledAt),
   graceEndsAt: nullableNumber(row.graceEndsAt),
   createdAt: Number(row.createdAt),
-  updatedAt: Number(row.updatedAt)
+  updatedAt: Number(row.updatedAt),
+  scheduledPlanId: row.scheduledPlanId ?? null,
+  scheduledAt: nullableNumber(row.scheduledAt),
+  pendingPlanId: row.pendingPlanId ?? null,
+  pendingInvoiceId: row.pendingInvoiceId ?? null,
+  pendingExpiresAt: nullableNumber(row.pendingExpiresAt)
 })
 
 const SubscriptionRow = recordSchema<SubscriptionRecord>()(
@@ -65,13 +70,22 @@ const SubscriptionRow = recordSchema<SubscriptionRecord>()(
     canceledAt: NullableMillis,
     graceEndsAt: NullableMillis,
     createdAt: Millis,
-    updatedAt: Millis
+    updatedAt: Millis,
+    scheduledPlanId: Schema.optionalWith(Schema.NullOr(Schema.String), { exact: true }),
+    scheduledAt: Schema.optionalWith(NullableMillis, { exact: true }),
+    pendingPlanId: Schema.optionalWith(Schema.NullOr(Schema.String), { exact: true }),
+    pendingInvoiceId: Schema.optionalWith(Schema.NullOr(Schema.String), { exact: true }),
+    pendingExpiresAt: Schema.optionalWith(NullableMillis, { exact: true })
   })
 )
 
 const subscriptions = decodeRows("subscriptions", SubscriptionRow)
 
-const toRow = (s: SubscriptionRecord) => ({ ...s, cancelAtPeriodEnd: s.cancelAtPeriodEnd ? 1 : 0 })
+/** Fields a reader did not load (undefined) are left as they are. */
+const toRow = (s: SubscriptionRecord) =>
+  Object.fromEntries(
+    Object.entries({ ...s, cancelAtPeriodEnd: s.cancelAtPeriodEnd ? 1 : 0 }).filter(([, v]) => v !== undefined)
+  ) as Record<string, unknown>
 
 export const SubscriptionsRepoSql = Layer.effect(
   SubscriptionsRepo,

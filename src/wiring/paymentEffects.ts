@@ -1,5 +1,6 @@
 import { Clock, Effect, Layer } from "effect"
 import { Invoices } from "../billing/Invoices.ts"
+import { PlanChanges } from "../subscriptions/changes.ts"
 import { Subscriptions } from "../subscriptions/Subscriptions.ts"
 import { Addons } from "../payments/Addons.ts"
 import { PaymentEffects } from "../payments/Payments.ts"
@@ -11,6 +12,7 @@ export const PaymentEffectsLive = Layer.effect(
     const subscriptions = yield* Subscriptions
     const addons = yield* Addons
     const invoices = yield* Invoices
+    const planChanges = yield* PlanChanges
     return {
       paid: {
         subscription: (org, paid) => subscriptions.activate(org, paid.targetId),
@@ -20,6 +22,8 @@ export const PaymentEffectsLive = Layer.effect(
             // Locked as a claim would: a second payment arriving for a paid or voided invoice is not applied.
             if (!(yield* invoices.lockPayable(org, paid.targetId))) return false
             const invoice = yield* invoices.markPaid(org, paid.targetId, paid.amount, yield* Clock.currentTimeMillis)
+            // A pending plan change's invoice puts the change into effect; a renewal's reactivates a past-due one.
+            if (yield* planChanges.invoicePaid(org, invoice)) return true
             if (invoice.subscriptionId !== null) yield* subscriptions.renewalPaid(org, invoice.subscriptionId)
             return true
           }).pipe(Effect.orDie)

@@ -19,6 +19,7 @@ import m0020 from "./0020_leaner_usage_writes.ts"
 import m0021 from "./0021_no_customer_index_on_events.ts"
 import m0030 from "./0030_retired_webhook_secrets.ts"
 import m0031 from "./0031_encryption_key_check.ts"
+import m0034 from "./0034_plan_changes.ts"
 
 /**
  * The schema's versions in order, one file each. A migration that has landed is never edited: a change is a new file.
@@ -44,5 +45,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0020_leaner_usage_writes": m0020,
   "0021_no_customer_index_on_events": m0021,
   "0030_retired_webhook_secrets": m0030,
-  "0031_encryption_key_check": m0031
+  "0031_encryption_key_check": m0031,
+  "0034_plan_changes": m0034
 }
