@@ -331,6 +331,60 @@ for (const database of databases()) {
       expect(await invoices()).toHaveLength(0)
     })
 
+    test("preview: the lines and totals the change makes at that instant, changing nothing", async () => {
+      const { call, get, invoices, live, subscribe } = await setup()
+      const before = await subscribe("basic")
+      clock.advance(7 * DAY)
+      // Within one second, the preview and the change prorate the same seconds.
+      clock.set(Math.ceil(clock.now() / 1000) * 1000 + 1)
+      const preview = await call("/v1/attach/preview", { customer: "c1", product: "pro" })
+      const changed = await call("/v1/attach", { customer: "c1", product: "pro" })
+      expect(preview.status).toBe(200)
+      const credit = prorated(5000, preview.body.effectiveAt, before.currentPeriodStart, before.currentPeriodEnd)
+      const charge = prorated(20000, preview.body.effectiveAt, before.currentPeriodStart, before.currentPeriodEnd)
+      expect(preview.body).toMatchObject({
+        subscriptionId: before.id,
+        plan: "pro",
+        previousPlan: "basic",
+        when: "now",
+        scheduled: false,
+        currency: "NGN",
+        lines: [
+          { feature: "basic", amount: -credit, periodEnd: before.currentPeriodEnd },
+          { feature: "pro", amount: charge, periodEnd: before.currentPeriodEnd }
+        ],
+        subtotal: charge - credit,
+        discount: 0,
+        tax: 0,
+        total: charge - credit,
+        creditApplied: 0,
+        amountDue: charge - credit,
+        creditBalanceAfter: 0
+      })
+      expect(changed.body.invoice.lines.map((l: any) => l.amount)).toEqual(preview.body.lines.map((l: any) => l.amount))
+      expect(changed.body.invoice.total).toBe(preview.body.total)
+
+      // A downgrade's preview is scheduled at the period end, with nothing to bill; and nothing is written by it.
+      const invoicesBefore = await invoices()
+      const down = await call("/v1/attach/preview", { customer: "c1", product: "small" })
+      expect(down.body).toMatchObject({
+        when: "period_end",
+        scheduled: true,
+        effectiveAt: before.currentPeriodEnd,
+        lines: [],
+        total: 0
+      })
+      const nowDown = await call("/v1/attach/preview", { customer: "c1", product: "small", when: "now" })
+      expect(nowDown.body.total).toBe(0)
+      expect(nowDown.body.creditBalanceAfter).toBe(-nowDown.body.subtotal)
+      expect(await invoices()).toEqual(invoicesBefore)
+      expect((await live())[0]).toMatchObject({ plan: "pro" })
+      expect((await live())[0].scheduledChange).toBeUndefined()
+      expect((await get("/v1/customers/c1")).billing.creditBalance).toEqual({})
+      // Unknown plan: 404, as attach.
+      expect((await call("/v1/attach/preview", { customer: "c1", product: "nope" })).status).toBe(404)
+    })
+
     test("past due: refused with 409 until paid; an add-on is never a change", async () => {
       const { call, live, subscribe } = await setup()
       await subscribe("basic", "declining")

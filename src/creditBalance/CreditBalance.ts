@@ -96,9 +96,18 @@ export const CreditBalanceLive = Layer.effect(
       )
 
     /** Sets the balance from `before` to `after`; false when another movement got there first. */
-    const swap = (org: string, customerId: string, currency: string, before: bigint | null, after: bigint, now: number) =>
+    const swap = (
+      org: string,
+      customerId: string,
+      currency: string,
+      before: bigint | null,
+      after: bigint,
+      now: number
+    ) =>
       (before === null
-        ? sql<{ currency: string }>`INSERT INTO credit_balances (organization_id, customer_id, currency, balance, updated_at)
+        ? sql<{
+            currency: string
+          }>`INSERT INTO credit_balances (organization_id, customer_id, currency, balance, updated_at)
             VALUES (${org}, ${customerId}, ${currency}, ${after.toString()}, ${now})
             ON CONFLICT (organization_id, customer_id, currency) DO NOTHING RETURNING currency`
         : sql<{ currency: string }>`UPDATE credit_balances SET balance = ${after.toString()}, updated_at = ${now}
@@ -167,15 +176,21 @@ export const CreditBalanceLive = Layer.effect(
           ),
           Effect.orDie
         ),
-      balance: (org, customerId, currency) =>
-        Effect.map(read(org, customerId, currency.toUpperCase()), (b) => b ?? 0n),
+      balance: (org, customerId, currency) => Effect.map(read(org, customerId, currency.toUpperCase()), (b) => b ?? 0n),
       add: (org, customerId, currency, amount, cause, subjectId) =>
         amount <= 0n
           ? Effect.succeed(0n)
           : move(org, customerId, currency.toUpperCase(), () => amount, cause, subjectId),
       spend: (org, customerId, currency, due, invoiceId) =>
         Effect.map(
-          move(org, customerId, currency.toUpperCase(), (balance) => -creditToApply(balance, due), "invoice", invoiceId),
+          move(
+            org,
+            customerId,
+            currency.toUpperCase(),
+            (balance) => -creditToApply(balance, due),
+            "invoice",
+            invoiceId
+          ),
           (moved) => -moved
         ),
       ledger: (org, customerId) =>

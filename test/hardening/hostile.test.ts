@@ -417,9 +417,11 @@ const basesFor = (w: World): Record<string, Valid> => {
       path: {},
       body: { customer: c1, product: `${p}basic`, customerData: { email: "cd@example.com" }, callbackUrl: back }
     },
+    "POST /v1/attach/preview": { path: {}, body: { customer: c1, product: `${p}basic`, when: "now", prorate: true } },
     "GET /v1/subscriptions": { path: {}, query: { customer: c1 } },
     "POST /v1/subscriptions/{id}/checkout": { path: { id: w.subscriptions.pending! }, body: { callbackUrl: back } },
     "POST /v1/subscriptions/{id}/cancel": { path: { id: w.subscriptions.active! } },
+    "POST /v1/subscriptions/{id}/cancel-change": { path: { id: w.subscriptions.active! } },
     "POST /v1/billing/invoice": { path: {}, body: { customer: c1 } },
     "GET /v1/billing/invoices": { path: {}, query: { customer: c1 } },
     "GET /v1/billing/usage": { path: {}, query: { customer: c1 } },

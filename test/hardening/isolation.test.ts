@@ -292,6 +292,20 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
         expect: { status: [404], codes: ["plan_not_found"] }
       }))
     ],
+    "POST /v1/attach/preview": [
+      ...aRefs.map((customer): Attack => ({
+        method: "POST",
+        path: "/v1/attach/preview",
+        body: { customer, product: `${b.prefix}free` },
+        expect: NOT_FOUND
+      })),
+      ...aPlans.map((product): Attack => ({
+        method: "POST",
+        path: "/v1/attach/preview",
+        body: { customer: b1.externalId, product },
+        expect: { status: [404], codes: ["plan_not_found"] }
+      }))
+    ],
     "GET /v1/subscriptions": [
       { method: "GET", path: "/v1/subscriptions", expect: list },
       ...aRefs.map((r): Attack => ({
@@ -309,6 +323,11 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
     "POST /v1/subscriptions/{id}/cancel": aSubs.map((id) => ({
       method: "POST",
       path: `/v1/subscriptions/${enc(id)}/cancel`,
+      expect: { status: [404], codes: ["subscription_not_found"] }
+    })),
+    "POST /v1/subscriptions/{id}/cancel-change": aSubs.map((id) => ({
+      method: "POST",
+      path: `/v1/subscriptions/${enc(id)}/cancel-change`,
       expect: { status: [404], codes: ["subscription_not_found"] }
     })),
     "POST /v1/billing/invoice": aRefs.map((customer) => ({
