@@ -142,7 +142,7 @@ for (const database of databases()) {
       expect((await invoices()).filter((i) => i.lines[0]?.feature === "basic")).toHaveLength(1)
       const [updated] = await events("subscription.updated")
       expect(updated.data).toMatchObject({ id: before.id, plan: "pro", previousPlan: "basic" })
-    })
+    }, 30_000)
 
     test("without a saved method: pending until the checkout is paid, the old plan in force meanwhile", async () => {
       const { call, get, live, pay } = await setup()
@@ -170,7 +170,7 @@ for (const database of databases()) {
         balance: 4910
       })
       expect((await get(`/v1/billing/invoices?customer=c1`)).invoices[0]).toMatchObject({ status: "paid" })
-    })
+    }, 30_000)
 
     test("an unpaid change expires after 23 h: its invoice is voided, the old plan stays", async () => {
       const { call, invoices, live } = await setup()
@@ -189,7 +189,7 @@ for (const database of databases()) {
       // Paying the voided invoice now is refused.
       const paid = await call(`/v1/billing/invoice/${changed.body.invoice.id}/pay`, {})
       expect(paid.body.code).toBe("invoice_not_open")
-    })
+    }, 30_000)
 
     test("a downgrade waits for the period end; cancel-change and cancel-at-period-end replace each other", async () => {
       const { call, events, invoices, live, subscribe } = await setup()
@@ -227,7 +227,7 @@ for (const database of databases()) {
         code: "feature_not_in_plan"
       })
       expect((await events("subscription.updated"))[0].data).toMatchObject({ plan: "basic", previousPlan: "pro" })
-    })
+    }, 30_000)
 
     test("a downgrade now: an invoice of total 0 with both lines; the surplus is a credit balance the next invoice spends", async () => {
       const { call, events, get, invoices, subscribe } = await setup()
@@ -270,7 +270,7 @@ for (const database of databases()) {
       expect((await get("/v1/customers/c1")).billing.creditBalance).toEqual(
         surplus > 2000 ? { NGN: surplus - 2000 } : {}
       )
-    })
+    }, 30_000)
 
     test("prorate: false switches at once with no invoice", async () => {
       const { call, invoices, subscribe } = await setup()
@@ -283,7 +283,7 @@ for (const database of databases()) {
       })
       expect(changed.body.invoice).toBeUndefined()
       expect(await invoices()).toHaveLength(0)
-    })
+    }, 30_000)
 
     test("attaching the current plan again removes a pending change and voids its invoice", async () => {
       const { call, invoices, live } = await setup()
@@ -295,7 +295,7 @@ for (const database of databases()) {
       expect(again.body.subscription.pendingChange).toBeUndefined()
       expect((await live())[0]).toMatchObject({ plan: "free" })
       expect((await invoices())[0]).toMatchObject({ id: changed.body.invoice.id, status: "void" })
-    })
+    }, 30_000)
 
     test("an interval change restarts the anchor: the new plan's full price for its own period, less the unused credit", async () => {
       const { call, subscribe } = await setup()
@@ -314,7 +314,7 @@ for (const database of databases()) {
       const s = changed.body.subscription
       expect(s).toMatchObject({ plan: "pro-yearly", currentPeriodStart: at })
       expect(Date.parse(s.currentPeriodEnd) - Date.parse(at)).toBeGreaterThanOrEqual(365 * DAY)
-    })
+    }, 30_000)
 
     test("during a trial: the trial carries over, nothing prorated", async () => {
       const { call, invoices } = await setup()
@@ -329,7 +329,7 @@ for (const database of databases()) {
         trialEndsAt: trial.body.subscription.trialEndsAt
       })
       expect(await invoices()).toHaveLength(0)
-    })
+    }, 30_000)
 
     test("preview: the lines and totals the change makes at that instant, changing nothing", async () => {
       const { call, get, invoices, live, subscribe } = await setup()
@@ -383,7 +383,7 @@ for (const database of databases()) {
       expect((await get("/v1/customers/c1")).billing.creditBalance).toEqual({})
       // Unknown plan: 404, as attach.
       expect((await call("/v1/attach/preview", { customer: "c1", product: "nope" })).status).toBe(404)
-    })
+    }, 30_000)
 
     test("past due: refused with 409 until paid; an add-on is never a change", async () => {
       const { call, live, subscribe } = await setup()

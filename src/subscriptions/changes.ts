@@ -8,7 +8,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { type InvoiceRecord, Invoices } from "../billing/Invoices.ts"
 import { Catalog } from "../catalog/Catalog.ts"
-import type { Plan } from "../catalog/model.ts"
+import { isFree, type Plan } from "../catalog/model.ts"
 import { CreditBalance } from "../creditBalance/CreditBalance.ts"
 import type { CustomerRecord } from "../customers/CustomersRepo.ts"
 import {
@@ -23,7 +23,7 @@ import { Outbox } from "../events/Outbox.ts"
 import { Payments } from "../payments/Payments.ts"
 import type { IdempotencyKey } from "../platform/idempotencyKey.ts"
 import { type ChangeRequest, isRefusal, PENDING_CHANGE_MS, type Proposal, propose } from "./changeProposal.ts"
-import type { SubscriptionRecord } from "./model.ts"
+import { rollFreePeriod, type SubscriptionRecord } from "./model.ts"
 import { SubscriptionsRepo } from "./SubscriptionsRepo.ts"
 import { toWireSubscription } from "./wire.ts"
 
@@ -95,6 +95,23 @@ const inProgress = (plan: string) =>
     code: "change_in_progress",
     message: `A change to ${plan} is waiting for its payment: pay it, or withdraw it with cancel-change first`
   })
+
+/**
+ * A paid plan whose period has ended is being renewed (the renewals worker charges it): a change now would prorate a
+ * period that is over and race the renewal's invoice, so it waits for the renewal.
+ */
+const renewalDue = (s: SubscriptionRecord, from: Plan, now: number) =>
+  !isFree(from) && s.currentPeriodEnd !== null && s.currentPeriodEnd <= now && s.status !== "past_due"
+
+const renewing = () =>
+  new Conflict({
+    code: "change_in_progress",
+    message: "The subscription's period has ended and its renewal is being charged: retry the change in a moment"
+  })
+
+/** A free plan's period rolls lazily (nothing renews it): the change prorates the period in force now. */
+const subscriptionNow = (s: SubscriptionRecord, from: Plan, now: number) =>
+  isFree(from) ? rollFreePeriod(s, from.interval, now) : s
 
 const clearedChange = { scheduledPlanId: null, scheduledAt: null } as const
 const clearedPending = { pendingPlanId: null, pendingInvoiceId: null, pendingExpiresAt: null } as const
@@ -234,11 +251,19 @@ export const PlanChangesLive = Layer.effect(
         if (s.pendingPlanId != null) {
           // The same change again answers as the first did; another one waits for it.
           if (s.pendingPlanId === to.id) return { _tag: "Collect", subscription: s, invoiceId: s.pendingInvoiceId! }
-          return yield* inProgress(s.pendingPlanId)
+          return yield* inProgress((yield* plans(org)).get(s.pendingPlanId)?.slug ?? s.pendingPlanId)
         }
+        if (renewalDue(s, from, now)) return yield* renewing()
         const balanceCurrency = (to.currency ?? from.currency ?? "NGN").toUpperCase()
         const balance = yield* credit.balance(org, s.customerId, balanceCurrency)
-        const proposal = propose({ subscription: s, from, to, request: input, now, balance })
+        const proposal = propose({
+          subscription: subscriptionNow(s, from, now),
+          from,
+          to,
+          request: input,
+          now,
+          balance
+        })
         if (isRefusal(proposal)) return yield* refuse(proposal)
 
         if (proposal.when === "period_end") {
@@ -391,11 +416,19 @@ export const PlanChangesLive = Layer.effect(
         const now = yield* Clock.currentTimeMillis
         const { from } = yield* plansOf(org, current)
         if (current.pendingPlanId != null && current.pendingPlanId !== to.id && to.id !== current.planId) {
-          return yield* inProgress(current.pendingPlanId)
+          return yield* inProgress((yield* plans(org)).get(current.pendingPlanId)?.slug ?? current.pendingPlanId)
         }
+        if (renewalDue(current, from, now)) return yield* renewing()
         const currency = (to.currency ?? from.currency ?? "NGN").toUpperCase()
         const balance = yield* credit.balance(org, current.customerId, currency)
-        const proposal = propose({ subscription: current, from, to, request: input, now, balance })
+        const proposal = propose({
+          subscription: subscriptionNow(current, from, now),
+          from,
+          to,
+          request: input,
+          now,
+          balance
+        })
         if (isRefusal(proposal)) return yield* refuse(proposal)
         return { proposal, from, to }
       })
@@ -427,6 +460,15 @@ export const PlanChangesLive = Layer.effect(
         const to = byId.get(s.pendingPlanId)
         if (from === undefined || to === undefined) return false
         const now = yield* Clock.currentTimeMillis
+        if (invoice.createdAt < s.currentPeriodStart || (s.status !== "active" && s.status !== "trialing")) {
+          // The period the change prorated is over (renewed meanwhile): the change lapses, and what was paid for it
+          // is owed back to the customer, as credit.
+          const next: SubscriptionRecord = { ...s, ...clearedPending, updatedAt: now }
+          yield* repo.update(next)
+          yield* credit.add(org, s.customerId, invoice.currency, BigInt(invoice.total), "plan_change", invoice.id)
+          yield* announce("subscription.change_canceled", next, { reason: "period_ended" })
+          return true
+        }
         // An interval change's new period is the one its invoice charged for (from the change's request).
         const restarts = from.interval !== to.interval || from.billingType !== to.billingType
         const period =
