@@ -38,6 +38,8 @@ const subscription = fc.record({
   cancelAtPeriodEnd: fc.constantFrom(0, 1),
   canceledAt: fc.option(instant, { nil: null }),
   graceEndsAt: fc.option(instant, { nil: null }),
+  scheduledPlanId: fc.option(text, { nil: null }),
+  scheduledAt: fc.option(instant, { nil: null }),
   createdAt: instant,
   updatedAt: instant
 })

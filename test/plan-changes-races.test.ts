@@ -215,6 +215,6 @@ for (const database of databases()) {
       const ledger = await server.run(Effect.flatMap(CreditBalance, (c) => c.ledger(org.id, customerId)))
       expect(ledger.reduce((sum, m) => sum + m.amount, 0n)).toBe(0n)
       expect(ledger.filter((m) => m.cause === "invoice")).toHaveLength(3)
-    })
+    }, 30_000)
   })
 }

@@ -212,8 +212,13 @@ for (const database of databases()) {
       const again = await call("/v1/attach", { customer: "c1", product: "basic", when: "period_end" })
       expect(again.body.subscription).toMatchObject({ cancelAtPeriodEnd: false, scheduledChange: { plan: "basic" } })
       expect((await events("subscription.change_scheduled")).length).toBe(3)
-      // Until the end, Pro's features; at the renewal, Basic's, at Basic's price, on the same subscription.
-      expect((await call("/v1/check", { customer: "c1", feature: "sso" })).body.allowed).toBe(true)
+      // Until the end, Pro's features (the answer says a change is coming); at the renewal, Basic's, at Basic's price,
+      // on the same subscription.
+      const sso = await call("/v1/check", { customer: "c1", feature: "sso" })
+      expect(sso.body.allowed).toBe(true)
+      expect(sso.body.details.message).toContain(`A plan change is scheduled for ${before.currentPeriodEnd}`)
+      const tokens = await call("/v1/check", { customer: "c1", feature: "tokens" })
+      expect(tokens.body.details.message).toContain("A plan change is scheduled for")
       clock.advance(28 * DAY)
       await runDue()
       const [s] = await live()
@@ -232,9 +237,17 @@ for (const database of databases()) {
     test("a downgrade now: an invoice of total 0 with both lines; the surplus is a credit balance the next invoice spends", async () => {
       const { call, events, get, invoices, subscribe } = await setup()
       const before = await subscribe("pro")
+      await call("/v1/track", { customer: "c1", feature: "tokens", value: 900 })
       clock.advance(5 * DAY)
       const changed = await call("/v1/attach", { customer: "c1", product: "small", when: "now" })
       expect(changed.status).toBe(200)
+      // Usage carries over: 900 of the window against Small's 500, denied until the reset; Pro's SSO is gone at once.
+      expect((await call("/v1/check", { customer: "c1", feature: "tokens" })).body).toMatchObject({
+        allowed: false,
+        usage: 900,
+        limit: 500
+      })
+      expect((await call("/v1/check", { customer: "c1", feature: "sso" })).body.allowed).toBe(false)
       const invoice = changed.body.invoice
       const at = invoice.lines[0].periodStart
       const credit = prorated(20000, at, before.currentPeriodStart, before.currentPeriodEnd)
@@ -398,6 +411,6 @@ for (const database of databases()) {
       const refused = await call("/v1/attach", { customer: "c1", product: "pro" })
       expect(refused).toMatchObject({ status: 409, body: { code: "subscription_past_due" } })
       expect((await live()).find((s) => s.plan === "basic")).toBeDefined()
-    })
+    }, 30_000)
   })
 }

@@ -67,6 +67,8 @@ const sub = (
   cancelAtPeriodEnd: false,
   canceledAt: null,
   graceEndsAt: null,
+  scheduledPlanId: null,
+  scheduledAt: null,
   createdAt: startedAt,
   updatedAt: startedAt
 })

@@ -45,6 +45,7 @@ const subscription = (r: unknown): EntitlementContext["subscriptions"][number] |
   if (!num(s.startedAt) || !num(s.currentPeriodStart) || !num(s.createdAt) || !num(s.updatedAt)) return undefined
   if (!numOrNull(s.currentPeriodEnd) || !numOrNull(s.trialEndsAt) || !numOrNull(s.canceledAt)) return undefined
   if (!numOrNull(s.graceEndsAt) || !num(s.cancelAtPeriodEnd)) return undefined
+  if ((s.scheduledPlanId !== null && !str(s.scheduledPlanId)) || !numOrNull(s.scheduledAt)) return undefined
   return {
     organizationId: s.organizationId,
     id: s.id,
@@ -59,7 +60,9 @@ const subscription = (r: unknown): EntitlementContext["subscriptions"][number] |
     canceledAt: s.canceledAt as number | null,
     graceEndsAt: s.graceEndsAt as number | null,
     createdAt: s.createdAt,
-    updatedAt: s.updatedAt
+    updatedAt: s.updatedAt,
+    scheduledPlanId: s.scheduledPlanId as string | null,
+    scheduledAt: s.scheduledAt as number | null
   }
 }
 

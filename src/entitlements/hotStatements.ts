@@ -84,7 +84,10 @@ export const HotSubscription = Schema.Struct({
   canceledAt: Schema.NullOr(Instant),
   graceEndsAt: Schema.NullOr(Instant),
   createdAt: Instant,
-  updatedAt: Instant
+  updatedAt: Instant,
+  /** A plan change waiting for the period end: the state's `details` says so (decisions.md §14). */
+  scheduledPlanId: Schema.NullOr(Schema.String),
+  scheduledAt: Schema.NullOr(Instant)
 })
 /** The reader's type is the domain's record, field for field. */
 const _subscription: SubscriptionRecord = {} as typeof HotSubscription.Type

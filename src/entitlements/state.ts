@@ -92,6 +92,19 @@ const ratedDetails = (terms: PlanFeature, billable: Decimal) => {
   }
 }
 
+/**
+ * A plan change waiting for the period end (decisions.md §14) is said in the answer: from then on the new plan's
+ * limits apply, and its features only.
+ */
+const withScheduledChange = (message: string, grant: Grant): string => {
+  const waiting = grant.sources.find(
+    (s) => s.subscription.scheduledPlanId != null && s.subscription.scheduledAt != null
+  )
+  return waiting === undefined
+    ? message
+    : `${message}. A plan change is scheduled for ${iso(waiting.subscription.scheduledAt!)}`
+}
+
 export interface MeteredAnswer {
   readonly allowed: boolean
   readonly code: EntitlementCode
@@ -140,7 +153,10 @@ export const meteredState = (a: MeteredAnswer): EntitlementState => {
     resetsAt,
     resetInterval: a.grant.reset === "none" ? null : a.grant.reset,
     credits,
-    details: { message: a.message, ...pricingDetails(a.grant.terms, billableInWindow(a.grant.terms, a.row)) }
+    details: {
+      message: withScheduledChange(a.message, a.grant),
+      ...pricingDetails(a.grant.terms, billableInWindow(a.grant.terms, a.row))
+    }
   }
 }
 
@@ -165,7 +181,7 @@ export const countedState = (a: {
     resetInterval: null,
     credits: null,
     details: {
-      message: a.message,
+      message: withScheduledChange(a.message, a.grant),
       ...(a.grant.subject.feature.type === "boolean" ? { tierBreakdown: [] } : pricingDetails(a.grant.terms, ZERO))
     }
   }

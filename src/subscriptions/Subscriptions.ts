@@ -197,6 +197,8 @@ export const SubscriptionsLive = Layer.effect(
               cancelAtPeriodEnd: false,
               canceledAt: null,
               graceEndsAt: null,
+              scheduledPlanId: null,
+              scheduledAt: null,
               createdAt: now,
               updatedAt: now
             }

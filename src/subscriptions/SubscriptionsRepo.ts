@@ -71,8 +71,8 @@ const SubscriptionRow = recordSchema<SubscriptionRecord>()(
     graceEndsAt: NullableMillis,
     createdAt: Millis,
     updatedAt: Millis,
-    scheduledPlanId: Schema.optionalWith(Schema.NullOr(Schema.String), { exact: true }),
-    scheduledAt: Schema.optionalWith(NullableMillis, { exact: true }),
+    scheduledPlanId: Schema.NullOr(Schema.String),
+    scheduledAt: NullableMillis,
     pendingPlanId: Schema.optionalWith(Schema.NullOr(Schema.String), { exact: true }),
     pendingInvoiceId: Schema.optionalWith(Schema.NullOr(Schema.String), { exact: true }),
     pendingExpiresAt: Schema.optionalWith(NullableMillis, { exact: true })

@@ -23,11 +23,13 @@ export interface SubscriptionRecord {
   readonly updatedAt: number
   /**
    * A change waiting for the period end (decisions.md §14): the plan the renewal at `scheduledAt` switches to.
-   * Absent where the reader did not load it (the entitlement hot path reads only what grants).
    */
-  readonly scheduledPlanId?: string | null
-  readonly scheduledAt?: number | null
-  /** A change made now, waiting for its invoice to be paid; the old plan stays in force until then. */
+  readonly scheduledPlanId: string | null
+  readonly scheduledAt: number | null
+  /**
+   * A change made now, waiting for its invoice to be paid; the old plan stays in force until then. Absent where the
+   * reader did not load it (the entitlement hot path reads only what grants and what its answer says).
+   */
   readonly pendingPlanId?: string | null
   readonly pendingInvoiceId?: string | null
   readonly pendingExpiresAt?: number | null

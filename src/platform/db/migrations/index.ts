@@ -20,6 +20,7 @@ import m0021 from "./0021_no_customer_index_on_events.ts"
 import m0030 from "./0030_retired_webhook_secrets.ts"
 import m0031 from "./0031_encryption_key_check.ts"
 import m0034 from "./0034_plan_changes.ts"
+import m0035 from "./0035_hot_read_scheduled_change.ts"
 
 /**
  * The schema's versions in order, one file each. A migration that has landed is never edited: a change is a new file.
@@ -46,5 +47,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0021_no_customer_index_on_events": m0021,
   "0030_retired_webhook_secrets": m0030,
   "0031_encryption_key_check": m0031,
-  "0034_plan_changes": m0034
+  "0034_plan_changes": m0034,
+  "0035_hot_read_scheduled_change": m0035
 }
