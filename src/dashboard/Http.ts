@@ -45,6 +45,7 @@ const V1_READS = [
 ]
 const V1_CHANGES: ReadonlyArray<readonly [RegExp, string]> = [
   [/^\/v1\/subscriptions\/([^/]+)\/cancel$/, "subscription.cancel"],
+  [/^\/v1\/subscriptions\/([^/]+)\/cancel-change$/, "subscription.cancel_change"],
   [/^\/v1\/events\/([^/]+)\/resend$/, "event.resend"]
 ]
 

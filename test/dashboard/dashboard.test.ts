@@ -316,6 +316,64 @@ for (const database of databases()) {
     )
 
     test(
+      "plan changes: the customer view shows a scheduled change and the credit balance, and withdraws the change",
+      async () => {
+        const c = await server.createOrg()
+        const send = sendAs(c.apiKey)
+        const plan = (slug: string, price: number) => ({
+          slug,
+          name: slug,
+          price,
+          currency: "NGN",
+          interval: "monthly",
+          features: [{ slug: "calls", limit: 10 }]
+        })
+        await send("POST", "/v1/sync", {
+          features: [{ slug: "calls", name: "Calls", type: "metered" }],
+          plans: [plan("small", 2000), plan("basic", 5000), plan("pro", 20000)]
+        })
+        await send("POST", "/v1/customers", { id: "chg", email: "chg@example.com", name: "Changer" })
+        const attached = await send("POST", "/v1/attach", { customer: "chg", product: "pro" })
+        await server.fetch(new URL(attached.body.checkoutUrl).pathname, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: "outcome=pay&card=ok"
+        })
+        // (The clock stays: the other tests' sessions live on it.) Down to Small now (the surplus is a credit balance), then Basic at the period end.
+        expect((await send("POST", "/v1/attach", { customer: "chg", product: "small", when: "now" })).status).toBe(200)
+        const scheduled = await send("POST", "/v1/attach", { customer: "chg", product: "basic", when: "period_end" })
+        expect(scheduled.body.subscription.scheduledChange.plan).toBe("basic")
+        const customer = (await send("GET", "/v1/customers/chg")).body
+        const surplus = customer.billing.creditBalance.NGN
+        expect(surplus).toBeGreaterThan(0)
+
+        const w = await signInQuietly(c.apiKey)
+        await openView(w.page, `${server.baseUrl}/dashboard/customers/${customer.id}`)
+        expect(await w.page.textContent("#credit-balance")).toBe(formatMinor(surplus, "NGN"))
+        const change = `.plan-change[data-subscription="${scheduled.body.subscription.id}"]`
+        expect(await w.page.textContent(change)).toStartWith("to basic at ")
+        await shot(w.page, `${database.name}-plan-change`)
+        await w.page.click("button.secondary:has-text('Withdraw change')")
+        await w.page.click("button.secondary:has-text('Confirm withdraw change?')")
+        await w.page.waitForFunction(() =>
+          (globalThis as any).document.querySelector(".flash.ok")?.textContent?.startsWith("Withdrew")
+        )
+        const after = (await send("GET", "/v1/subscriptions?customer=chg")).body.subscriptions[0]
+        expect(after.scheduledChange).toBeUndefined()
+        await w.page.waitForFunction(
+          (selector) => (globalThis as any).document.querySelector(selector)?.textContent === "—",
+          change
+        )
+        expect((await auditOf(c.id)).filter((r) => r.action === "subscription.cancel_change")).toMatchObject([
+          { objectId: after.id, outcome: "ok" }
+        ])
+        expect(w.errors).toEqual([])
+        expect(w.outside).toEqual([])
+      },
+      T
+    )
+
+    test(
       "a customer's name is text, never markup",
       async () => {
         const { page, dialogs } = walker

@@ -11,6 +11,20 @@ const money = (minor: number | string | null | undefined, currency: string | nul
 
 const main = () => document.getElementById("main")!
 
+/** `{ NGN: 123450 }` → "1,234.50 NGN"; several currencies side by side; none → "—" (decisions.md §14). */
+const creditBalanceText = (balance: Record<string, number> | undefined): string => {
+  const entries = Object.entries(balance ?? {}).filter(([, minor]) => minor > 0)
+  return entries.length === 0 ? "—" : entries.map(([currency, minor]) => money(minor, currency)).join(", ")
+}
+
+/** A plan change waiting for the period end or for its payment, in words. */
+const planChangeText = (s: any): string =>
+  s.pendingChange !== undefined
+    ? `to ${s.pendingChange.plan} once invoice ${s.pendingChange.invoiceId} is paid (lapses ${when(s.pendingChange.expiresAt)})`
+    : s.scheduledChange !== undefined
+      ? `to ${s.scheduledChange.plan} at ${when(s.scheduledChange.at)}`
+      : "—"
+
 const NAV: ReadonlyArray<readonly [string, string, string]> = [
   ["overview", "/dashboard", "Overview"],
   ["customers", "/dashboard/customers", "Customers"],
@@ -306,25 +320,43 @@ const customer = async () => {
       h("dt", null, "Id"),
       h("dd", null, c.id),
       h("dt", null, "Created"),
-      h("dd", null, when(c.createdAt))
+      h("dd", null, when(c.createdAt)),
+      h("dt", null, "Credit balance"),
+      h("dd", { id: "credit-balance" }, creditBalanceText(c.billing?.creditBalance))
     ),
     section(
       "Subscriptions",
       table(
-        ["Plan", "Status", "Current period", "Trial ends", "Canceled", ""],
+        ["Plan", "Status", "Current period", "Trial ends", "Canceled", "Plan change", ""],
         subs.subscriptions.map((s: any) => [
           s.plan,
           h("span", { class: `status ${s.status}` }, s.status),
           `${when(s.currentPeriodStart)} – ${when(s.currentPeriodEnd)}`,
           when(s.trialEndsAt),
           s.canceledAt !== null ? when(s.canceledAt) : s.cancelAtPeriodEnd ? "at period end" : "—",
-          ["pending", "trialing", "active", "past_due"].includes(s.status)
-            ? confirmButton("Cancel", async () => {
-                await post(`/v1/subscriptions/${encodeURIComponent(s.id)}/cancel`)
-                flash(`Canceled ${s.plan}`)
-                await render()
-              })
-            : null
+          h("span", { class: "plan-change", "data-subscription": s.id }, planChangeText(s)),
+          h(
+            "span",
+            null,
+            s.scheduledChange !== undefined || s.pendingChange !== undefined
+              ? confirmButton(
+                  "Withdraw change",
+                  async () => {
+                    await post(`/v1/subscriptions/${encodeURIComponent(s.id)}/cancel-change`)
+                    flash(`Withdrew the plan change of ${s.plan}`)
+                    await render()
+                  },
+                  "secondary"
+                )
+              : null,
+            ["pending", "trialing", "active", "past_due"].includes(s.status)
+              ? confirmButton("Cancel", async () => {
+                  await post(`/v1/subscriptions/${encodeURIComponent(s.id)}/cancel`)
+                  flash(`Canceled ${s.plan}`)
+                  await render()
+                })
+              : null
+          )
         ]),
         "No subscriptions"
       )
