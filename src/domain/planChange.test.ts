@@ -69,6 +69,18 @@ describe("proration by the second", () => {
     expect(p.remainingSeconds).toBe(1_728_000n)
     expect(p.credit).toBe(3333n) // 5000 × 20/30 = 3333.33…
     expect(p.charge).toBe(13333n) // 20000 × 20/30 = 13333.33…
+    expect(settle(p.credit, p.charge)).toEqual({ subtotal: 10000n, total: 10000n, surplus: 0n })
+    // Pro down to Small (2,000) at the same instant: a surplus of 12,000 for the credit balance.
+    const down = prorate({
+      oldPrice: d(20000),
+      newPrice: d(2000),
+      periodStart: start,
+      periodEnd: end,
+      at: start + 10 * DAY
+    })
+    expect([down.credit, down.charge]).toEqual([13333n, 1333n])
+    expect(settle(down.credit, down.charge)).toEqual({ subtotal: -12000n, total: 0n, surplus: 12000n })
+    expect(creditToApply(12000n, 2000n)).toBe(2000n)
   })
 
   test("each amount is rounded once, half-up (0.5 goes up), with no float anywhere", () => {
