@@ -87,14 +87,16 @@ for (const database of databases()) {
         { provider: "simulated", type: "card", last4: "4242", isDefault: true }
       ])
       expect(JSON.stringify(wallet)).not.toContain("sim_pm_")
-      // With a saved card, the next paid plan is charged at once and replaces the old one.
+      // With a saved card, a plan of the same group is a change of the subscription (decisions.md §14): the prorated
+      // difference is charged at once (here, at the period's start, the whole difference).
       const upgraded = await call("/v1/attach", { customer: "buyer", product: "plus" })
-      expect(upgraded.body).toMatchObject({ checkoutUrl: null, subscription: { plan: "plus", status: "active" } })
+      expect(upgraded.body).toMatchObject({
+        checkoutUrl: null,
+        subscription: { id: subs.subscriptions[0].id, plan: "plus", status: "active" },
+        invoice: { status: "paid", total: 400000, amountPaid: 400000 }
+      })
       const after = await get("/v1/subscriptions?customer=buyer")
-      expect(after.subscriptions.map((s: any) => [s.plan, s.status]).sort()).toEqual([
-        ["basic", "canceled"],
-        ["plus", "active"]
-      ])
+      expect(after.subscriptions.map((s: any) => [s.plan, s.status])).toEqual([["plus", "active"]])
     })
 
     test("a declined checkout leaves the subscription pending; its checkout route answers the same page, then 409 once paid", async () => {

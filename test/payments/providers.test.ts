@@ -226,7 +226,8 @@ describe("Stripe end to end", () => {
     expect(intents[0]!.params).toMatchObject({
       off_session: "true",
       confirm: "true",
-      amount: "450000",
+      // The upgrade is a change of the subscription (decisions.md §14): at the period's start, Max less Pro's credit.
+      amount: "200000",
       currency: "usd"
     })
   })
