@@ -915,11 +915,23 @@ describe("start-up after an upgrade: migration 0010 logs every stored value out 
       "dashboard_links",
       "dashboard_audit",
       "context_versions",
-      "encryption_key_check"
+      "encryption_key_check",
+      "credit_balances",
+      "credit_balance_ledger"
     ])
       db.run(`DROP TABLE ${table}`)
     for (const table of ["customers", "subscriptions", "customer_feature_configs"])
       for (const event of ["inserted", "updated", "deleted"]) db.run(`DROP TRIGGER ${table}_context_${event}`)
+    db.run(`DROP INDEX subscriptions_pending_expiry`)
+    for (const column of [
+      "scheduled_plan_id",
+      "scheduled_at",
+      "pending_plan_id",
+      "pending_invoice_id",
+      "pending_expires_at"
+    ])
+      db.run(`ALTER TABLE subscriptions DROP COLUMN ${column}`)
+    db.run(`ALTER TABLE invoices DROP COLUMN credit_applied`)
     db.close()
 
     const service = await startService({ ...env, LOG_LEVEL: "warn" })
