@@ -56,11 +56,7 @@ export const InvoicePaymentsLive = Layer.effect(
           }
           // An invoice stored before amounts were bounded may be past what a provider request's number carries:
           // refused, never charged rounded.
-          yield* assertMoneyFitsJson(
-            amountDueOf(invoice),
-            `Invoice ${invoice.number}'s amount due`,
-            invoice.currency
-          )
+          yield* assertMoneyFitsJson(amountDueOf(invoice), `Invoice ${invoice.number}'s amount due`, invoice.currency)
           const customer = yield* customers.resolve(org, invoice.customerId).pipe(
             Effect.catchTag("Conflict", () => Effect.die("a customer id is unambiguous")),
             Effect.catchTag("NotFound", () => Effect.die("an invoice's customer exists"))
