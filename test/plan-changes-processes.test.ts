@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { randomBytes } from "node:crypto"
 import { cli, type Service, startService } from "./hardening/support.ts"
 
 /**
@@ -16,7 +15,8 @@ if (url) {
     const services: Array<Service> = []
 
     beforeAll(async () => {
-      env = { DATABASE_URL: url, ENCRYPTION_KEY: randomBytes(32).toString("hex"), LOG_LEVEL: "error" }
+      // The in-process suites' key (AppConfigTest): the renewals they run sweep this organization's subscriptions too.
+      env = { DATABASE_URL: url, ENCRYPTION_KEY: "0".repeat(64), LOG_LEVEL: "error" }
       const slug = `chg-${crypto.randomUUID().slice(0, 8)}`
       apiKey = JSON.parse(await cli(env, "org", "create", slug, "--json")).apiKey
       services.push(await startService(env), await startService(env))
