@@ -66,14 +66,15 @@ export const RenewalsLive = Layer.effect(
       Effect.gen(function* () {
         // A scheduled plan change takes over in the transaction that renews (decisions.md §14).
         const s = claimed.status === "past_due" ? claimed : yield* changes.switchAtRenewal(claimed, now)
-        const plan = (yield* catalog.snapshot(s.organizationId)).plansById.get(s.planId)
+        const plans = (yield* catalog.snapshot(s.organizationId)).plansById
+        const plan = plans.get(s.planId)
         /** The change and its event, in the claim's transaction. */
         const change = (type: SubscriptionEventType, next: SubscriptionRecord) =>
           Effect.zipRight(
             repo.update(next),
             outbox.emit(next.organizationId, {
               type,
-              data: toWireSubscription(next, plan),
+              data: toWireSubscription(next, plan, plans),
               customerId: next.customerId,
               subjectId: next.id
             })
@@ -184,10 +185,10 @@ export const RenewalsLive = Layer.effect(
           Effect.gen(function* () {
             const sub = yield* repo.getForUpdate(org, subscriptionId)
             if (Option.isNone(sub) || sub.value.status !== "past_due") return
-            const plan = (yield* catalog.snapshot(org)).plansById.get(sub.value.planId)
+            const plans = (yield* catalog.snapshot(org)).plansById
             yield* outbox.emit(org, {
               type: "subscription.past_due",
-              data: toWireSubscription(sub.value, plan),
+              data: toWireSubscription(sub.value, plans.get(sub.value.planId), plans),
               customerId: sub.value.customerId,
               subjectId: sub.value.id,
               dedupeKey: `subscription.past_due:${invoiceId}`

@@ -154,14 +154,15 @@ export const SubscriptionsLive = Layer.effect(
 
     /** The subscription's event, written with the change (the caller's transaction). */
     const announce = (type: SubscriptionEventType, s: SubscriptionRecord, plan: Plan | undefined) =>
-      Effect.asVoid(
+      Effect.flatMap(catalog.snapshot(s.organizationId), (snap) =>
         outbox.emit(s.organizationId, {
           type,
-          data: toWireSubscription(s, plan),
+          // The catalog names a waiting plan change by its slug.
+          data: toWireSubscription(s, plan, snap.plansById),
           customerId: s.customerId,
           subjectId: s.id
         })
-      )
+      ).pipe(Effect.asVoid)
 
     const planOf = (organizationId: string, planId: string) =>
       Effect.map(catalog.snapshot(organizationId), (snap) => snap.plansById.get(planId))
