@@ -117,6 +117,34 @@ for (const database of databases()) {
       })
     })
 
+    test("the typed client previews a change, schedules it and withdraws it (decisions.md §14)", async () => {
+      const { client } = await setup()
+      const { subscription } = await ok(client.subscriptions.attach({ payload: { customer: "c1", product: "free" } }))
+      // "free" renews monthly; "team" is free with no interval: an interval change, so `now` by default.
+      const preview = await ok(client.subscriptions.previewAttach({ payload: { customer: "c1", product: "team" } }))
+      expect(preview).toMatchObject({
+        subscriptionId: subscription.id,
+        plan: "team",
+        previousPlan: "free",
+        when: "now",
+        scheduled: false,
+        lines: [],
+        total: 0,
+        discount: 0,
+        tax: 0
+      })
+      const scheduled = await ok(
+        client.subscriptions.attach({ payload: { customer: "c1", product: "team", when: "period_end" } })
+      )
+      expect(scheduled.subscription.scheduledChange).toEqual({ plan: "team", at: subscription.currentPeriodEnd! })
+      const withdrawn = await ok(client.subscriptions.cancelChange({ path: { id: subscription.id } }))
+      expect(withdrawn.subscription.scheduledChange).toBeUndefined()
+      expect(withdrawn.subscription.plan).toBe("free")
+      expect(await failure(client.subscriptions.cancelChange({ path: { id: "sub_missing" } }))).toMatchObject({
+        code: "subscription_not_found"
+      })
+    })
+
     test("another organization cannot see or cancel the subscription", async () => {
       const { client } = await setup()
       const { subscription } = await ok(client.subscriptions.attach({ payload: { customer: "c1", product: "free" } }))
