@@ -234,6 +234,23 @@ for (const database of databases()) {
       expect((await events("subscription.updated"))[0].data).toMatchObject({ plan: "basic", previousPlan: "pro" })
     }, 30_000)
 
+    test("to a free plan: at the period end by default; attaching the current plan again removes it", async () => {
+      const { call, events, invoices, live, subscribe } = await setup()
+      const before = await subscribe("pro")
+      const scheduled = await call("/v1/attach", { customer: "c1", product: "free" })
+      expect(scheduled.body.subscription.scheduledChange).toEqual({ plan: "free", at: before.currentPeriodEnd })
+      const kept = await call("/v1/attach", { customer: "c1", product: "pro" })
+      expect(kept.body.subscription.scheduledChange).toBeUndefined()
+      expect((await events("subscription.change_canceled"))[0].data).toMatchObject({ reason: "replaced" })
+      await call("/v1/attach", { customer: "c1", product: "free" })
+      clock.advance(32 * DAY)
+      await runDue()
+      const [s] = await live()
+      expect(s).toMatchObject({ id: before.id, plan: "free", status: "active" })
+      expect(await invoices()).toHaveLength(0)
+      expect((await call("/v1/check", { customer: "c1", feature: "tokens" })).body).toMatchObject({ limit: 100 })
+    }, 30_000)
+
     test("a downgrade now: an invoice of total 0 with both lines; the surplus is a credit balance the next invoice spends", async () => {
       const { call, events, get, invoices, subscribe } = await setup()
       const before = await subscribe("pro")
