@@ -61,6 +61,8 @@ export const startAutoEnabled = (
       cancelAtPeriodEnd: false,
       canceledAt: null,
       graceEndsAt: null,
+      scheduledPlanId: null,
+      scheduledAt: null,
       createdAt: now,
       updatedAt: now
     }
