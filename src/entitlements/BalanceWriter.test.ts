@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test"
 import { Effect, Option } from "effect"
 import { type BalanceKey, type Decision, makeBalanceWriter } from "./BalanceWriter.ts"
-import type { BalanceCommit, BalanceRow, StoredBalance, UsageEventRow } from "./EntitlementsRepo.ts"
+import type { BalanceCommit, BalanceRow, StoredBalance, UsageEventRow } from "./records.ts"
 
 /** A balance store with the repository's guard: a commit writes only if the version is still the expected one. */
 const fakeStore = () => {

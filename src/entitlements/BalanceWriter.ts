@@ -1,6 +1,7 @@
 import { type Cause, Deferred, Effect, Option } from "effect"
 import { nextTurn, outsideTransaction } from "./Batcher.ts"
-import type { BalanceRow, EntitlementsRepoShape, StoredBalance, UsageEventRow } from "./EntitlementsRepo.ts"
+import type { EntitlementsRepoShape } from "./EntitlementsRepo.ts"
+import type { BalanceRow, StoredBalance, UsageEventRow } from "./records.ts"
 
 /**
  * Recording draws on balances without holding a row lock across client round trips, and committing many at once

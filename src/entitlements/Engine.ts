@@ -20,7 +20,9 @@ import { makeBalanceWriter } from "./BalanceWriter.ts"
 import { type Batcher, makeBatcher } from "./Batcher.ts"
 import { type BatchResult, decideDraws, planDraws } from "./batchDraws.ts"
 import { makeGuardedBatches } from "./guardedBatch.ts"
-import { EntitlementsRepo, type StoredBalance } from "./EntitlementsRepo.ts"
+import type { BatchItem } from "./preparedBatch.ts"
+import { EntitlementsRepo } from "./EntitlementsRepo.ts"
+import type { StoredBalance } from "./records.ts"
 import { type Creator, createdResolution, sortCreators } from "./batchCreations.ts"
 import {
   CreationRaced,
@@ -60,6 +62,7 @@ import { countedState, denial, storedState } from "./state.ts"
 const isCount = (feature: Feature) => feature.type === "boolean" || feature.meterType === "non_consumable"
 
 export type { EntitlementInput, Mode } from "./meter.ts"
+export type { BatchItem } from "./preparedBatch.ts"
 
 export interface EntitlementsShape {
   readonly evaluate: (
@@ -77,10 +80,6 @@ export interface EntitlementsShape {
     organizationId: string,
     items: ReadonlyArray<BatchItem>
   ) => Effect.Effect<ReadonlyArray<Either.Either<EntitlementState, InvalidInput | Conflict>>>
-}
-
-export interface BatchItem extends EntitlementInput {
-  readonly idempotencyKey?: string | undefined
 }
 
 export class Entitlements extends Context.Tag("Entitlements")<Entitlements, EntitlementsShape>() {}

@@ -3,7 +3,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { COUNT_MAX_MICRO, storedCapMicro } from "../domain/bounds.ts"
 import { microParam } from "../domain/quantity.ts"
 import { PgPool, poolQuery, transactionQuery } from "../platform/db/PgPool.ts"
-import { type BalanceCommit, makeCommitBalances, makeCommitGuarded, makeCommitGuardedSqlite } from "./hotCommit.ts"
+import { makeCommitBalances, makeCommitGuarded, makeCommitGuardedSqlite } from "./hotCommit.ts"
 import { fastBalances } from "./hotDecode.ts"
 import { makeContextReader } from "./hotRead.ts"
 import {
@@ -24,33 +24,31 @@ import {
   type UsageEventRow
 } from "./hotStatements.ts"
 
-export type { BalanceCommit } from "./hotCommit.ts"
-export type { EntitlementContext, UsageEventRow } from "./hotStatements.ts"
+import type {
+  BalanceCommit,
+  BalanceRow,
+  BalancesNamed,
+  FeatureConfigRow,
+  GuardedBatches,
+  IdempotencyClaim,
+  KeyedBalance,
+  StoredBalance
+} from "./records.ts"
+
+// The records live in ./records.ts (a leaf of the folder's imports); named here too for the features outside it.
+export type {
+  BalanceCommit,
+  BalanceRow,
+  BalancesNamed,
+  EntitlementContext,
+  FeatureConfigRow,
+  GuardedBatches,
+  IdempotencyClaim,
+  KeyedBalance,
+  StoredBalance,
+  UsageEventRow
+} from "./records.ts"
 export { ROLLUP_MS } from "./hotStatements.ts"
-
-/** One customer's balance of one feature or credit system, in micro-units. */
-export interface BalanceRow {
-  readonly windowStart: number
-  readonly windowEnd: number | null
-  readonly used: bigint
-  readonly overage: bigint
-  readonly bonus: bigint
-  readonly addon: bigint
-}
-
-/** A balance as stored: `version` grows with every write, so a writer can check nothing moved since it read. */
-export interface StoredBalance extends BalanceRow {
-  readonly version: number
-}
-
-export interface FeatureConfigRow {
-  readonly overage: "block" | "charge"
-  readonly maxOverageUnits: bigint | null
-}
-
-export type IdempotencyClaim =
-  | { readonly _tag: "Claimed" }
-  | { readonly _tag: "Existing"; readonly requestHash: string; readonly response: string | null }
 
 /**
  * Storage of the entitlement engine. Writes that must be atomic (balance, event, spend, idempotency record)
@@ -163,38 +161,6 @@ export interface EntitlementsRepoShape {
     org: string,
     responses: ReadonlyArray<{ readonly key: string; readonly response: string }>
   ) => Effect.Effect<void>
-}
-
-/** A balance as a batch reads or locks it: its row and its key. */
-export type KeyedBalance = StoredBalance & { readonly customerId: string; readonly subjectId: string }
-
-/** The balances a batch draws from (`init`: a missing row's window, the row created with it). */
-export type BalancesNamed = ReadonlyArray<{
-  readonly customerId: string
-  readonly subjectId: string
-  readonly init: { readonly windowStart: number; readonly windowEnd: number | null }
-}>
-
-export interface GuardedBatches {
-  /**
-   * Of the balances named, those whose version is not `version` (all of those given `null`: unknown to the caller),
-   * read without a lock outside any transaction; a missing row among the unknown ones created first.
-   */
-  readonly readChanged: (
-    org: string,
-    balances: ReadonlyArray<BalancesNamed[number] & { readonly version: number | null }>,
-    now: number
-  ) => Effect.Effect<ReadonlyArray<KeyedBalance>>
-  /**
-   * One write (PostgreSQL: one statement that commits by itself, `COMMIT_GUARDED`; SQLite: one transaction): the
-   * balances `written` and `checked` locked; if each is still the state it was decided over (`base`; a checked one's
-   * own), the written ones written with their events and rollups; else nothing. Whether it wrote.
-   */
-  readonly commit: (
-    org: string,
-    written: ReadonlyArray<BalanceCommit & { readonly base: BalanceRow }>,
-    checked: ReadonlyArray<KeyedBalance>
-  ) => Effect.Effect<boolean>
 }
 
 /** Byte order of ASCII ids and keys (what PostgreSQL's "C" collation and SQLite's BINARY sort by). */

@@ -1,5 +1,5 @@
 import type { CatalogSnapshot } from "../catalog/model.ts"
-import type { BatchItem } from "./Engine.ts"
+import type { BatchItem } from "./preparedBatch.ts"
 import { answered, type CustomerReads, instantFor, resolveFound, type Resolution } from "./resolution.ts"
 import type { CustomerData } from "./newCustomers.ts"
 import { denial } from "./state.ts"

@@ -1,7 +1,7 @@
 import { type Effect, Either } from "effect"
 import type { EntitlementState } from "../api/entitlements.ts"
 import type { Conflict, InvalidInput } from "../domain/errors.ts"
-import type { StoredBalance, UsageEventRow } from "./EntitlementsRepo.ts"
+import type { StoredBalance, UsageEventRow } from "./records.ts"
 import { isMeter, isPastBound, type Meter, pastBound } from "./meter.ts"
 import type { Resolution } from "./resolution.ts"
 

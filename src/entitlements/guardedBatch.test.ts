@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test"
 import { Deferred, Effect, Fiber, FiberId } from "effect"
 import type { EntitlementState } from "../api/entitlements.ts"
-import type { GuardedBatches, KeyedBalance, UsageEventRow } from "./EntitlementsRepo.ts"
+import type { GuardedBatches, KeyedBalance, UsageEventRow } from "./records.ts"
 import { balanceKey } from "./batchDraws.ts"
 import { type GuardedInput, makeGuardedBatches } from "./guardedBatch.ts"
 import type { Meter } from "./meter.ts"

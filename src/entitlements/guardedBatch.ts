@@ -9,7 +9,7 @@ import {
   type PlannedDraws,
   planDraws
 } from "./batchDraws.ts"
-import type { GuardedBatches, KeyedBalance, StoredBalance } from "./EntitlementsRepo.ts"
+import type { GuardedBatches, KeyedBalance, StoredBalance } from "./records.ts"
 import type { Meter } from "./meter.ts"
 import type { Resolution } from "./resolution.ts"
 

@@ -2,7 +2,7 @@ import type { SqlClient } from "@effect/sql"
 import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { retryDeadlocks } from "../platform/db/deadlocks.ts"
 import { PgPool, poolQuery, transactionQuery } from "../platform/db/PgPool.ts"
-import type { BalanceRow, GuardedBatches, KeyedBalance } from "./EntitlementsRepo.ts"
+import type { BalanceCommit, BalanceRow, GuardedBatches, KeyedBalance } from "./records.ts"
 import {
   COMMIT_BALANCES,
   COMMIT_GUARDED,
@@ -23,27 +23,6 @@ import {
   sqliteRollupUpsert,
   sqliteUpdateBalances
 } from "./hotStatements.ts"
-
-/** What one guarded write of a balance records: its new state and the events (and rollups) of the draws. */
-export interface BalanceCommit {
-  readonly organizationId: string
-  readonly customerId: string
-  readonly subjectId: string
-  /** The version the decisions were made on; `null` = the row did not exist. */
-  readonly expectedVersion: number | null
-  readonly next: {
-    readonly windowStart: number
-    readonly windowEnd: number | null
-    readonly used: bigint
-    readonly overage: bigint
-    readonly bonus: bigint
-    readonly addon: bigint
-  }
-  readonly events: CommitItem["events"]
-  /** Written in the same transaction, only if the balance's guard held (its outbound events); rare: a few per window. */
-  readonly notices?: ReadonlyArray<Effect.Effect<unknown>>
-  readonly now: number
-}
 
 const itemOf = (c: BalanceCommit): CommitItem => ({
   org: c.organizationId,

@@ -10,7 +10,7 @@ import type { Window } from "../domain/periods.ts"
 import { FACTOR_BIGINT, fromMicro } from "../domain/quantity.ts"
 import { rate } from "../domain/rating.ts"
 import type { Grant } from "./grants.ts"
-import type { BalanceRow } from "./EntitlementsRepo.ts"
+import type { BalanceRow } from "./records.ts"
 
 const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString())
 

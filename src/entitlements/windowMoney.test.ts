@@ -5,7 +5,7 @@ import { pricingOf } from "../catalog/pricing.ts"
 import { format, moneyFitsJson } from "../domain/money.ts"
 import { fromMicro } from "../domain/quantity.ts"
 import { rate } from "../domain/rating.ts"
-import type { BalanceRow } from "./EntitlementsRepo.ts"
+import type { BalanceRow } from "./records.ts"
 import { windowAmountPast } from "./windowMoney.ts"
 
 const terms = (over: Partial<PlanFeature>): PlanFeature => ({

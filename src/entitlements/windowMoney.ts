@@ -8,7 +8,7 @@ import type { PlanFeature } from "../catalog/model.ts"
 import { pricingOf } from "../catalog/pricing.ts"
 import { type Decimal, moneyFitsJson, toDecimal, toNumber } from "../domain/money.ts"
 import { rate } from "../domain/rating.ts"
-import type { BalanceRow } from "./EntitlementsRepo.ts"
+import type { BalanceRow } from "./records.ts"
 import { billableInWindow } from "./state.ts"
 
 interface Ceiling {
