@@ -24,7 +24,7 @@
  *      unnest(…)` of every event and one `INSERT INTO usage_rollups … ON CONFLICT DO UPDATE` of every balance's
  *      rollup; the hot balance: one row moved by the batch's sum, and N events;
  *    - `locked, as the service`: the statements the service sends for a batch that takes its locked transaction
- *      (src/entitlements/Engine.ts `transactLocked`: batches with idempotency keys, a spend cap or a count; before
+ *      (src/entitlements/batchLocked.ts `transactLocked`: batches with idempotency keys, a spend cap or a count; before
  *      7567c22, every batch): the organization's versions (`contextVersions`: every reference's read is kept once the
  *      set-up has read it), then one transaction: the balances locked in key order (`LOCK_BALANCES_SELECT_PG`; they
  *      all exist, so the service creates none) and written with their events and rollups set-based (`COMMIT_LOCKED`,
