@@ -1,5 +1,6 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { BillingGroup } from "./billing.ts"
+import { BillingProfileGroup } from "./billingProfile.ts"
 import { CatalogGroup } from "./catalog.ts"
 import { CustomersGroup } from "./customers.ts"
 import { EntitiesGroup } from "./entities.ts"
@@ -26,6 +27,7 @@ export class BillingApi extends HttpApi.make("billing")
   .add(EntitiesGroup)
   .add(SubscriptionsGroup)
   .add(BillingGroup)
+  .add(BillingProfileGroup)
   .add(PaymentsGroup)
   .add(UsageGroup)
   .add(WebhooksGroup)

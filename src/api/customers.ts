@@ -2,6 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/p
 import { Schema } from "effect"
 import { allErrors, CustomerRef, Email, EpochMillis, Metadata, NonEmptyString } from "./common.ts"
 import { boundedIntegerFromQuery, boundedNumber, COUNT, COUNT_MAX, POSITIVE_MONEY } from "./numbers.ts"
+import { Address, TaxExempt, TaxId } from "./billingProfile.ts"
 import { BadRequestError, ConflictError, NotFoundError } from "./errors.ts"
 import { Authentication } from "./security.ts"
 
@@ -32,9 +33,17 @@ const customerFields = {
   updatedAt: EpochMillis
 }
 
+/** The customer as the buyer on its invoices (decisions.md §16). */
+const billingDetailsFields = {
+  address: Schema.optionalWith(Address, { exact: true }),
+  taxIds: Schema.Array(TaxId),
+  taxExempt: TaxExempt
+}
+
 export const Customer = Schema.Struct({
   success: Schema.Boolean,
   ...customerFields,
+  ...billingDetailsFields,
   billing: Schema.Struct({
     overageLimit: Schema.NullOr(OverageLimit),
     featureConfigs: Schema.Array(FeatureConfig),
@@ -55,7 +64,14 @@ export const CreateCustomer = Schema.Struct({
   }),
   email: Email,
   name: Schema.optional(Schema.String.pipe(Schema.maxLength(256))),
-  metadata: Schema.optional(Metadata)
+  metadata: Schema.optional(Metadata),
+  address: Schema.optionalWith(Schema.NullOr(Address), { exact: true }).annotations({
+    description: "The billing address; null clears it"
+  }),
+  taxIds: Schema.optionalWith(Schema.Array(TaxId).pipe(Schema.maxItems(10)), { exact: true }).annotations({
+    description: "Replaces the stored tax ids"
+  }),
+  taxExempt: Schema.optionalWith(TaxExempt, { exact: true }).annotations({ default: "none" })
 }).annotations({ identifier: "CreateCustomer", ...allErrors })
 export type CreateCustomer = typeof CreateCustomer.Type
 

@@ -1,5 +1,6 @@
 export * from "./Api.ts"
 export * from "./billing.ts"
+export * from "./billingProfile.ts"
 export * from "./catalog.ts"
 export * from "./client.ts"
 export * from "./common.ts"

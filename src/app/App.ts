@@ -2,6 +2,8 @@ import { FetchHttpClient, HttpApiBuilder } from "@effect/platform"
 import { Clock, Context, Effect, Exit, Layer, ManagedRuntime, Option, Scope } from "effect"
 import { InvoicesLive } from "../billing/Invoices.ts"
 import { InvoicesRepoSql } from "../billing/InvoicesRepo.ts"
+import { BillingProfilesLive } from "../billing/profile/BillingProfiles.ts"
+import { BillingDetailsRepoSql } from "../customers/BillingDetailsRepo.ts"
 import { CatalogLive } from "../catalog/CatalogLive.ts"
 import { CatalogRepoSql } from "../catalog/CatalogRepo.ts"
 import { CreditBalanceLive } from "../creditBalance/CreditBalance.ts"
@@ -56,6 +58,7 @@ import { WebhooksLive } from "../webhooks/Webhooks.ts"
 const ReposLive = Layer.mergeAll(
   OrganizationsRepoSql,
   CustomersRepoSql,
+  BillingDetailsRepoSql,
   CatalogRepoSql,
   SubscriptionsRepoSql,
   EntitlementsRepoSql,
@@ -97,7 +100,9 @@ export const ServicesLive = Layer.mergeAll(
   Layer.provideMerge(Layer.mergeAll(ProviderAccountsLive, AdaptersLive)),
   Layer.provideMerge(Layer.mergeAll(EventsLive, DeliveriesLive)),
   Layer.provideMerge(EncryptionLive),
-  Layer.provideMerge(Layer.mergeAll(OrganizationsLive, CustomersLive, CatalogLive, CreditBalanceLive)),
+  Layer.provideMerge(
+    Layer.mergeAll(OrganizationsLive, CustomersLive, CatalogLive, CreditBalanceLive, BillingProfilesLive)
+  ),
   Layer.provideMerge(Layer.merge(ReposLive, OutboxLive)),
   Layer.provideMerge(IdsLive),
   Layer.provideMerge(DatabaseLive)

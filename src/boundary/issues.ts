@@ -19,14 +19,23 @@ const isUnionTwin = (message: string) =>
 /**
  * One line per problem: an optional field's union with `undefined`, and a nullable one's with `null`, add an
  * "Expected undefined" / "Expected null" twin to every real problem of that field, which says nothing to the caller
- * (a limit of 1e308 is "must be at most 1000000000000", not also "Expected null").
+ * (a limit of 1e308 is "must be at most 1000000000000", not also "Expected null"; an address whose country is wrong
+ * is that, not also "Expected null" for the address).
  */
 export const readableIssues = (issues: ReadonlyArray<RawIssue>): Array<Issue> => {
   const formatted = issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message }))
   const useful = formatted.filter(
     (issue) =>
       !isUnionTwin(issue.message) ||
-      !formatted.some((other) => other.path === issue.path && other !== issue && !isUnionTwin(other.message))
+      !formatted.some(
+        (other) =>
+          other !== issue &&
+          !isUnionTwin(other.message) &&
+          // The field itself, or one inside it (a nullable object whose own field is wrong).
+          (other.path === issue.path ||
+            other.path.startsWith(`${issue.path}.`) ||
+            other.path.startsWith(`${issue.path}[`))
+      )
   )
   return useful.filter(
     (issue, i) => useful.findIndex((other) => other.path === issue.path && other.message === issue.message) === i

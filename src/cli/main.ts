@@ -5,6 +5,7 @@ import type { Issue } from "../api/errors.ts"
 import { ServicesLive } from "../app/App.ts"
 import { AppConfig, AppConfigLive } from "../platform/config.ts"
 import { checkFlags, CommandError, type FlagSpec, type Output, parse, type Parsed, UsageError } from "./args.ts"
+import { billingProfileCommand, PROFILE_FLAGS } from "./billingProfile.ts"
 import { dashboardCommand } from "./dashboard.ts"
 import { encryptionKeyCommand } from "./encryptionKey.ts"
 import { organizationCommand } from "./organizations.ts"
@@ -31,6 +32,10 @@ Commands:
   sync <file> [--org <org>]           sync the catalog in <file> (JSON, or a .ts/.js module whose default or
                                       \`catalog\` export is the catalog) into an organization (id or slug);
                                       --org may be omitted when there is exactly one organization
+  profile get <org>                   show the organization's billing profile (the seller on its invoices)
+  profile set <org> [--legal-name <name>] [--email <email>] [--tax-id <id>] [--invoice-prefix <A-Z0-9>]
+              [--footer <text>] [--line1 <l>] [--line2 <l>] [--city <c>] [--postal-code <p>] [--state <s>]
+              [--country <alpha-2>]   change it; address flags replace the whole address (--country required)
   dashboard <org>                     print a one-time sign-in link to the dashboard (10 minutes, once);
                                       the host is PUBLIC_URL (default http://localhost:$PORT)
   sample-data <org> [--customers 200] [--events 5000]
@@ -69,6 +74,8 @@ const COMMANDS: ReadonlyArray<{
   { name: "sync", flags: { value: ["org"] }, run: syncCommand },
   { name: "out-of-range", flags: {}, run: outOfRangeCommand },
   { name: "encryption-key rotate", flags: {}, run: encryptionKeyCommand },
+  { name: "profile get", flags: {}, run: billingProfileCommand },
+  { name: "profile set", flags: { value: PROFILE_FLAGS }, run: billingProfileCommand },
   { name: "dashboard", flags: {}, run: dashboardCommand },
   { name: "sample-data", flags: { value: ["customers", "events"] }, run: sampleCommand }
 ]

@@ -5,6 +5,14 @@ import { Conflict, customerNotFound, type NotFound } from "../domain/errors.ts"
 import { Outbox } from "../events/Outbox.ts"
 import { Ids } from "../platform/ids.ts"
 import {
+  applyInput,
+  type BillingDetailsInput,
+  BillingDetailsRepo,
+  type CustomerBillingDetails,
+  isEmptyInput,
+  noBillingDetails
+} from "./BillingDetailsRepo.ts"
+import {
   type CustomerFilter,
   type CustomerMatches,
   type CustomerRecord,
@@ -17,6 +25,8 @@ export interface CustomerInput {
   readonly email?: string | undefined
   readonly name?: string | undefined
   readonly metadata?: Record<string, unknown> | undefined
+  /** Address, tax ids and tax status (decisions.md §16); absent fields keep what is stored. */
+  readonly billing?: BillingDetailsInput | undefined
 }
 
 /**
@@ -52,6 +62,8 @@ export interface CustomersShape {
     input: SetOverageLimit
   ) => Effect.Effect<CustomerRecord, NotFound | Conflict>
   readonly listAllIds: (organizationId: string) => Effect.Effect<ReadonlyArray<string>>
+  /** The customer as a buyer: address, tax ids, tax status (none stored: no address, no ids, `none`). */
+  readonly billingDetails: (organizationId: string, customerId: string) => Effect.Effect<CustomerBillingDetails>
 }
 
 export class Customers extends Context.Tag("Customers")<Customers, CustomersShape>() {}
@@ -77,6 +89,7 @@ export const CustomersLive = Layer.effect(
     const repo = yield* CustomersRepo
     const ids = yield* Ids
     const outbox = yield* Outbox
+    const details = yield* BillingDetailsRepo
 
     const resolve = (organizationId: string, ref: string): Effect.Effect<CustomerRecord, NotFound | Conflict> =>
       Effect.flatMap(repo.matches(organizationId, ref), (m): Effect.Effect<CustomerRecord, NotFound | Conflict> => {
@@ -115,6 +128,13 @@ export const CustomersLive = Layer.effect(
           name: input.name ?? current.name,
           metadata: { ...current.metadata, ...input.metadata }
         }
+        if (!isEmptyInput(input.billing)) {
+          const before = yield* details.find(current.organizationId, current.id)
+          const after = applyInput(before, input.billing!)
+          if (JSON.stringify(after) !== JSON.stringify(before)) {
+            yield* details.save(current.organizationId, current.id, after, now)
+          }
+        }
         const changed = JSON.stringify(next) !== JSON.stringify(current)
         if (!changed) return current
         const stamped = { ...next, updatedAt: now }
@@ -128,14 +148,18 @@ export const CustomersLive = Layer.effect(
      * email waits at the unique index for this transaction (PostgreSQL; SQLite runs one transaction at a time), then
      * finds the insert conflicting and reads the committed customer, whole.
      */
-    const create = (customer: CustomerRecord, now: number) =>
+    const create = (customer: CustomerRecord, billing: BillingDetailsInput | undefined, now: number) =>
       sql
         .withTransaction(
           Effect.gen(function* () {
             if (!(yield* repo.insert(customer))) return false
+            const customerDetails = isEmptyInput(billing) ? noBillingDetails : applyInput(noBillingDetails, billing!)
+            if (!isEmptyInput(billing)) {
+              yield* details.save(customer.organizationId, customer.id, customerDetails, now)
+            }
             yield* outbox.emit(customer.organizationId, {
               type: "customer.created",
-              data: customerEventData(customer),
+              data: customerEventData(customer, customerDetails),
               customerId: customer.id,
               subjectId: customer.id
             })
@@ -170,7 +194,7 @@ export const CustomersLive = Layer.effect(
             createdAt: now,
             updatedAt: now
           }
-          if (yield* create(customer, now)) return customer
+          if (yield* create(customer, input.billing, now)) return customer
         }
         return yield* emailTaken(input.email ?? "")
       })
@@ -205,7 +229,8 @@ export const CustomersLive = Layer.effect(
       findOrCreate,
       list: (organizationId, query) => repo.list(organizationId, query),
       listAllIds: repo.listIds,
-      setOverageLimit
+      setOverageLimit,
+      billingDetails: details.find
     }
   })
 )
@@ -223,10 +248,14 @@ export const toListItem = (c: CustomerRecord): CustomerListItem => ({
 export const toCustomer = (
   c: CustomerRecord,
   featureConfigs: Customer["billing"]["featureConfigs"] = [],
-  creditBalance: Customer["billing"]["creditBalance"] = {}
+  creditBalance: Customer["billing"]["creditBalance"] = {},
+  details: CustomerBillingDetails = noBillingDetails
 ): Customer => ({
   success: true,
   ...toListItem(c),
+  ...(details.address === null ? {} : { address: details.address }),
+  taxIds: details.taxIds,
+  taxExempt: details.taxExempt,
   billing: {
     overageLimit:
       c.overageMaxAmount === null
@@ -243,7 +272,7 @@ export const toCustomer = (
 })
 
 /** A customer as events carry it: its API shape (decisions.md §11). */
-export const customerEventData = (c: CustomerRecord) => {
-  const { success: _success, ...data } = toCustomer(c)
+export const customerEventData = (c: CustomerRecord, details: CustomerBillingDetails = noBillingDetails) => {
+  const { success: _success, ...data } = toCustomer(c, [], {}, details)
   return data
 }

@@ -17,8 +17,9 @@ export const CustomersHttp = HttpApiBuilder.group(BillingApi, "customers", (hand
     const full = (c: CustomerRecord) =>
       Effect.zipWith(
         featureConfigs.list(c.organizationId, c.id),
-        credit.balances(c.organizationId, c.id),
-        (configs, b) => toCustomer(c, configs, Object.fromEntries(Object.entries(b).map(([k, v]) => [k, Number(v)])))
+        Effect.zip(credit.balances(c.organizationId, c.id), customers.billingDetails(c.organizationId, c.id)),
+        (configs, [b, details]) =>
+          toCustomer(c, configs, Object.fromEntries(Object.entries(b).map(([k, v]) => [k, Number(v)])), details)
       )
     return handlers
       .handle("createCustomer", ({ payload }) =>
@@ -31,7 +32,8 @@ export const CustomersHttp = HttpApiBuilder.group(BillingApi, "customers", (hand
               externalId: payload.id,
               email: payload.email,
               name: payload.name,
-              metadata: payload.metadata
+              metadata: payload.metadata,
+              billing: { address: payload.address, taxIds: payload.taxIds, taxExempt: payload.taxExempt }
             },
             now
           )

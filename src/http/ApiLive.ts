@@ -2,6 +2,7 @@ import { HttpApiBuilder, HttpApiScalar, HttpServer } from "@effect/platform"
 import { Layer } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { BillingHttp } from "../billing/Http.ts"
+import { BillingProfileHttp } from "../billing/profile/Http.ts"
 import { CatalogHttp } from "../catalog/Http.ts"
 import { CustomersHttp } from "../customers/Http.ts"
 import { EntitiesHttp } from "../entities/Http.ts"
@@ -26,6 +27,7 @@ export const ApiLive = HttpApiBuilder.api(BillingApi).pipe(
     EntitiesHttp,
     SubscriptionsHttp,
     BillingHttp,
+    BillingProfileHttp,
     PaymentsHttp,
     UsageHttp,
     WebhooksHttp,
