@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { BigDecimal, Clock, Context, Effect, Layer, Option } from "effect"
 import type { CustomerUnbilledUsage, Invoice } from "../api/billing.ts"
+import { DEFAULT_INVOICE_PREFIX } from "../api/billingProfile.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import { CreditBalance } from "../creditBalance/CreditBalance.ts"
 import { Customers } from "../customers/Customers.ts"
@@ -10,6 +11,7 @@ import { assertMoneyFitsJson, format, max, roundHalfUp, sumAll, toDecimal, toNum
 import type { DecimalLike } from "../domain/rating.ts"
 import { Ids } from "../platform/ids.ts"
 import { type InvoiceRecord, InvoicesRepo } from "./InvoicesRepo.ts"
+import { BillingProfiles } from "./profile/BillingProfiles.ts"
 import { groupFitsJson, type LineInput, rateUnbilled, storedLine, wireLine, wireTiers } from "./lines.ts"
 
 export type { InvoiceRecord } from "./InvoicesRepo.ts"
@@ -82,8 +84,12 @@ export interface InvoicesShape {
 
 export class Invoices extends Context.Tag("Invoices")<Invoices, InvoicesShape>() {}
 
-/** `INV-000001`: six digits, more when the sequence outgrows them. */
-export const invoiceNumber = (n: number): string => `INV-${String(n).padStart(6, "0")}`
+/**
+ * `{prefix}-000001` (decisions.md §16): six digits, more when the sequence outgrows them. The sequence is the
+ * organization's, whatever its prefix was: a new prefix continues it, so no two invoices ever share a number.
+ */
+export const invoiceNumber = (n: number, prefix = DEFAULT_INVOICE_PREFIX): string =>
+  `${prefix}-${String(n).padStart(6, "0")}`
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
@@ -125,6 +131,7 @@ export const InvoicesLive = Layer.effect(
     const ids = yield* Ids
     const outbox = yield* Outbox
     const credit = yield* CreditBalance
+    const profiles = yield* BillingProfiles
 
     const announce = (
       type: "invoice.created" | "invoice.paid" | "invoice.payment_failed",
@@ -158,13 +165,17 @@ export const InvoicesLive = Layer.effect(
         // surplus on the credit balance, decisions.md §14).
         const total = max(subtotal, ZERO)
         const id = yield* ids.next("inv")
+        // The number is taken in this transaction from the organization's counter row (locked by its upsert until
+        // the commit): a rollback gives it back, so finalized invoices stay consecutive, and two finalizations at
+        // once wait for each other instead of sharing it.
+        const { invoicePrefix } = yield* profiles.get(org)
         // The customer's credit balance pays first, before anything is charged.
         const applied = yield* credit.spend(org, customerId, currency, BigDecimal.scale(total, 0).value, id)
         const free = BigDecimal.isZero(BigDecimal.subtract(total, BigDecimal.make(applied, 0)))
         const record: InvoiceRecord = {
           organizationId: org,
           id,
-          number: invoiceNumber(yield* repo.nextNumber(org)),
+          number: invoiceNumber(yield* repo.nextNumber(org), invoicePrefix),
           customerId,
           subscriptionId: options.subscriptionId ?? null,
           currency: currency.toUpperCase(),
