@@ -142,6 +142,7 @@ for (const database of databases()) {
         creditSystems: created("ai-credits"),
         creditPacks: created("credits-1000", "credits-100"),
         plans: created("free", "pro", "images-addon"),
+        taxRates: created(),
         warnings: []
       })
 
@@ -281,6 +282,7 @@ for (const database of databases()) {
         creditSystems: unchanged("ai-credits"),
         creditPacks: unchanged("credits-1000", "credits-100"),
         plans: unchanged("free", "pro", "images-addon"),
+        taxRates: unchanged(),
         warnings: []
       })
       expect(await getJson("/v1/credit-packs", org.apiKey)).toEqual(packs)
@@ -643,6 +645,7 @@ describe("cli sync", () => {
       creditSystems: created("ai-credits"),
       creditPacks: created("credits-1000", "credits-100"),
       plans: created("free", "pro", "images-addon"),
+      taxRates: created(),
       warnings: []
     })
 

@@ -191,9 +191,13 @@ for (const database of databases()) {
         lines: expectedLines.map((line) => ({
           ...line,
           periodStart: expect.stringMatching(/Z$/),
-          periodEnd: expect.stringMatching(/Z$/)
+          periodEnd: expect.stringMatching(/Z$/),
+          discounts: [],
+          taxes: []
         })),
         subtotal: 166,
+        discount: 0,
+        tax: 0,
         total: 166,
         amountPaid: 0,
         creditApplied: 0,

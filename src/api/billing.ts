@@ -2,6 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/p
 import { Schema } from "effect"
 import { CustomerRef, EpochMillis, IsoDateTime, OptionalCustomerQuery, UriString, Url } from "./common.ts"
 import { TierBreakdownItem } from "./entitlements.ts"
+import { LineDiscount, LineTax } from "./taxes.ts"
 import {
   BadGatewayError,
   BadRequestError,
@@ -27,7 +28,11 @@ export const InvoiceLine = Schema.Struct({
   amount: MinorUnits,
   tierBreakdown: Schema.Array(TierBreakdownItem),
   periodStart: IsoDateTime,
-  periodEnd: IsoDateTime
+  periodEnd: IsoDateTime,
+  discounts: Schema.Array(LineDiscount).annotations({ description: "Discounts taken off this line" }),
+  taxes: Schema.Array(LineTax).annotations({
+    description: "Taxes of this line, on its amount after its discounts (inclusive ones are part of `amount`)"
+  })
 }).annotations({ identifier: "InvoiceLine" })
 export type InvoiceLine = typeof InvoiceLine.Type
 
@@ -39,8 +44,13 @@ export const Invoice = Schema.Struct({
   currency: Schema.String,
   status: InvoiceStatus,
   lines: Schema.Array(InvoiceLine),
-  subtotal: MinorUnits,
-  total: MinorUnits,
+  subtotal: MinorUnits.annotations({ description: "Sum of the lines' amounts" }),
+  discount: MinorUnits.annotations({ description: "Sum of the lines' discounts" }),
+  tax: MinorUnits.annotations({ description: "Sum of the lines' taxes, inclusive and exclusive" }),
+  taxNote: Schema.optionalWith(Schema.String, { exact: true }).annotations({
+    description: "Why an exempt or reverse-charge customer is taxed at zero"
+  }),
+  total: MinorUnits.annotations({ description: "subtotal − discount + exclusive tax" }),
   amountPaid: MinorUnits,
   creditApplied: MinorUnits.annotations({
     description: "Of the total, what the customer's credit balance paid when the invoice was created"

@@ -15,6 +15,7 @@ import {
 import { RatingModel, UsageModel } from "./entitlements.ts"
 import { BadRequestError } from "./errors.ts"
 import { Authentication } from "./security.ts"
+import { SyncTaxRate } from "./taxes.ts"
 
 /**
  * Catalog sync (spec 4.5, decisions.md §3). Items are lenient about what a catalog-as-code file may leave
@@ -168,7 +169,8 @@ export const SyncRequest = Schema.Struct({
   features: Schema.Array(SyncFeature),
   creditSystems: withDefault(Schema.Array(SyncCreditSystem), []),
   creditPacks: withDefault(Schema.Array(SyncCreditPack), []),
-  plans: Schema.Array(SyncPlan)
+  plans: Schema.Array(SyncPlan),
+  taxRates: withDefault(Schema.Array(SyncTaxRate), [], "Tax rates by country and state (decisions.md §16)")
 }).annotations({ identifier: "SyncRequest", parseOptions: { errors: "all" } })
 export type SyncRequest = typeof SyncRequest.Type
 /** `SyncRequest` as clients send it: every field with a default optional (the handler applies the defaults). */
@@ -186,6 +188,7 @@ export const SyncResult = Schema.Struct({
   creditSystems: SyncChanges,
   creditPacks: SyncChanges,
   plans: SyncChanges,
+  taxRates: SyncChanges,
   warnings: Schema.Array(Schema.String)
 }).annotations({ identifier: "SyncResult" })
 export type SyncResult = typeof SyncResult.Type

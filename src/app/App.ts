@@ -7,6 +7,7 @@ import { BillingDetailsRepoSql } from "../customers/BillingDetailsRepo.ts"
 import { CatalogLive } from "../catalog/CatalogLive.ts"
 import { CatalogRepoSql } from "../catalog/CatalogRepo.ts"
 import { CreditBalanceLive } from "../creditBalance/CreditBalance.ts"
+import { TaxRatesLive } from "../catalog/taxRates.ts"
 import { CustomersLive } from "../customers/Customers.ts"
 import { CustomersRepoSql } from "../customers/CustomersRepo.ts"
 import { FeatureConfigsLive, FeatureConfigsRepoSql } from "../customers/FeatureConfigs.ts"
@@ -66,7 +67,8 @@ const ReposLive = Layer.mergeAll(
   FeatureConfigsRepoSql,
   UsageRepoSql,
   InvoicesRepoSql,
-  PaymentsRepoSql
+  PaymentsRepoSql,
+  TaxRatesLive
 )
 
 /** Payment adapters: Paystack over Effect's HttpClient, Stripe's SDK, and the sandbox's simulated provider. */

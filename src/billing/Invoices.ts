@@ -7,11 +7,13 @@ import { CreditBalance } from "../creditBalance/CreditBalance.ts"
 import { Customers } from "../customers/Customers.ts"
 import { type AmountTooLarge, Conflict, NotFound } from "../domain/errors.ts"
 import { Outbox } from "../events/Outbox.ts"
-import { assertMoneyFitsJson, format, max, roundHalfUp, sumAll, toDecimal, toNumber, ZERO } from "../domain/money.ts"
+import { assertMoneyFitsJson, format, max, roundHalfUp, toDecimal, toNumber, ZERO } from "../domain/money.ts"
 import type { DecimalLike } from "../domain/rating.ts"
 import { Ids } from "../platform/ids.ts"
 import { type InvoiceRecord, InvoicesRepo } from "./InvoicesRepo.ts"
 import { BillingProfiles } from "./profile/BillingProfiles.ts"
+import { priceInvoice } from "./taxes.ts"
+import { TaxRates, toTerms } from "../catalog/taxRates.ts"
 import { groupFitsJson, type LineInput, rateUnbilled, storedLine, wireLine, wireTiers } from "./lines.ts"
 
 export type { InvoiceRecord } from "./InvoicesRepo.ts"
@@ -107,6 +109,9 @@ export const toWireInvoice = (r: InvoiceRecord & { readonly amountRefunded?: str
   status: r.status,
   lines: r.lines.map(wireLine),
   subtotal: Number(r.subtotal),
+  discount: Number(r.discount),
+  tax: Number(r.tax),
+  ...(r.taxNote === null ? {} : { taxNote: r.taxNote }),
   total: Number(r.total),
   amountPaid: Number(r.amountPaid),
   creditApplied: Number(r.creditApplied),
@@ -132,6 +137,7 @@ export const InvoicesLive = Layer.effect(
     const outbox = yield* Outbox
     const credit = yield* CreditBalance
     const profiles = yield* BillingProfiles
+    const taxRates = yield* TaxRates
 
     const announce = (
       type: "invoice.created" | "invoice.paid" | "invoice.payment_failed",
@@ -155,15 +161,19 @@ export const InvoicesLive = Layer.effect(
       now: number
     ) =>
       Effect.gen(function* () {
-        const stored = lines.map(storedLine)
-        const subtotal = roundHalfUp(sumAll(stored.map((l) => toDecimal(l.amount))))
+        // Taxed by the rates of the buyer's jurisdiction as they stand at finalization; the invoice keeps them.
+        const buyer = yield* customers.billingDetails(org, customerId)
+        const rates = (yield* taxRates.list(org)).map(toTerms)
+        const priced = priceInvoice(lines.map(storedLine), rates, buyer)
         // Generation refuses such usage with a 422 first; any other caller (a renewal's plan price is at most 10^12)
         // passing money no JSON number carries is a defect, not an invoice to send rounded.
-        for (const l of stored) yield* Effect.orDie(assertMoneyFitsJson(toDecimal(l.amount), `Line '${l.description}'`))
-        yield* Effect.orDie(assertMoneyFitsJson(subtotal, "The invoice total"))
+        for (const l of priced.lines)
+          yield* Effect.orDie(assertMoneyFitsJson(toDecimal(l.amount), `Line '${l.description}'`))
+        yield* Effect.orDie(assertMoneyFitsJson(priced.subtotal, "The invoice subtotal"))
+        yield* Effect.orDie(assertMoneyFitsJson(priced.total, "The invoice total"))
         // A plan change's credit line can exceed its charge: the total never goes below zero (the caller puts the
         // surplus on the credit balance, decisions.md §14).
-        const total = max(subtotal, ZERO)
+        const total = max(priced.total, ZERO)
         const id = yield* ids.next("inv")
         // The number is taken in this transaction from the organization's counter row (locked by its upsert until
         // the commit): a rollback gives it back, so finalized invoices stay consecutive, and two finalizations at
@@ -181,8 +191,11 @@ export const InvoicesLive = Layer.effect(
           currency: currency.toUpperCase(),
           // Nothing to collect: settled at once, so no one tries to charge zero.
           status: free ? "paid" : "open",
-          lines: stored,
-          subtotal: format(subtotal),
+          lines: priced.lines,
+          subtotal: format(priced.subtotal),
+          discount: format(priced.discount),
+          tax: format(priced.tax),
+          taxNote: priced.taxNote,
           total: format(total),
           amountPaid: "0",
           creditApplied: applied.toString(),

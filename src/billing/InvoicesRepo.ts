@@ -24,6 +24,10 @@ export interface InvoiceRecord {
   readonly status: InvoiceStatus
   readonly lines: ReadonlyArray<StoredLine>
   readonly subtotal: string
+  /** Sums of the lines' discounts and taxes (decisions.md §15, §16); "0" on invoices from before them. */
+  readonly discount: string
+  readonly tax: string
+  readonly taxNote: string | null
   readonly total: string
   readonly amountPaid: string
   /** Of `total`, what the customer's credit balance paid when the invoice was created (decisions.md §14). */
@@ -108,7 +112,22 @@ const StoredLineJson = recordSchema<StoredLine>()(
       })
     ),
     periodStart: Schema.String,
-    periodEnd: Schema.String
+    periodEnd: Schema.String,
+    discounts: Schema.optionalWith(Schema.Array(Schema.Struct({ coupon: Schema.String, amount: Schema.String })), {
+      exact: true
+    }),
+    taxes: Schema.optionalWith(
+      Schema.Array(
+        Schema.Struct({
+          rate: Schema.String,
+          name: Schema.String,
+          percentage: Schema.String,
+          inclusive: Schema.Boolean,
+          amount: Schema.String
+        })
+      ),
+      { exact: true }
+    )
   })
 )
 
@@ -123,6 +142,9 @@ const InvoiceRow = recordSchema<InvoiceRecord>()(
     status: InvoiceStatus,
     lines: JsonText(Schema.Array(StoredLineJson)),
     subtotal: Schema.String,
+    discount: Schema.String,
+    tax: Schema.String,
+    taxNote: Schema.NullOr(Schema.String),
     total: Schema.String,
     amountPaid: Schema.String,
     creditApplied: Schema.String,
@@ -188,6 +210,9 @@ export const InvoicesRepoSql = Layer.effect(
           status: i.status,
           lines: JSON.stringify(i.lines),
           subtotal: i.subtotal,
+          discount: i.discount,
+          tax: i.tax,
+          taxNote: i.taxNote,
           total: i.total,
           amountPaid: i.amountPaid,
           creditApplied: i.creditApplied,

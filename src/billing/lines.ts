@@ -219,6 +219,23 @@ export interface StoredLine {
   }>
   readonly periodStart: string
   readonly periodEnd: string
+  /** The discounts taken off this line (decisions.md §15); absent on invoices from before discounts. */
+  readonly discounts?: ReadonlyArray<StoredLineDiscount>
+  /** Its taxes (decisions.md §16); absent on invoices from before taxes. */
+  readonly taxes?: ReadonlyArray<StoredLineTax>
+}
+
+export interface StoredLineDiscount {
+  readonly coupon: string
+  readonly amount: string
+}
+
+export interface StoredLineTax {
+  readonly rate: string
+  readonly name: string
+  readonly percentage: string
+  readonly inclusive: boolean
+  readonly amount: string
 }
 
 /** A line given to `Invoices.createInvoice` (e.g. a renewal's plan price). `amount` is rounded half-up. */
@@ -267,7 +284,15 @@ export const wireLine = (line: StoredLine): InvoiceLine => ({
     amount: Number(t.amount)
   })),
   periodStart: line.periodStart,
-  periodEnd: line.periodEnd
+  periodEnd: line.periodEnd,
+  discounts: (line.discounts ?? []).map((d) => ({ coupon: d.coupon, amount: Number(d.amount) })),
+  taxes: (line.taxes ?? []).map((t) => ({
+    rate: t.rate,
+    name: t.name,
+    percentage: Number(t.percentage),
+    inclusive: t.inclusive,
+    amount: Number(t.amount)
+  }))
 })
 
 /** A tier breakdown on the wire. */

@@ -27,6 +27,7 @@ import { type IdPrefix, Ids } from "../platform/ids.ts"
 import { Catalog } from "./Catalog.ts"
 import { CatalogRepo, type StoredCatalog, type WriteMode } from "./CatalogRepo.ts"
 import type { CatalogSnapshot, CreditPack, CreditSystem, Feature, MeterType, Plan, PlanFeature } from "./model.ts"
+import { TaxRates, validateTaxRates } from "./taxRates.ts"
 
 /**
  * Catalog sync (decisions.md §3 and docs/decisions.md "Catalog sync"): validate the whole request against itself
@@ -419,6 +420,7 @@ export const CatalogLive = Layer.effect(
   Catalog,
   Effect.gen(function* () {
     const repo = yield* CatalogRepo
+    const taxRates = yield* TaxRates
     const ids = yield* Ids
 
     // Per-process cache of snapshots, each labelled with the organization's `catalog_version` read *before* it was
@@ -498,7 +500,8 @@ export const CatalogLive = Layer.effect(
           organizationId,
           Effect.gen(function* () {
             const stored = yield* repo.load(organizationId)
-            const { problems, warnings } = validateSync(request, stored)
+            const validated = validateSync(request, stored)
+            const problems = [...validated.problems, ...validateTaxRates(request.taxRates)]
             if (problems.length > 0) {
               return yield* new InvalidInput({ message: problemsMessage(problems.length), issues: problems })
             }
@@ -556,6 +559,9 @@ export const CatalogLive = Layer.effect(
               r.records.some(({ mode }) => mode !== undefined)
             )
             if (changed) yield* repo.bumpVersion(organizationId)
+            // Tax rates are read by invoices when they are finalized, not by the cached snapshot: no version bump.
+            const taxes = yield* taxRates.reconcile(organizationId, request.taxRates, now)
+            const warnings = [...validated.warnings, ...taxes.warnings]
 
             const wasAutoEnabled = new Set(stored.plans.filter((p) => p.autoEnable).map((p) => p.slug))
             const newlyAutoEnabled = plans.records
@@ -567,6 +573,7 @@ export const CatalogLive = Layer.effect(
               creditSystems: systems.changes,
               creditPacks: packs.changes,
               plans: plans.changes,
+              taxRates: taxes.changes,
               warnings
             }
             return { result, newlyAutoEnabled }

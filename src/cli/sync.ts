@@ -45,6 +45,7 @@ const syncText = (orgSlug: string, r: SyncResult) =>
     changeLine("credit systems", r.creditSystems),
     changeLine("credit packs", r.creditPacks),
     changeLine("plans", r.plans),
+    changeLine("tax rates", r.taxRates),
     ...(r.warnings.length === 0 ? [] : ["Warnings:", ...r.warnings.map((w) => `  - ${w}`)])
   ].join("\n")
 

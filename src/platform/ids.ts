@@ -30,6 +30,12 @@ export type IdPrefix =
   | "aud"
   /** Movements of a customer's credit balance (plan changes, decisions.md §14). */
   | "cbl"
+  /** Invoice documents (decisions.md §15, §16): tax rates, credit notes, refunds, coupons, promotion codes. */
+  | "txr"
+  | "cn"
+  | "rfd"
+  | "cpn"
+  | "promo"
 
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz" // Crockford base32, lower case
 

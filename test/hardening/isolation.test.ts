@@ -244,6 +244,7 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
     ],
     "GET /v1/credit-systems": [{ method: "GET", path: "/v1/credit-systems", expect: list }],
     "GET /v1/credit-packs": [{ method: "GET", path: "/v1/credit-packs", expect: list }],
+    "GET /v1/billing/profile": [{ method: "GET", path: "/v1/billing/profile", expect: list }],
     "POST /v1/entities": [
       ...aRefs.map((customer): Attack => ({
         method: "POST",
@@ -517,6 +518,14 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
 
   // B creates its own objects under A's names: allowed, and still nothing of A's is seen or changed.
   const creates: Record<string, ReadonlyArray<Attack>> = {
+    "POST /v1/billing/profile": [
+      {
+        method: "POST",
+        path: "/v1/billing/profile",
+        body: { legalName: "B Ltd", invoicePrefix: "BBB", address: { country: "NG" } },
+        expect: { status: [200] }
+      }
+    ],
     "POST /v1/webhook-endpoints": [
       {
         method: "POST",

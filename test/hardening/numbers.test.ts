@@ -211,7 +211,8 @@ for (const database of databases()) {
         },
         // Every customer gets unlimited units, so every accepted value of check and track is drawn and stored.
         { slug: "open", name: "Open", autoEnable: true, currency: "NGN", features: [{ slug: "units", limit: null }] }
-      ]
+      ],
+      taxRates: [{ slug: "fz-vat", name: "VAT", percentage: 7.5, country: "NG" }]
     }
 
     /** A valid request per route with numeric fields; each case changes one number in it. */
@@ -256,6 +257,12 @@ for (const database of databases()) {
               (sql) => sql`SELECT features FROM credit_systems WHERE organization_id = ${orgId} AND slug = 'fz-credits'`
             )
             return getAt(JSON.parse(row.features), [0, ...rest])
+          }
+          if (kind === "taxRates") {
+            const [row] = await rows(
+              (sql) => sql`SELECT percentage FROM tax_rates WHERE organization_id = ${orgId} AND slug = 'fz-vat'`
+            )
+            return row[field]
           }
           if (kind === "creditPacks") {
             const [row] = await rows(
@@ -917,7 +924,10 @@ describe("start-up after an upgrade: migration 0010 logs every stored value out 
       "context_versions",
       "encryption_key_check",
       "credit_balances",
-      "credit_balance_ledger"
+      "credit_balance_ledger",
+      "billing_profiles",
+      "customer_billing_details",
+      "tax_rates"
     ])
       db.run(`DROP TABLE ${table}`)
     for (const table of ["customers", "subscriptions", "customer_feature_configs"])
@@ -932,6 +942,7 @@ describe("start-up after an upgrade: migration 0010 logs every stored value out 
     ])
       db.run(`ALTER TABLE subscriptions DROP COLUMN ${column}`)
     db.run(`ALTER TABLE invoices DROP COLUMN credit_applied`)
+    for (const column of ["discount", "tax", "tax_note"]) db.run(`ALTER TABLE invoices DROP COLUMN ${column}`)
     db.close()
 
     const service = await startService({ ...env, LOG_LEVEL: "warn" })
