@@ -24,6 +24,10 @@ npm install --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error
 (cd node_modules/bun && node install.js)
 npm ls --omit=dev --all >/dev/null
 node_modules/.bin/bun --version >/dev/null
+# Invoice documents embed two weights of each Noto font (src/billing/documents/fonts.ts); the font packages ship nine
+# weights (and italics) and preview pictures: about 55 MB the service never reads.
+find node_modules/@expo-google-fonts -type f \( -name '*.png' -o -name '*.ttf' \) \
+  ! -name '*_400Regular.ttf' ! -name '*_700Bold.ttf' -delete
 mkdir -p "$app/data"
 chmod 0700 "$app/data"
 if [ -n "$owner" ]; then chown "$owner" "$app/data"; fi

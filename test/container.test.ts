@@ -75,6 +75,47 @@ describe.skipIf(!enabled)("the container image, assembled by the Dockerfile's re
     expect({ uid: data.uid, mode: data.mode & 0o777 }).toEqual({ uid, mode: 0o700 })
   })
 
+  test("the image renders invoice documents: PDFKit and the fonts are in it (Ọlájídé, Müller, 山田)", async () => {
+    const bun = inRoot(JSON.parse(instruction("CMD").at(-1)!)[0])
+    const document = {
+      title: "Invoice",
+      number: "INV-000001",
+      statusLabel: "Open",
+      createdAt: 0,
+      seller: { name: "Ọlájídé Ventures Ltd", lines: [] },
+      buyerHeading: "BILL TO",
+      buyer: { name: "Müller 山田", lines: [] },
+      facts: [],
+      lines: [],
+      totals: [],
+      notes: [],
+      footer: null
+    }
+    const script = `import { renderPdf } from "./src/billing/documents/pdf.ts"
+      process.stdout.write(await renderPdf(${JSON.stringify(document)}))`
+    const render = Bun.spawn(asUser([bun, "-e", script]), { cwd: app, env, stdout: "pipe", stderr: "pipe" })
+    const pdf = new Uint8Array(await new Response(render.stdout).arrayBuffer())
+    expect({ code: await render.exited, stderr: await new Response(render.stderr).text() }).toEqual({
+      code: 0,
+      stderr: ""
+    })
+    const text = Bun.spawn(["pdftotext", "-", "-"], { stdin: pdf, stdout: "pipe" })
+    const extracted = await new Response(text.stdout).text()
+    expect(extracted).toContain("Ọlájídé Ventures Ltd")
+    expect(extracted).toContain("Müller 山田")
+    // Only the two weights the documents use are left of the font packages.
+    const fonts = Bun.spawn(["sh", "-c", "find node_modules/@expo-google-fonts -name '*.ttf' | sort"], {
+      cwd: app,
+      stdout: "pipe"
+    })
+    expect((await new Response(fonts.stdout).text()).trim().split("\n")).toEqual([
+      "node_modules/@expo-google-fonts/noto-sans-jp/400Regular/NotoSansJP_400Regular.ttf",
+      "node_modules/@expo-google-fonts/noto-sans-jp/700Bold/NotoSansJP_700Bold.ttf",
+      "node_modules/@expo-google-fonts/noto-sans/400Regular/NotoSans_400Regular.ttf",
+      "node_modules/@expo-google-fonts/noto-sans/700Bold/NotoSans_700Bold.ttf"
+    ])
+  }, 60_000)
+
   test("the documented docker run (sandbox, no ENCRYPTION_KEY) comes up as the user and passes its health check", async () => {
     const port = String(freePort())
     const cmd = JSON.parse(instruction("CMD").at(-1)!) as Array<string>

@@ -199,6 +199,7 @@ for (const database of databases()) {
         discount: 0,
         tax: 0,
         total: 166,
+        hostedUrl: expect.stringMatching(/^http:\/\/localhost\/i\//),
         amountPaid: 0,
         creditApplied: 0,
         amountDue: 166,

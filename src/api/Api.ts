@@ -1,12 +1,14 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { BillingGroup } from "./billing.ts"
 import { BillingProfileGroup } from "./billingProfile.ts"
+import { DocumentsGroup } from "./documents.ts"
 import { CatalogGroup } from "./catalog.ts"
 import { CustomersGroup } from "./customers.ts"
 import { EntitiesGroup } from "./entities.ts"
 import { EntitlementsGroup } from "./entitlements.ts"
 import { EventsGroup } from "./events.ts"
 import { HostedGroup } from "./hosted.ts"
+import { HostedInvoicesGroup } from "./hostedInvoices.ts"
 import { InternalErrorError, NotFoundError, PayloadTooLargeError, UnavailableError } from "./errors.ts"
 import { transformDocument } from "./openapi.ts"
 import { PaymentsGroup } from "./payments.ts"
@@ -28,11 +30,13 @@ export class BillingApi extends HttpApi.make("billing")
   .add(SubscriptionsGroup)
   .add(BillingGroup)
   .add(BillingProfileGroup)
+  .add(DocumentsGroup)
   .add(PaymentsGroup)
   .add(UsageGroup)
   .add(WebhooksGroup)
   .add(EventsGroup)
   .add(HostedGroup)
+  .add(HostedInvoicesGroup)
   // Failures any route can produce, whatever its capability.
   .addError(NotFoundError)
   .addError(PayloadTooLargeError)

@@ -60,7 +60,12 @@ export const Invoice = Schema.Struct({
     description: "Refunded or lost to disputes, of what its payments paid; a refunded invoice stays `paid`"
   }),
   createdAt: EpochMillis,
-  paidAt: Schema.NullOr(IsoDateTime)
+  paidAt: Schema.NullOr(IsoDateTime),
+  hostedUrl: Schema.String.annotations({
+    format: "uri",
+    description:
+      "The invoice's page for the customer, served by the service without a key (a PDF link, and a Pay button while it is open)"
+  })
 }).annotations({ identifier: "Invoice" })
 export type Invoice = typeof Invoice.Type
 

@@ -3,6 +3,8 @@ import { Clock, Context, Effect, Exit, Layer, ManagedRuntime, Option, Scope } fr
 import { InvoicesLive } from "../billing/Invoices.ts"
 import { InvoicesRepoSql } from "../billing/InvoicesRepo.ts"
 import { BillingProfilesLive } from "../billing/profile/BillingProfiles.ts"
+import { InvoiceLinksLive } from "../billing/documents/links.ts"
+import { InvoiceDocumentsLive } from "../billing/documents/InvoiceDocuments.ts"
 import { BillingDetailsRepoSql } from "../customers/BillingDetailsRepo.ts"
 import { CatalogLive } from "../catalog/CatalogLive.ts"
 import { CatalogRepoSql } from "../catalog/CatalogRepo.ts"
@@ -92,6 +94,7 @@ export const ServicesLive = Layer.mergeAll(
   PaymentEffectsLive,
   WebhooksLive,
   InvoicePaymentsLive,
+  InvoiceDocumentsLive,
   RenewalsLive,
   EventCustomersLive,
   DashboardSessionsLive.pipe(Layer.provide(AuthenticatorLive))
@@ -101,6 +104,7 @@ export const ServicesLive = Layer.mergeAll(
   Layer.provideMerge(Layer.mergeAll(PaymentsLive, CreditsLive, InvoicesLive)),
   Layer.provideMerge(Layer.mergeAll(ProviderAccountsLive, AdaptersLive)),
   Layer.provideMerge(Layer.mergeAll(EventsLive, DeliveriesLive)),
+  Layer.provideMerge(InvoiceLinksLive),
   Layer.provideMerge(EncryptionLive),
   Layer.provideMerge(
     Layer.mergeAll(OrganizationsLive, CustomersLive, CatalogLive, CreditBalanceLive, BillingProfilesLive)

@@ -5,6 +5,7 @@ import { CurrentOrganization } from "../api/security.ts"
 import { mapDomainErrors } from "../boundary/toApiError.ts"
 import { Payments } from "../payments/Payments.ts"
 import { idempotencyKeyOf } from "../platform/idempotencyKey.ts"
+import { InvoiceLinks } from "./documents/links.ts"
 import { InvoicePayments } from "./InvoicePayments.ts"
 import { Invoices, toWireInvoice } from "./Invoices.ts"
 
@@ -13,11 +14,12 @@ export const BillingHttp = HttpApiBuilder.group(BillingApi, "billing", (handlers
     const invoices = yield* Invoices
     const invoicePayments = yield* InvoicePayments
     const payments = yield* Payments
+    const links = yield* InvoiceLinks
     return handlers
       .handle("generateInvoice", ({ payload }) =>
         Effect.flatMap(CurrentOrganization, (org) => invoices.generate(org.id, payload.customer)).pipe(
           Effect.map((created) => {
-            const wire = created.map(toWireInvoice)
+            const wire = created.map((i) => toWireInvoice(i, links))
             return { success: true, invoice: wire[0]!, invoices: wire }
           }),
           mapDomainErrors
@@ -33,7 +35,7 @@ export const BillingHttp = HttpApiBuilder.group(BillingApi, "billing", (handlers
           )
           return {
             success: true,
-            invoices: list.map((i) => toWireInvoice({ ...i, amountRefunded: refunded.get(i.id) ?? "0" }))
+            invoices: list.map((i) => toWireInvoice({ ...i, amountRefunded: refunded.get(i.id) ?? "0" }, links))
           }
         }).pipe(mapDomainErrors)
       )

@@ -11,6 +11,7 @@ import { assertMoneyFitsJson, format, max, roundHalfUp, toDecimal, toNumber, ZER
 import type { DecimalLike } from "../domain/rating.ts"
 import { Ids } from "../platform/ids.ts"
 import { type InvoiceRecord, InvoicesRepo } from "./InvoicesRepo.ts"
+import { InvoiceLinks, type InvoiceLinksShape } from "./documents/links.ts"
 import { BillingProfiles } from "./profile/BillingProfiles.ts"
 import { priceInvoice } from "./taxes.ts"
 import { TaxRates, toTerms } from "../catalog/taxRates.ts"
@@ -101,7 +102,10 @@ export const amountDueOf = (r: Pick<InvoiceRecord, "total" | "amountPaid" | "cre
 
 /** The wire invoice of decisions.md §7. */
 /** `amountRefunded`: what its payments had refunded (payments owns refunds; an invoice just created has none). */
-export const toWireInvoice = (r: InvoiceRecord & { readonly amountRefunded?: string }): Invoice => ({
+export const toWireInvoice = (
+  r: InvoiceRecord & { readonly amountRefunded?: string },
+  links: Pick<InvoiceLinksShape, "hostedUrl">
+): Invoice => ({
   id: r.id,
   number: r.number,
   customerId: r.customerId,
@@ -118,7 +122,8 @@ export const toWireInvoice = (r: InvoiceRecord & { readonly amountRefunded?: str
   amountDue: toNumber(amountDueOf(r)),
   amountRefunded: Number(r.amountRefunded ?? "0"),
   createdAt: r.createdAt,
-  paidAt: iso(r.paidAt)
+  paidAt: iso(r.paidAt),
+  hostedUrl: links.hostedUrl(r.organizationId, r.id)
 })
 
 const invoiceNotFound = (id: string) => new NotFound({ code: "invoice_not_found", message: `No invoice '${id}'` })
@@ -138,6 +143,7 @@ export const InvoicesLive = Layer.effect(
     const credit = yield* CreditBalance
     const profiles = yield* BillingProfiles
     const taxRates = yield* TaxRates
+    const links = yield* InvoiceLinks
 
     const announce = (
       type: "invoice.created" | "invoice.paid" | "invoice.payment_failed",
@@ -146,7 +152,7 @@ export const InvoicesLive = Layer.effect(
     ) =>
       outbox.emit(invoice.organizationId, {
         type,
-        data: { ...toWireInvoice(invoice), ...extra },
+        data: { ...toWireInvoice(invoice, links), ...extra },
         customerId: invoice.customerId,
         subjectId: invoice.id
       })

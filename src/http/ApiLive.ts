@@ -3,6 +3,8 @@ import { Layer } from "effect"
 import { BillingApi } from "../api/Api.ts"
 import { BillingHttp } from "../billing/Http.ts"
 import { BillingProfileHttp } from "../billing/profile/Http.ts"
+import { DocumentsHttp } from "../billing/documents/Http.ts"
+import { HostedInvoicesHttp } from "../billing/documents/HostedHttp.ts"
 import { CatalogHttp } from "../catalog/Http.ts"
 import { CustomersHttp } from "../customers/Http.ts"
 import { EntitiesHttp } from "../entities/Http.ts"
@@ -28,11 +30,13 @@ export const ApiLive = HttpApiBuilder.api(BillingApi).pipe(
     SubscriptionsHttp,
     BillingHttp,
     BillingProfileHttp,
+    DocumentsHttp,
     PaymentsHttp,
     UsageHttp,
     WebhooksHttp,
     EventsHttp,
-    HostedHttp
+    HostedHttp,
+    HostedInvoicesHttp
   ]),
   // The security middleware must be provided after the groups that use it.
   Layer.provide(AuthenticationLive)

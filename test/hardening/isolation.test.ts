@@ -353,6 +353,11 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
         expect: NOT_FOUND
       }))
     ],
+    "GET /v1/billing/invoices/{id}/pdf": [a.invoice!.id, a.invoice!.number].map((id) => ({
+      method: "GET",
+      path: `/v1/billing/invoices/${enc(id)}/pdf`,
+      expect: { status: [404], codes: ["invoice_not_found"] }
+    })),
     "POST /v1/billing/invoice/{id}/pay": [a.invoice!.id, a.invoice!.number].map((id) => ({
       method: "POST",
       path: `/v1/billing/invoice/${enc(id)}/pay`,
