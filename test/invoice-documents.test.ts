@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { formatMinor } from "../src/dashboard/money.ts"
+import { formatMinor } from "../src/domain/majorUnits.ts"
 import { post, syncCatalog } from "./support/catalog.ts"
 import { databases, startServer, type TestServer } from "./support/harness.ts"
 

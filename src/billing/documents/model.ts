@@ -4,7 +4,7 @@
  */
 import type { Invoice } from "../../api/billing.ts"
 import type { Address, TaxId } from "../../api/billingProfile.ts"
-import { formatMinor, plainDecimal } from "../../dashboard/money.ts"
+import { formatMinor, plainDecimal } from "../../domain/majorUnits.ts"
 import type { ProfileRecord } from "../profile/BillingProfiles.ts"
 
 export interface DocumentParty {
