@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { formatMinor } from "../src/domain/majorUnits.ts"
 import { post, syncCatalog } from "./support/catalog.ts"
+import { pdfText } from "./support/pdf.ts"
 import { databases, startServer, type TestServer } from "./support/harness.ts"
 
 const catalog = {
@@ -18,14 +19,6 @@ const catalog = {
     { slug: "vat-ng", name: "VAT", percentage: 7.5, country: "NG" },
     { slug: "vat-de", name: "MwSt", percentage: 19, inclusive: true, country: "DE" }
   ]
-}
-
-/** The text of a PDF, as Debian's poppler-utils extracts it (its layout mode keeps a line's cells on one line). */
-export const pdfText = async (pdf: Uint8Array): Promise<string> => {
-  const proc = Bun.spawn(["pdftotext", "-layout", "-enc", "UTF-8", "-", "-"], { stdin: pdf, stdout: "pipe" })
-  const text = await new Response(proc.stdout).text()
-  expect(await proc.exited).toBe(0)
-  return text
 }
 
 /** Every number of an invoice as its document must show it. */

@@ -140,7 +140,8 @@ export const errorCodes = {
     "payment_method_not_found",
     "entity_not_found",
     "organization_not_found",
-    "provider_not_supported"
+    "provider_not_supported",
+    "credit_note_not_found"
   ],
   Conflict: [
     "customer_ambiguous",
@@ -156,7 +157,7 @@ export const errorCodes = {
     "change_not_possible"
   ],
   PayloadTooLarge: ["payload_too_large"],
-  Unprocessable: ["provider_not_configured", "amount_too_large"],
+  Unprocessable: ["provider_not_configured", "amount_too_large", "refund_exceeds_paid", "invoice_not_refundable"],
   TooManyRequests: ["rate_limited"],
   InternalError: ["internal_error"],
   NotImplemented: ["not_implemented"],

@@ -5,6 +5,7 @@ import { InvoicesRepoSql } from "../billing/InvoicesRepo.ts"
 import { BillingProfilesLive } from "../billing/profile/BillingProfiles.ts"
 import { InvoiceLinksLive } from "../billing/documents/links.ts"
 import { InvoiceDocumentsLive } from "../billing/documents/InvoiceDocuments.ts"
+import { CreditNotesLive } from "../billing/creditNotes/CreditNotes.ts"
 import { BillingDetailsRepoSql } from "../customers/BillingDetailsRepo.ts"
 import { CatalogLive } from "../catalog/CatalogLive.ts"
 import { CatalogRepoSql } from "../catalog/CatalogRepo.ts"
@@ -99,7 +100,7 @@ export const ServicesLive = Layer.mergeAll(
   EventCustomersLive,
   DashboardSessionsLive.pipe(Layer.provide(AuthenticatorLive))
 ).pipe(
-  Layer.provideMerge(Layer.mergeAll(SubscriptionsLive, AddonsLive)),
+  Layer.provideMerge(Layer.mergeAll(SubscriptionsLive, AddonsLive, CreditNotesLive)),
   Layer.provideMerge(PlanChangesLive),
   Layer.provideMerge(Layer.mergeAll(PaymentsLive, CreditsLive, InvoicesLive)),
   Layer.provideMerge(Layer.mergeAll(ProviderAccountsLive, AdaptersLive)),

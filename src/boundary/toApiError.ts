@@ -9,6 +9,8 @@ export const toApiError = (error: DomainError) => {
       return new Api.NotFound({ code: error.code, message: error.message })
     case "Conflict":
       return new Api.Conflict({ code: error.code, message: error.message })
+    case "Unprocessable":
+      return new Api.Unprocessable({ code: error.code, message: error.message })
     case "InvalidInput":
       return new Api.BadRequest({ code: "invalid_request", message: error.message, details: error.issues })
     case "PaymentFailed":
@@ -28,19 +30,21 @@ type WireOf<E> = E extends { readonly _tag: "NotFound" }
   ? Api.NotFound
   : E extends { readonly _tag: "Conflict" }
     ? Api.Conflict
-    : E extends { readonly _tag: "InvalidInput" }
-      ? Api.BadRequest
-      : E extends { readonly _tag: "PaymentFailed" }
-        ? Api.PaymentRequired
-        : E extends { readonly _tag: "ProviderNotConfigured" }
-          ? Api.Unprocessable
-          : E extends { readonly _tag: "ProviderFailure" }
-            ? Api.BadGateway
-            : E extends { readonly _tag: "InvalidSignature" }
-              ? Api.Unauthorized
-              : E extends { readonly _tag: "AmountTooLarge" }
-                ? Api.Unprocessable
-                : never
+    : E extends { readonly _tag: "Unprocessable" }
+      ? Api.Unprocessable
+      : E extends { readonly _tag: "InvalidInput" }
+        ? Api.BadRequest
+        : E extends { readonly _tag: "PaymentFailed" }
+          ? Api.PaymentRequired
+          : E extends { readonly _tag: "ProviderNotConfigured" }
+            ? Api.Unprocessable
+            : E extends { readonly _tag: "ProviderFailure" }
+              ? Api.BadGateway
+              : E extends { readonly _tag: "InvalidSignature" }
+                ? Api.Unauthorized
+                : E extends { readonly _tag: "AmountTooLarge" }
+                  ? Api.Unprocessable
+                  : never
 
 /** Maps an effect's domain failures onto their wire errors, keeping the precise union in the type. */
 export const mapDomainErrors = <A, E extends DomainError, R>(

@@ -8,6 +8,7 @@ import { errorCodes } from "../api/errors.ts"
 // The codes are the contract's (src/api/errors.ts, each status's enum in the document): one list for both.
 export const NotFoundCode = Schema.Literal(...errorCodes.NotFound)
 export const ConflictCode = Schema.Literal(...errorCodes.Conflict)
+export const UnprocessableCode = Schema.Literal(...errorCodes.Unprocessable)
 
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
   code: NotFoundCode,
@@ -16,6 +17,12 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
 
 export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", {
   code: ConflictCode,
+  message: Schema.String
+}) {}
+
+/** A well-formed request the service cannot carry out as asked (a refund past what was paid). */
+export class Unprocessable extends Schema.TaggedError<Unprocessable>()("Unprocessable", {
+  code: UnprocessableCode,
   message: Schema.String
 }) {}
 
@@ -52,6 +59,7 @@ export class InvalidSignature extends Schema.TaggedError<InvalidSignature>()("In
 export type DomainError =
   | NotFound
   | Conflict
+  | Unprocessable
   | InvalidInput
   | PaymentFailed
   | ProviderNotConfigured

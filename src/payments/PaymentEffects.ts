@@ -21,6 +21,10 @@ export type PaymentEffect = (org: string, paid: PaidTarget) => Effect.Effect<boo
 export interface RefundedTarget extends PaidTarget {
   /** This reversal's whole minor units (not the running total), at most the payment's `amount`. */
   readonly refunded: string
+  readonly cause: "refund" | "dispute"
+  /** The provider's name for this reversal (or our refund's): what it is known by when reported again. */
+  readonly reversalKey: string
+  readonly reason: string | null
 }
 
 /** What money going back undoes, inside the transaction that records it. */

@@ -148,6 +148,8 @@ export type ProviderEvent =
       readonly cumulative: boolean
       readonly currency: string
       readonly metadata: Partial<PaymentMetadata>
+      /** Why, when we asked for the refund ourselves (`POST /v1/billing/invoices/{id}/refund`). */
+      readonly reason?: string
     }
   | {
       /** The customer disputed a settled payment; nothing moves until it is lost (then a `Refunded`). */

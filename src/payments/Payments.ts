@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Context, Effect, Either, Layer, Option } from "effect"
 import type { CustomerRecord } from "../customers/CustomersRepo.ts"
-import { Conflict, NotFound, ProviderFailure, ProviderNotConfigured } from "../domain/errors.ts"
+import { Conflict, NotFound, ProviderFailure, ProviderNotConfigured, Unprocessable } from "../domain/errors.ts"
 import { Outbox } from "../events/Outbox.ts"
 import { AppConfig } from "../platform/config.ts"
 import { Encryption } from "../platform/encryption.ts"
@@ -78,6 +78,21 @@ export type CollectResult =
   /** `payable` said no: nothing was claimed. */
   | { readonly _tag: "NotPayable" }
 
+/** A refund the vendor asks for (decisions.md §16): the whole refundable amount when `amount` is null. */
+export interface RefundRequest {
+  readonly amount: number | null
+  readonly reason: string | null
+  /** Names this refund: the request's Idempotency-Key, or a fresh id. */
+  readonly key: string
+}
+
+export interface RefundOutcome {
+  /** Minor units this refund moved (or, `pending`, asked the provider to move). */
+  readonly amount: number
+  /** `succeeded`: recorded now (the simulated provider); `pending`: recorded when the provider's refund event comes. */
+  readonly status: "succeeded" | "pending"
+}
+
 export interface PaymentsShape {
   /** Fails as `collect` would when no provider can take the payment: checked before anything is created. */
   readonly ensureProvider: (org: string, provider: string | null) => Effect.Effect<void, ProviderNotConfigured>
@@ -117,6 +132,17 @@ export interface PaymentsShape {
    * charge, a hosted payment whose webhook never came). Safe in every process at once.
    */
   readonly reconcile: Effect.Effect<{ readonly settled: number; readonly stillProcessing: number }>
+  /**
+   * Gives back money of a target's settled payments through their provider: at most what they paid less what was
+   * refunded (else `refund_exceeds_paid`); none settled: `invoice_not_refundable`. The simulated provider's refund is
+   * recorded at once (with its credit note, through the refund effects); Paystack's and Stripe's when their refund
+   * event arrives, as any refund made at the provider is. The same `key` again answers without refunding again.
+   */
+  readonly refund: (
+    org: string,
+    targetId: string,
+    request: RefundRequest
+  ) => Effect.Effect<RefundOutcome, Unprocessable | ProviderFailure | ProviderNotConfigured>
   /** What the payments of each target had refunded (refunds and lost disputes), for targets with any: minor units. */
   readonly refundedByTarget: (
     org: string,
@@ -589,6 +615,70 @@ export const PaymentsLive = Layer.effect(
       return { settled: settled + paymentsSettled, stillProcessing: stale.payments.length - paymentsSettled }
     })
 
+    const refund: PaymentsShape["refund"] = (org, targetId, request) =>
+      Effect.gen(function* () {
+        const paid = yield* repo.succeededPaymentsOf(org, targetId)
+        if (paid.length === 0) {
+          return yield* new Unprocessable({ code: "invoice_not_refundable", message: "Nothing was paid on it" })
+        }
+        const reversalKey = `api:${request.key}`
+        // A repeat of a refund already recorded answers from it.
+        let repeated = 0n
+        for (const p of paid) {
+          const known = yield* repo.reversalAmount(org, p.reference, reversalKey)
+          if (Option.isSome(known)) repeated += BigInt(known.value)
+        }
+        if (repeated > 0n) return { amount: Number(repeated), status: "succeeded" as const }
+        const left = paid.map((p) => ({ p, left: BigInt(p.amount) - BigInt(p.amountRefunded) }))
+        const refundable = left.reduce((sum, x) => sum + x.left, 0n)
+        const wanted = request.amount === null ? refundable : BigInt(request.amount)
+        if (wanted <= 0n || wanted > refundable) {
+          return yield* new Unprocessable({
+            code: "refund_exceeds_paid",
+            message: `At most ${refundable} (minor units) can be refunded: what was paid less what was refunded`
+          })
+        }
+        // Newest payment first; a refund larger than it continues on the older ones.
+        let remaining = wanted
+        let pending = false
+        for (const { p, left: available } of [...left].reverse()) {
+          if (remaining === 0n) break
+          const portion = available < remaining ? available : remaining
+          if (portion <= 0n) continue
+          remaining -= portion
+          if (p.provider === "simulated") {
+            yield* sql
+              .withTransaction(
+                settlement.applyEvent(org, "simulated", {
+                  _tag: "Refunded",
+                  eventKey: `${reversalKey}:${p.reference}`,
+                  reference: p.reference,
+                  providerPaymentId: null,
+                  cause: "refund",
+                  reversalKey,
+                  amount: Number(portion),
+                  cumulative: false,
+                  currency: p.currency,
+                  metadata: {},
+                  ...(request.reason === null ? {} : { reason: request.reason })
+                })
+              )
+              .pipe(Effect.orDie)
+          } else {
+            const resolved = yield* accounts.forWebhook(org, p.provider)
+            const adapter = yield* adapterOf(p.provider)
+            if (Option.isNone(resolved)) {
+              return yield* new ProviderNotConfigured({ message: `No ${p.provider} account to refund through` })
+            }
+            yield* adapter
+              .refund(resolved.value.account, p.providerReference ?? p.reference, Number(portion))
+              .pipe(Effect.mapError(providerFailure))
+            pending = true
+          }
+        }
+        return { amount: Number(wanted), status: pending ? ("pending" as const) : ("succeeded" as const) }
+      })
+
     return {
       ensureProvider: (org, provider) =>
         Effect.asVoid(Effect.flatMap(accounts.resolve(org, provider), (r) => adapterOf(r.account.provider))),
@@ -600,6 +690,7 @@ export const PaymentsLive = Layer.effect(
       removeMethod,
       applyEvent: settlement.applyEvent,
       reconcile,
+      refund,
       refundedByTarget: (org, targetIds) =>
         targetIds.length === 0 ? Effect.succeed(new Map()) : repo.refundedByTarget(org, targetIds)
     }

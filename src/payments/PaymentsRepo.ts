@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, type Option, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import {
   DbInt,
   decodeFirstRow,
@@ -142,6 +142,8 @@ export interface PaymentsRepoShape {
    */
   readonly insertPayment: (p: PaymentRecord) => Effect.Effect<boolean>
   readonly findPayment: (org: string, reference: string) => Effect.Effect<Option.Option<PaymentRecord>>
+  /** The succeeded payments of one target (an invoice), oldest first. */
+  readonly succeededPaymentsOf: (org: string, targetId: string) => Effect.Effect<ReadonlyArray<PaymentRecord>>
   readonly findPaymentByKey: (org: string, key: string) => Effect.Effect<Option.Option<PaymentRecord>>
   readonly findCheckoutByKey: (org: string, key: string) => Effect.Effect<Option.Option<CheckoutRecord>>
   /** The attempt in flight for an invoice or pending subscription, if any. */
@@ -182,6 +184,8 @@ export interface PaymentsRepoShape {
   readonly recordReversal: (org: string, reference: string, reversal: Reversal) => Effect.Effect<void>
   /** Every money-back recorded for the payment, in minor units. */
   readonly reversals: (org: string, reference: string) => Effect.Effect<ReadonlyArray<string>>
+  /** One reversal's recorded amount, by its key. */
+  readonly reversalAmount: (org: string, reference: string, key: string) => Effect.Effect<Option.Option<string>>
   readonly addRefund: (org: string, reference: string, amountRefunded: string, now: number) => Effect.Effect<void>
   readonly markDisputed: (org: string, reference: string, now: number) => Effect.Effect<void>
   /** What the payments of each target had refunded (only targets with a refund), in minor units. */
@@ -431,6 +435,9 @@ export const PaymentsRepoSql = Layer.effect(
       markDisputed: (org, reference, now) =>
         sql`UPDATE payments SET disputed = 1, updated_at = ${now}
             WHERE organization_id = ${org} AND reference = ${reference}`.pipe(Effect.asVoid, Effect.orDie),
+      succeededPaymentsOf: (org, targetId) =>
+        sql`SELECT * FROM payments WHERE organization_id = ${org} AND target_id = ${targetId} AND status = 'succeeded'
+            ORDER BY created_at, reference`.pipe(Effect.flatMap(payments), Effect.orDie),
       lockPayment: (org, reference) =>
         sql`SELECT * FROM payments WHERE organization_id = ${org} AND reference = ${reference} ${forUpdate}`.pipe(
           Effect.flatMap(payment),
@@ -456,6 +463,12 @@ export const PaymentsRepoSql = Layer.effect(
                 WHERE organization_id = ${org} AND payment_reference = ${reference} AND reversal_key = ${r.key}`
           }
         }).pipe(Effect.orDie),
+      reversalAmount: (org, reference, key) =>
+        sql<{ amount: string }>`SELECT amount FROM payment_reversals
+            WHERE organization_id = ${org} AND payment_reference = ${reference} AND reversal_key = ${key}`.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0]).pipe(Option.map((r) => String(r.amount)))),
+          Effect.orDie
+        ),
       reversals: (org, reference) =>
         sql<{ amount: string }>`SELECT amount FROM payment_reversals
             WHERE organization_id = ${org} AND payment_reference = ${reference}`.pipe(

@@ -286,7 +286,15 @@ export const makeSettlement = (
         subjectId: p.reference
       })
       const undo = (yield* PaymentEffects).refunded[p.purpose]
-      if (p.applied && undo !== undefined) yield* undo(org, { ...paidOf(p), refunded: increase.toString() })
+      if (p.applied && undo !== undefined) {
+        yield* undo(org, {
+          ...paidOf(p),
+          refunded: increase.toString(),
+          cause: event.cause,
+          reversalKey: event.reversalKey,
+          reason: event.reason ?? null
+        })
+      }
       return true
     })
 

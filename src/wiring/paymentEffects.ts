@@ -1,6 +1,7 @@
 import { Clock, Effect, Layer } from "effect"
 import { Invoices } from "../billing/Invoices.ts"
 import { PlanChanges } from "../subscriptions/changes.ts"
+import { CreditNotes } from "../billing/creditNotes/CreditNotes.ts"
 import { Subscriptions } from "../subscriptions/Subscriptions.ts"
 import { Addons } from "../payments/Addons.ts"
 import { PaymentEffects } from "../payments/Payments.ts"
@@ -13,6 +14,7 @@ export const PaymentEffectsLive = Layer.effect(
     const addons = yield* Addons
     const invoices = yield* Invoices
     const planChanges = yield* PlanChanges
+    const creditNotes = yield* CreditNotes
     return {
       paid: {
         subscription: (org, paid) => subscriptions.activate(org, paid.targetId),
@@ -35,6 +37,20 @@ export const PaymentEffectsLive = Layer.effect(
       // decisions.md §7: a refunded pack gives back its credits in proportion; a subscription keeps its access and an
       // invoice stays paid (it shows `amountRefunded`).
       refunded: {
+        // decisions.md §16: every refund or lost dispute of an invoice's payment issues a credit note.
+        invoice: (org, r) =>
+          Effect.asVoid(
+            creditNotes.issue(org, {
+              invoiceId: r.targetId,
+              customerId: r.customerId,
+              currency: r.currency,
+              amount: r.refunded,
+              cause: r.cause,
+              reason: r.reason,
+              paymentReference: r.reference,
+              reversalKey: r.reversalKey
+            })
+          ),
         addon: (org, r) =>
           Effect.asVoid(
             addons.takeBack(org, r.customerId, r.targetId, r.quantity, {

@@ -427,6 +427,9 @@ const basesFor = (w: World): Record<string, Valid> => {
     "GET /v1/billing/usage": { path: {}, query: { customer: c1 } },
     "POST /v1/billing/invoice/{id}/pay": { path: { id: w.invoice!.id }, body: { callbackUrl: back } },
     "GET /v1/billing/invoices/{id}/pdf": { path: { id: w.invoice!.id } },
+    "POST /v1/billing/invoices/{id}/refund": { path: { id: w.invoice!.id }, body: { amount: 1, reason: "r" } },
+    "GET /v1/billing/credit-notes": { path: {}, query: { invoice: w.invoice!.id } },
+    "GET /v1/billing/credit-notes/{id}/pdf": { path: { id: w.creditNote ?? "cn_none" } },
     "POST /v1/addon": {
       path: {},
       body: { customer: c1, pack: `${p}small`, quantity: 1, currency: "NGN", metadata: {}, callbackUrl: back }

@@ -353,6 +353,23 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
         expect: NOT_FOUND
       }))
     ],
+    "GET /v1/billing/credit-notes": [
+      { method: "GET", path: "/v1/billing/credit-notes", expect: list },
+      { method: "GET", path: `/v1/billing/credit-notes${q({ invoice: a.invoice!.id })}`, expect: list }
+    ],
+    "GET /v1/billing/credit-notes/{id}/pdf": [
+      {
+        method: "GET",
+        path: `/v1/billing/credit-notes/${enc(a.creditNote!)}/pdf`,
+        expect: { status: [404], codes: ["credit_note_not_found"] }
+      }
+    ],
+    "POST /v1/billing/invoices/{id}/refund": [a.invoice!.id, a.invoice!.number].map((id) => ({
+      method: "POST",
+      path: `/v1/billing/invoices/${enc(id)}/refund`,
+      body: {},
+      expect: { status: [404], codes: ["invoice_not_found"] }
+    })),
     "GET /v1/billing/invoices/{id}/pdf": [a.invoice!.id, a.invoice!.number].map((id) => ({
       method: "GET",
       path: `/v1/billing/invoices/${enc(id)}/pdf`,

@@ -94,6 +94,8 @@ export interface World {
   /** Present when built with payments. */
   readonly subscriptions: { readonly free: string; readonly active?: string; readonly pending?: string }
   readonly invoice?: { readonly id: string; readonly number: string }
+  /** With `payments`: the invoice paid with the saved card, then 1 of it refunded (its credit note). */
+  readonly creditNote?: string
   readonly paymentMethod?: string
   readonly pendingReference?: string
   readonly entity: string
@@ -184,6 +186,7 @@ export const buildWorld = async (
   let pending: string | undefined
   let paymentMethod: string | undefined
   let pendingReference: string | undefined
+  let creditNote: string | undefined
   if (options.payments) {
     const attached = await call("/v1/attach", { customer: c1.externalId, product: `${p}basic` })
     expect(attached.subscription.status).toBe("pending")
@@ -200,6 +203,9 @@ export const buildWorld = async (
     expect(waiting.subscription.status).toBe("pending")
     pending = waiting.subscription.id
     pendingReference = new URL(waiting.checkoutUrl).pathname.split("/").pop()!
+    expect((await call(`/v1/billing/invoice/${invoice.id}/pay`, {})).paid).toBe(true)
+    const refunded = await call(`/v1/billing/invoices/${invoice.id}/refund`, { amount: 1, reason: "a test refund" })
+    creditNote = refunded.creditNotes[0].id
   }
 
   const webhookEndpoints: Array<string> = []
@@ -241,6 +247,7 @@ export const buildWorld = async (
     invoice,
     ...(paymentMethod ? { paymentMethod } : {}),
     ...(pendingReference ? { pendingReference } : {}),
+    ...(creditNote ? { creditNote } : {}),
     entity,
     idempotencyKey,
     webhookEndpoints: [webhookEndpoints[0]!, webhookEndpoints[1]!],

@@ -3,6 +3,7 @@
  * the dashboard shows it (decisions.md §13): major units by the currency's exponent, exactly, with the code.
  */
 import type { Invoice } from "../../api/billing.ts"
+import type { CreditNote } from "../../api/documents.ts"
 import type { Address, TaxId } from "../../api/billingProfile.ts"
 import { formatMinor, plainDecimal } from "../../domain/majorUnits.ts"
 import type { ProfileRecord } from "../profile/BillingProfiles.ts"
@@ -137,6 +138,50 @@ export const invoiceDocument = (invoice: Invoice, seller: ProfileRecord, buyer: 
       { label: "Amount due", amount: money(invoice.amountDue), strong: true }
     ],
     notes: invoice.taxNote === undefined ? [] : [invoice.taxNote],
+    footer: seller.footer
+  }
+}
+
+/** A credit note as its document shows it: what was given back on which invoice, and why. */
+export const creditNoteDocument = (
+  note: CreditNote,
+  invoice: Invoice,
+  seller: ProfileRecord,
+  buyer: BuyerDetails
+): BillingDocument => {
+  const money = (minor: number) => formatMinor(minor, note.currency)
+  const what = note.cause === "dispute" ? "Lost payment dispute" : "Refund"
+  return {
+    title: "Credit note",
+    number: note.number,
+    statusLabel: `${what} on invoice ${invoice.number}`,
+    createdAt: note.createdAt,
+    seller: sellerParty(seller),
+    buyerHeading: "CREDIT TO",
+    buyer: buyerParty(buyer),
+    facts: [
+      ["Credit note number", note.number],
+      ["Date of issue", day(note.createdAt)],
+      ["Invoice", invoice.number],
+      ["Invoice date", day(invoice.createdAt)],
+      ["Currency", note.currency]
+    ],
+    lines: [
+      {
+        description: `${what} of invoice ${invoice.number}`,
+        period: day(note.createdAt),
+        quantity: "1",
+        unitPrice: money(note.amount),
+        amount: money(note.amount),
+        adjustments: []
+      }
+    ],
+    totals: [
+      { label: "Invoice total", amount: money(invoice.total), strong: false },
+      { label: "Total credited", amount: money(note.amount), strong: true },
+      { label: "Refunded on the invoice so far", amount: money(invoice.amountRefunded), strong: false }
+    ],
+    notes: note.reason === undefined ? [] : [`Reason: ${note.reason}`],
     footer: seller.footer
   }
 }

@@ -23,6 +23,7 @@ import m0034 from "./0034_plan_changes.ts"
 import m0035 from "./0035_hot_read_scheduled_change.ts"
 import m0040 from "./0040_billing_profiles.ts"
 import m0041 from "./0041_tax_rates.ts"
+import m0042 from "./0042_credit_notes.ts"
 
 /**
  * The schema's versions in order, one file each. A migration that has landed is never edited: a change is a new file.
@@ -52,5 +53,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0034_plan_changes": m0034,
   "0035_hot_read_scheduled_change": m0035,
   "0040_billing_profiles": m0040,
-  "0041_tax_rates": m0041
+  "0041_tax_rates": m0041,
+  "0042_credit_notes": m0042
 }
