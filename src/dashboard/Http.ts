@@ -3,6 +3,7 @@ import { type ApiError, errorBody, errorStatus } from "../api/errors.ts"
 import { type Organization, SessionOrganization } from "../api/security.ts"
 import { toApiError } from "../boundary/toApiError.ts"
 import { Catalog } from "../catalog/Catalog.ts"
+import { TaxRates, toWireTaxRate } from "../catalog/taxRates.ts"
 import { Credits } from "../credits/Credits.ts"
 import { Customers } from "../customers/Customers.ts"
 import type { DomainError } from "../domain/errors.ts"
@@ -20,7 +21,7 @@ export const CSP =
   "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
   "font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-type Services = DashboardSessions | Customers | Catalog | Credits | Organizations | SqlClient.SqlClient
+type Services = DashboardSessions | Customers | Catalog | TaxRates | Credits | Organizations | SqlClient.SqlClient
 
 export interface DashboardDeps {
   /** Runs on the application's runtime (whose failures include the layers' own, hence `unknown`). */
@@ -212,7 +213,9 @@ export const makeDashboard = (deps: DashboardDeps) => {
       if (path === "/overview") return json((await run(overview(org.id))).pipe(Either.getOrThrow))
       if (path === "/catalog") {
         const snapshot = (await run(Effect.flatMap(Catalog, (c) => c.snapshot(org.id)))).pipe(Either.getOrThrow)
+        const taxRates = (await run(Effect.flatMap(TaxRates, (t) => t.list(org.id)))).pipe(Either.getOrThrow)
         return json({
+          taxRates: taxRates.map(toWireTaxRate),
           features: [...snapshot.features.values()],
           plans: [...snapshot.plans.values()],
           creditSystems: [...snapshot.creditSystems.values()],

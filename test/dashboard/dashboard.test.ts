@@ -196,7 +196,13 @@ for (const database of databases()) {
         for (const invoice of invoices) expect(text).toContain(formatMinor(invoice.total, invoice.currency))
         await shot(page, `${database.name}-customer`)
 
-        // Catalog: prices in major units, exactly (a fractional unit price included).
+        // Catalog: prices in major units, exactly (a fractional unit price included), and the tax rates.
+        const taxed = await sendAs(a.apiKey)("POST", "/v1/sync", {
+          features: [],
+          plans: [],
+          taxRates: [{ slug: "vat-ng", name: "VAT", percentage: 7.5, country: "NG" }]
+        })
+        expect(taxed.status).toBe(200)
         await openView(page, `${base}/dashboard/catalog`)
         const catalogText = (await page.textContent("main"))!
         expect(catalogText).toContain("5,000.00 NGN")
@@ -204,6 +210,8 @@ for (const database of databases()) {
         expect(catalogText).toContain("0.005 NGN") // overage 0.5 kobo
         expect(catalogText).toContain("0.0025 NGN") // tier unit price 0.25 kobo
         expect(catalogText).toContain("2,500.00 NGN") // the pack
+        expect(catalogText).toContain("Tax rates")
+        expect(catalogText).toMatch(/VATvat-ng7\.5%exclusiveNG/)
         await shot(page, `${database.name}-catalog`)
 
         // Invoices: lines and tier breakdowns.
@@ -218,6 +226,13 @@ for (const database of databases()) {
         expect(await page.locator(`details[id="${tiered.id}"] .tiers tbody tr`).count()).toBeGreaterThan(0)
         expect(await page.textContent(`details[id="${tiered.id}"]`)).toContain(
           formatMinor(tiered.total, tiered.currency)
+        )
+        // Each invoice links its hosted page and its PDF, and shows its tax.
+        expect(await page.$$eval("details.invoice p.documents a", (as) => as.map((a: any) => a.href))).toEqual(
+          all.flatMap((i) => [i.hostedUrl, `${i.hostedUrl}/pdf`])
+        )
+        expect(await page.textContent(`details[id="${tiered.id}"]`)).toContain(
+          `tax ${formatMinor(tiered.tax, tiered.currency)}`
         )
         await openView(page, `${base}/dashboard/invoices?status=void`)
         expect(await page.locator("details.invoice").count()).toBe(all.filter((i) => i.status === "void").length)

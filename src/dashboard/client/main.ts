@@ -565,6 +565,21 @@ const catalog = async () => {
       )
     ),
     section(
+      "Tax rates",
+      table(
+        ["Name", "Slug", "Percentage", "Kind", "Country", "State"],
+        (c.taxRates ?? []).map((t: any) => [
+          t.name,
+          h("code", null, t.slug),
+          `${num(t.percentage)}%`,
+          t.inclusive ? "inclusive" : "exclusive",
+          t.country,
+          t.state ?? "—"
+        ]),
+        "No tax rates (taxRates in POST /v1/sync)"
+      )
+    ),
+    section(
       "Credit packs",
       table(
         ["Name", "Slug", "Credits", "Price", "Credit system", "Active"],
@@ -618,13 +633,20 @@ const invoicesView = async () => {
                 ` · ${when(i.createdAt)}`
               ),
               table(
-                ["Feature", "Description", "Quantity", "Unit price", "Amount", "Period"],
+                ["Feature", "Description", "Quantity", "Unit price", "Amount", "Discounts", "Taxes", "Period"],
                 i.lines.map((l: any) => [
                   l.feature,
                   l.description,
                   num(l.quantity),
                   money(l.unitPrice, i.currency),
                   money(l.amount, i.currency),
+                  (l.discounts ?? []).map((d: any) => `${d.coupon} −${money(d.amount, i.currency)}`).join("; ") || "—",
+                  (l.taxes ?? [])
+                    .map(
+                      (t: any) =>
+                        `${t.name} ${num(t.percentage)}%${t.inclusive ? " incl." : ""} ${money(t.amount, i.currency)}`
+                    )
+                    .join("; ") || "—",
                   `${when(l.periodStart)} – ${when(l.periodEnd)}`
                 ]),
                 "No lines"
@@ -651,8 +673,18 @@ const invoicesView = async () => {
               h(
                 "p",
                 { class: "muted" },
-                `Subtotal ${money(i.subtotal, i.currency)} · paid ${money(i.amountPaid, i.currency)} · refunded ${money(i.amountRefunded, i.currency)}`
-              )
+                `Subtotal ${money(i.subtotal, i.currency)} · discount ${money(i.discount ?? 0, i.currency)} · tax ${money(i.tax ?? 0, i.currency)} · total ${money(i.total, i.currency)} · paid ${money(i.amountPaid, i.currency)} · refunded ${money(i.amountRefunded, i.currency)}`
+              ),
+              i.taxNote ? h("p", { class: "muted" }, i.taxNote) : null,
+              i.hostedUrl
+                ? h(
+                    "p",
+                    { class: "documents" },
+                    h("a", { href: i.hostedUrl, target: "_blank", rel: "noopener noreferrer" }, "Hosted page"),
+                    " · ",
+                    h("a", { href: `${i.hostedUrl}/pdf`, target: "_blank", rel: "noopener noreferrer" }, "PDF")
+                  )
+                : null
             )
           )
         )
