@@ -77,6 +77,7 @@ export const HostedInvoicesHttp = HttpApiBuilder.group(BillingApi, "hostedInvoic
             NotFound: () => Effect.succeed(notFound()),
             Conflict: (e) => show(path.org, path.id, e.message),
             PaymentFailed: (e) => show(path.org, path.id, `The payment did not go through: ${e.message}`),
+            AmountTooLarge: (e) => show(path.org, path.id, e.message),
             ProviderFailure: () =>
               show(path.org, path.id, "The payment provider could not be reached. Please try again in a moment.")
           })
