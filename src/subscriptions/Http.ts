@@ -5,6 +5,7 @@ import { CurrentOrganization } from "../api/security.ts"
 import { mapDomainErrors } from "../boundary/toApiError.ts"
 import { idempotencyKeyOf } from "../platform/idempotencyKey.ts"
 import { storedLine, wireLine } from "../billing/lines.ts"
+import { InvoiceLinks } from "../billing/documents/links.ts"
 import { toWireInvoice } from "../billing/Invoices.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import { PlanChanges } from "./changes.ts"
@@ -15,6 +16,7 @@ export const SubscriptionsHttp = HttpApiBuilder.group(BillingApi, "subscriptions
     const subscriptions = yield* Subscriptions
     const changes = yield* PlanChanges
     const catalog = yield* Catalog
+    const links = yield* InvoiceLinks
     const plansOf = (org: string) => Effect.map(catalog.snapshot(org), (snap) => snap.plansById)
     return handlers
       .handle("attach", ({ payload }) =>
@@ -26,7 +28,7 @@ export const SubscriptionsHttp = HttpApiBuilder.group(BillingApi, "subscriptions
             success: true,
             subscription: toWireSubscription(a.subscription, a.plan, yield* plansOf(org.id)),
             checkoutUrl: a.checkoutUrl,
-            ...(a.invoice === undefined ? {} : { invoice: toWireInvoice(a.invoice) }),
+            ...(a.invoice === undefined ? {} : { invoice: toWireInvoice(a.invoice, links) }),
             message: a.message
           }
         }).pipe(mapDomainErrors)
