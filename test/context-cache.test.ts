@@ -96,6 +96,21 @@ for (const database of databases()) {
       expect((await byEmail("C1@Example.com"))[0]).toMatchObject({ code: "customer_not_found" })
     })
 
+    test("a transaction writing many rows moves the version: once on PostgreSQL, and again for the next", async () => {
+      const { call, batch, version } = await setup()
+      const before = await version()
+      // Three customers, each with its autoEnable subscription: six rows written by one transaction.
+      const created = await batch(
+        ["m1", "m2", "m3"].map((customer) => ({ customer, feature: "tokens", value: 1, customerData: {} }))
+      )
+      expect(created.map((r) => r.code)).toEqual(["tracked", "tracked", "tracked"])
+      const after = await version()
+      if (database.name === "postgresql") expect(after).toBe(before + 1)
+      else expect(after).toBeGreaterThan(before)
+      expect((await call("/v1/customers", { id: "m4", email: "m4@example.com" })).status).toBe(200)
+      expect(await version()).toBeGreaterThan(after)
+    })
+
     test("rows changed by SQL from another process move the version; the next batch decides over them", async () => {
       const { call, batch, version, cancelBySql } = await setup()
       const created = await call("/v1/customers", { id: "c2", email: "c2@example.com" })

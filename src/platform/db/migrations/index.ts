@@ -24,6 +24,7 @@ import m0035 from "./0035_hot_read_scheduled_change.ts"
 import m0040 from "./0040_billing_profiles.ts"
 import m0041 from "./0041_tax_rates.ts"
 import m0042 from "./0042_credit_notes.ts"
+import m0050 from "./0050_context_version_once_a_transaction.ts"
 
 /**
  * The schema's versions in order, one file each. A migration that has landed is never edited: a change is a new file.
@@ -54,5 +55,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0035_hot_read_scheduled_change": m0035,
   "0040_billing_profiles": m0040,
   "0041_tax_rates": m0041,
-  "0042_credit_notes": m0042
+  "0042_credit_notes": m0042,
+  "0050_context_version_once_a_transaction": m0050
 }
