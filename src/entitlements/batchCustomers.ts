@@ -68,7 +68,7 @@ export const makeBatchCustomers =
         if (sorted.created.length > 0) {
           const snapshot = (yield* catalog.cached(org)).snapshot
           const plans = autoEnabledPlans(snapshot).length
-          const planned = planNewCustomers({
+          const planned = yield* planNewCustomers({
             org,
             snapshot,
             now,
