@@ -122,6 +122,9 @@ export const DeliveriesLive = Layer.effect(
         const n = yield* fanOutBatch
         total += n
         if (n < FAN_OUT_BATCH) break
+        // A timer's turn between rounds: requests waiting for the database (on SQLite, its one connection) take it
+        // then, rather than after a batch's tens of thousands of events are all fanned out.
+        yield* Effect.sleep(0)
       }
       return total
     })
