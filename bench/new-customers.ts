@@ -3,7 +3,8 @@
  * (`customerData`), and what they do to other organizations' latency.
  *
  *   node_modules/.bin/bun bench/new-customers.ts [--db pg,sqlite] [--batches 10] [--size 1000] [--plans 2]
- *     [--stall-plans 2,20] [--pg postgres://postgres@127.0.0.1:5432]
+ *     [--stall-plans 2,20] [--parts volume,stall] [--pg postgres://postgres@127.0.0.1:5432]
+ *     [--name billing_bench_new_customers]
  *
  * Per database, on a scratch database (bench/support.ts) with the service as a subprocess:
  * 1. volume: `--batches` batches of `--size` new customers, one after the other, on a catalog of `--plans` free
@@ -41,6 +42,9 @@ const { values: args } = parseArgs({
     size: { type: "string", default: "1000" },
     plans: { type: "string", default: "2" },
     "stall-plans": { type: "string", default: "2,20" },
+    parts: { type: "string", default: "volume,stall" },
+    // The scratch PostgreSQL database (dropped and created anew): one name a person, when several run it at once.
+    name: { type: "string", default: "billing_bench_new_customers" },
     pg: { type: "string", default: process.env.BENCH_PG ?? "postgres://postgres@127.0.0.1:5432" }
   }
 })
@@ -48,6 +52,7 @@ const BATCHES = Number(args.batches)
 const SIZE = Number(args.size)
 const PLANS = Number(args.plans)
 const STALL_PLANS = args["stall-plans"]!.split(",").map(Number)
+const PARTS = args.parts!.split(",")
 const FEATURE = "calls"
 /** The worst latency organization A may see while B's batch runs (docs/decisions.md, "New customers in batches"). */
 const STALL_BOUND_MS: Record<number, number> = { 2: 250, 20: 1000 }
@@ -106,7 +111,7 @@ const organizationOf = async (store: Store, apiKey: string) => {
 }
 
 const volume = async (kind: "pg" | "sqlite") => {
-  const db = await scratchDatabase(kind, { name: "billing_bench_new_customers", pg: args.pg!, keep: false })
+  const db = await scratchDatabase(kind, { name: args.name!, pg: args.pg!, keep: false })
   const apiKey = await createOrganization(db.env)
   const service = await startService(db.env, apiKey)
   const store = db.store()
@@ -200,7 +205,7 @@ const literal = (value: unknown) =>
   value === null ? "NULL" : typeof value === "number" ? String(value) : `'${String(value).replace(/'/g, "''")}'`
 
 const stall = async (kind: "pg" | "sqlite") => {
-  const db = await scratchDatabase(kind, { name: "billing_bench_new_customers", pg: args.pg!, keep: false })
+  const db = await scratchDatabase(kind, { name: args.name!, pg: args.pg!, keep: false })
   const keyA = await createOrganization(db.env)
   // B: an organization per catalog (a sync that auto-enables plans attaches them to every existing customer).
   const keysB = new Map<number, string>()
@@ -253,7 +258,7 @@ const stall = async (kind: "pg" | "sqlite") => {
 }
 
 for (const kind of args.db!.split(",") as ReadonlyArray<"pg" | "sqlite">) {
-  await volume(kind)
-  await stall(kind)
+  if (PARTS.includes("volume")) await volume(kind)
+  if (PARTS.includes("stall")) await stall(kind)
 }
 process.exit(failed ? 1 : 0)
