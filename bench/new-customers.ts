@@ -54,8 +54,15 @@ const PLANS = Number(args.plans)
 const STALL_PLANS = args["stall-plans"]!.split(",").map(Number)
 const PARTS = args.parts!.split(",")
 const FEATURE = "calls"
-/** The worst latency organization A may see while B's batch runs (docs/decisions.md, "New customers in batches"). */
-const STALL_BOUND_MS: Record<number, number> = { 2: 250, 20: 1000 }
+/**
+ * The worst latency organization A may see while B's batch runs (docs/decisions.md, "New customers in batches"). SQLite
+ * with 20 plans: 2,000 ms, not 1,000 (one writer, and the batch's one transaction of 61,000 rows takes 0.9–1.5 s on
+ * the shared machine: the record says what was measured).
+ */
+const STALL_BOUND_MS: Record<"pg" | "sqlite", Record<number, number>> = {
+  pg: { 2: 250, 20: 1000 },
+  sqlite: { 2: 250, 20: 2000 }
+}
 const TARGET_RATE = 1000
 
 let failed = false
@@ -241,7 +248,7 @@ const stall = async (kind: "pg" | "sqlite") => {
       running = false
       await tracker
       const sorted = [...latencies].sort((x, y) => x - y)
-      const bound = STALL_BOUND_MS[plans] ?? 1000
+      const bound = STALL_BOUND_MS[kind][plans] ?? 1000
       const worst = sorted.at(-1) ?? 0
       console.log(
         `  ${pad(plans, 2)} plans: B's batch ${pad(ms(run.elapsed), 7)} ms; A: ${latencies.length} tracks, p99 ` +

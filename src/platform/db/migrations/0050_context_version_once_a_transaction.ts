@@ -6,8 +6,9 @@ import { onPostgres } from "./statements.ts"
  * (21,000 rows) updated the one version row 21,000 times at its commit, each update a new version of that row that
  * the next had to walk past: 7.9 s of the commit (docs/decisions.md, "New customers in batches"). A row this
  * transaction has already written (its `xmin` is the transaction's id) needs no second move: readers see the version
- * and the rows together either way. A version moved by a subtransaction has that one's id, and is moved again
- * (harmless); one rolled back with it is not this transaction's row any more.
+ * and the rows together either way. The test is the upsert's own condition, so the row is still found through its
+ * key. A version moved by a subtransaction has that one's id and is moved again (harmless); one rolled back with it
+ * is not this transaction's row any more.
  *
  * SQLite: unchanged (plain triggers in the writing statement, each an update in place).
  */
@@ -16,11 +17,8 @@ DECLARE
   v_org TEXT;
 BEGIN
   IF TG_OP = 'DELETE' THEN v_org := OLD.organization_id; ELSE v_org := NEW.organization_id; END IF;
-  IF EXISTS (SELECT 1 FROM context_versions WHERE organization_id = v_org AND xmin = pg_current_xact_id()::xid) THEN
-    RETURN NULL;
-  END IF;
   INSERT INTO context_versions AS v (organization_id, version) VALUES (v_org, 1)
-  ON CONFLICT (organization_id) DO UPDATE SET version = v.version + 1;
+  ON CONFLICT (organization_id) DO UPDATE SET version = v.version + 1 WHERE v.xmin <> pg_current_xact_id()::xid;
   RETURN NULL;
 END
 $$`
