@@ -69,6 +69,7 @@ const sub = (
   graceEndsAt: null,
   scheduledPlanId: null,
   scheduledAt: null,
+  resetAnchor: null,
   createdAt: startedAt,
   updatedAt: startedAt
 })

@@ -33,7 +33,7 @@ export interface Grant {
   /** The same sum, exactly, in micro-units. */
   readonly limitMicro: bigint | null
   readonly reset: ResetInterval
-  /** Reset windows are anchored at the oldest granting subscription's start. */
+  /** Reset windows are anchored at the oldest granting subscription's reset anchor (its start, until an interval change). */
   readonly anchor: number
   /** Pricing and overage terms: those of the oldest grant. */
   readonly terms: PlanFeature | null
@@ -86,7 +86,7 @@ const grantOf = (subject: Subject, sources: ReadonlyArray<GrantSource>, now: num
     limit: limitMicro === null ? null : microToNumber(limitMicro),
     limitMicro,
     reset: first === undefined || neverResets ? "none" : first.planFeature.reset,
-    anchor: first?.subscription.startedAt ?? now,
+    anchor: first === undefined ? now : (first.subscription.resetAnchor ?? first.subscription.startedAt),
     terms: first?.planFeature ?? null
   }
 }

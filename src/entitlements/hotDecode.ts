@@ -46,6 +46,7 @@ const subscription = (r: unknown): EntitlementContext["subscriptions"][number] |
   if (!numOrNull(s.currentPeriodEnd) || !numOrNull(s.trialEndsAt) || !numOrNull(s.canceledAt)) return undefined
   if (!numOrNull(s.graceEndsAt) || !num(s.cancelAtPeriodEnd)) return undefined
   if ((s.scheduledPlanId !== null && !str(s.scheduledPlanId)) || !numOrNull(s.scheduledAt)) return undefined
+  if (!numOrNull(s.resetAnchor)) return undefined
   return {
     organizationId: s.organizationId,
     id: s.id,
@@ -62,7 +63,8 @@ const subscription = (r: unknown): EntitlementContext["subscriptions"][number] |
     createdAt: s.createdAt,
     updatedAt: s.updatedAt,
     scheduledPlanId: s.scheduledPlanId as string | null,
-    scheduledAt: s.scheduledAt as number | null
+    scheduledAt: s.scheduledAt as number | null,
+    resetAnchor: s.resetAnchor as number | null
   }
 }
 

@@ -87,7 +87,9 @@ export const HotSubscription = Schema.Struct({
   updatedAt: Instant,
   /** A plan change waiting for the period end: the state's `details` says so (decisions.md §14). */
   scheduledPlanId: Schema.NullOr(Schema.String),
-  scheduledAt: Schema.NullOr(Instant)
+  scheduledAt: Schema.NullOr(Instant),
+  /** The reset windows' anchor when an interval change moved `startedAt` (decisions.md, "Plan changes"). */
+  resetAnchor: Schema.NullOr(Instant)
 })
 /** The reader's type is the domain's record, field for field. */
 const _subscription: SubscriptionRecord = {} as typeof HotSubscription.Type

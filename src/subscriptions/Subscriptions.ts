@@ -200,6 +200,7 @@ export const SubscriptionsLive = Layer.effect(
               graceEndsAt: null,
               scheduledPlanId: null,
               scheduledAt: null,
+              resetAnchor: null,
               createdAt: now,
               updatedAt: now
             }

@@ -52,7 +52,8 @@ export const toSubscriptionRecord = (row: any): SubscriptionRecord => ({
   scheduledAt: nullableNumber(row.scheduledAt),
   pendingPlanId: row.pendingPlanId ?? null,
   pendingInvoiceId: row.pendingInvoiceId ?? null,
-  pendingExpiresAt: nullableNumber(row.pendingExpiresAt)
+  pendingExpiresAt: nullableNumber(row.pendingExpiresAt),
+  resetAnchor: nullableNumber(row.resetAnchor)
 })
 
 const SubscriptionRow = recordSchema<SubscriptionRecord>()(
@@ -75,7 +76,8 @@ const SubscriptionRow = recordSchema<SubscriptionRecord>()(
     scheduledAt: NullableMillis,
     pendingPlanId: Schema.optionalWith(Schema.NullOr(Schema.String), { exact: true }),
     pendingInvoiceId: Schema.optionalWith(Schema.NullOr(Schema.String), { exact: true }),
-    pendingExpiresAt: Schema.optionalWith(NullableMillis, { exact: true })
+    pendingExpiresAt: Schema.optionalWith(NullableMillis, { exact: true }),
+    resetAnchor: NullableMillis
   })
 )
 

@@ -63,6 +63,7 @@ export const startAutoEnabled = (
       graceEndsAt: null,
       scheduledPlanId: null,
       scheduledAt: null,
+      resetAnchor: null,
       createdAt: now,
       updatedAt: now
     }

@@ -23,7 +23,7 @@ import { Outbox } from "../events/Outbox.ts"
 import { Payments } from "../payments/Payments.ts"
 import type { IdempotencyKey } from "../platform/idempotencyKey.ts"
 import { type ChangeRequest, isRefusal, PENDING_CHANGE_MS, type Proposal, propose } from "./changeProposal.ts"
-import { rollFreePeriod, type SubscriptionRecord } from "./model.ts"
+import { rollFreePeriod, type SubscriptionRecord, withStartedAt } from "./model.ts"
 import { SubscriptionsRepo } from "./SubscriptionsRepo.ts"
 import { toWireSubscription } from "./wire.ts"
 
@@ -184,6 +184,7 @@ export const PlanChangesLive = Layer.effect(
         const next: SubscriptionRecord = {
           ...s,
           ...period,
+          ...withStartedAt(s, period.startedAt),
           ...clearedChange,
           ...clearedPending,
           planId: to.id,
@@ -517,7 +518,7 @@ export const PlanChangesLive = Layer.effect(
           ...s,
           ...clearedChange,
           planId: to.id,
-          startedAt: restarts ? s.currentPeriodEnd : s.startedAt,
+          ...withStartedAt(s, restarts ? s.currentPeriodEnd : s.startedAt),
           updatedAt: now
         }
         yield* announce("subscription.updated", next, { previousPlan: from?.slug ?? s.planId })

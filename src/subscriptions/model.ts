@@ -10,7 +10,7 @@ export interface SubscriptionRecord {
   readonly customerId: string
   readonly planId: string
   readonly status: SubscriptionStatus
-  /** Anchor of the billing period and of every reset window the plan grants. */
+  /** Anchor of the billing period, and of every reset window the plan grants unless `resetAnchor` is set. */
   readonly startedAt: number
   readonly currentPeriodStart: number
   /** `null` for a plan that never renews (one-time, or free without an interval). */
@@ -33,7 +33,25 @@ export interface SubscriptionRecord {
   readonly pendingPlanId?: string | null
   readonly pendingInvoiceId?: string | null
   readonly pendingExpiresAt?: number | null
+  /**
+   * The anchor of the reset windows once an interval change has restarted the billing anchor (`startedAt`): the
+   * windows keep theirs, so the current window's usage stays counted (decisions.md §14). Null: `startedAt`.
+   */
+  readonly resetAnchor: number | null
 }
+
+/** Where the reset windows of a subscription's features are anchored. */
+export const resetAnchorOf = (s: SubscriptionRecord): number => s.resetAnchor ?? s.startedAt
+
+/**
+ * The record with its billing anchor moved to `startedAt` (an interval change): the reset windows stay where they
+ * were, so the usage of the current one is not lost at the switch.
+ */
+export const withStartedAt = (
+  s: SubscriptionRecord,
+  startedAt: number
+): Pick<SubscriptionRecord, "startedAt" | "resetAnchor"> =>
+  startedAt === s.startedAt ? { startedAt, resetAnchor: s.resetAnchor } : { startedAt, resetAnchor: resetAnchorOf(s) }
 
 /** Whether a subscription grants its plan's features at `now` (decisions.md §5). */
 export const isGranting = (s: SubscriptionRecord, now: number): boolean => {
