@@ -4,6 +4,7 @@ import { BillingApi } from "../api/Api.ts"
 import { type ApiError, errorBody, errorStatus, type Issue } from "../api/errors.ts"
 import { invalidRequest } from "../boundary/issues.ts"
 import { jsonTextProblem, MAX_JSON_DEPTH } from "../boundary/jsonText.ts"
+import { describeDefect } from "../platform/defects.ts"
 import { RequestFiber } from "./RequestFiber.ts"
 import { RequestId } from "./RequestId.ts"
 
@@ -35,18 +36,6 @@ export const isDatabaseUnavailable = (defect: unknown): boolean => {
   return /ECONNREFUSED|ECONNRESET|ECONNABORTED|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|57P0[123]|08\d\d\d|53300|Connection terminated|timeout exceeded|connect|SQLITE_BUSY|database is locked/i.test(
     text
   )
-}
-
-/** A short description of a defect for the server log: never its stack, SQL text or bound values. */
-const describeDefect = (defect: unknown) => {
-  if (isTagged(defect, "RowShapeError")) {
-    // A stored row of the wrong shape: its table and columns, which never hold values (src/platform/db/rowSchemas.ts).
-    const row = defect as { table: string; problems: ReadonlyArray<string> }
-    return { defect: "RowShapeError", table: row.table, problems: row.problems.join("; ") }
-  }
-  const tag = isTagged(defect, "SqlError") ? "SqlError" : defect instanceof Error ? defect.name : typeof defect
-  const cause = (defect as { cause?: { code?: unknown } } | null)?.cause
-  return { defect: tag, code: cause && typeof cause === "object" && "code" in cause ? String(cause.code) : undefined }
 }
 
 /**

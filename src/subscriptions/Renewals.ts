@@ -9,6 +9,7 @@ import { roundHalfUp, toDecimal } from "../domain/money.ts"
 import { addInterval } from "../domain/periods.ts"
 import { Outbox } from "../events/Outbox.ts"
 import { Payments } from "../payments/Payments.ts"
+import { describeDefect } from "../platform/defects.ts"
 import { PlanChanges } from "./changes.ts"
 import type { SubscriptionRecord } from "./model.ts"
 import { type SubscriptionEventType, toWireSubscription } from "./Subscriptions.ts"
@@ -203,6 +204,29 @@ export const RenewalsLive = Layer.effect(
         list.find((i) => i.subscriptionId === subscriptionId && i.status === "open")
       )
 
+    /**
+     * Collects one claimed renewal (past due since the claim). A defect in it (one organization's bad data: a saved
+     * method encrypted with another key, a row of the wrong shape) is logged without its message or stack and leaves
+     * the subscription past due, retried by a later run as any unpaid renewal; the run goes on with the others.
+     */
+    const collect = (org: string, subscriptionId: string, claimedInvoiceId: string | undefined) =>
+      Effect.gen(function* () {
+        const invoiceId = claimedInvoiceId ?? (yield* openRenewalInvoice(org, subscriptionId))?.id
+        const outcome = invoiceId === undefined ? "failed" : yield* charge(org, subscriptionId, invoiceId)
+        if (invoiceId !== undefined && outcome !== "paid" && outcome !== "processing") {
+          yield* notPaid(org, subscriptionId, invoiceId, outcome === "no_method")
+        }
+        return outcome
+      }).pipe(
+        Effect.catchAllDefect((defect) =>
+          Effect.logError("renewal collection failed; left past due for a later run", {
+            organizationId: org,
+            subscriptionId,
+            ...describeDefect(defect)
+          }).pipe(Effect.as("defect" as const))
+        )
+      )
+
     /** One claimed batch, settled; `null` when nothing was due. */
     const runBatch = (now: number) =>
       Effect.gen(function* () {
@@ -228,17 +252,8 @@ export const RenewalsLive = Layer.effect(
         for (const item of work) {
           if (item.kind === "canceled") canceled++
           else if (item.kind === "renewed") renewed++
-          else {
-            const invoiceId = item.invoiceId ?? (yield* openRenewalInvoice(item.org, item.id))?.id
-            const outcome = invoiceId === undefined ? "failed" : yield* charge(item.org, item.id, invoiceId)
-            if (outcome === "paid") renewed++
-            else {
-              pastDue++
-              if (invoiceId !== undefined && outcome !== "processing") {
-                yield* notPaid(item.org, item.id, invoiceId, outcome === "no_method")
-              }
-            }
-          }
+          else if ((yield* collect(item.org, item.id, item.invoiceId)) === "paid") renewed++
+          else pastDue++
         }
         return work.length === 0 ? null : { renewed, pastDue, canceled }
       })
