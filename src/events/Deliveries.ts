@@ -1,7 +1,8 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Context, Duration, Effect, Layer, type Scope } from "effect"
+import { Clock, Context, Duration, Effect, Either, Layer, type Scope } from "effect"
 import { hostname } from "node:os"
 import { AppConfig } from "../platform/config.ts"
+import { describeDefect } from "../platform/defects.ts"
 import { Encryption } from "../platform/encryption.ts"
 import { Ids } from "../platform/ids.ts"
 import { receives } from "./Events.ts"
@@ -218,10 +219,27 @@ export const DeliveriesLive = Layer.effect(
           createdAt: Number(event.createdAt),
           data: JSON.parse(event.data)
         })
-        const secrets = [
+        const readable = yield* Effect.try(() => [
           encryption.decrypt(endpoint.secret),
           ...retiredSigning(endpoint, now).map((r) => encryption.decrypt(r.secret))
-        ]
+        ]).pipe(Effect.either)
+        if (Either.isLeft(readable)) {
+          // One endpoint's secret stored under another key: its attempt fails (and is retried on the schedule), the
+          // pass goes on with the others. The log names the endpoint and the defect's kind, never the text.
+          yield* Effect.logError("webhook signing secret unreadable; attempt failed", {
+            organizationId: d.organizationId,
+            endpointId: d.endpointId,
+            ...describeDefect(readable.left.error)
+          })
+          const unsigned = {
+            status: null,
+            body: "",
+            durationMs: 0,
+            error: "The endpoint's signing secret cannot be read"
+          }
+          return (yield* record(d, event.type, unsigned)) ? ("succeeded" as const) : ("failed" as const)
+        }
+        const secrets = readable.right
         const signal = shutdown.signal
         const outcome = yield* Effect.promise(() =>
           post({

@@ -1,9 +1,10 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Context, Effect, Either, Layer, Option } from "effect"
+import { Cause, Clock, Context, Effect, Either, Layer, Option } from "effect"
 import type { CustomerRecord } from "../customers/CustomersRepo.ts"
 import { Conflict, NotFound, ProviderFailure, ProviderNotConfigured, Unprocessable } from "../domain/errors.ts"
 import { Outbox } from "../events/Outbox.ts"
 import { AppConfig } from "../platform/config.ts"
+import { describeDefect } from "../platform/defects.ts"
 import { Encryption } from "../platform/encryption.ts"
 import { Ids } from "../platform/ids.ts"
 import { Adapters } from "./Adapters.ts"
@@ -594,8 +595,14 @@ export const PaymentsLive = Layer.effect(
         const now = yield* Clock.currentTimeMillis
         return yield* settlement.fromVerify(item, verified.right, now)
       }).pipe(
+        // One attempt's bad data (a provider secret under another key) is logged by its kind, never its text or
+        // stack, and the pass goes on with the others.
         Effect.catchAllCause((cause) =>
-          Effect.logError("reconcile failed for one attempt", cause).pipe(Effect.as(false))
+          Effect.logError("reconcile failed for one attempt", {
+            organizationId: (item.kind === "payment" ? item.p : item.c).organizationId,
+            reference: (item.kind === "payment" ? item.p : item.c).reference,
+            ...describeDefect(Cause.squash(cause))
+          }).pipe(Effect.as(false))
         )
       )
 

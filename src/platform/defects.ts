@@ -11,7 +11,8 @@ export const describeDefect = (defect: unknown) => {
     const row = defect as { table: string; problems: ReadonlyArray<string> }
     return { defect: "RowShapeError", table: row.table, problems: row.problems.join("; ") }
   }
-  const tag = isTagged(defect, "SqlError") ? "SqlError" : defect instanceof Error ? defect.name : typeof defect
+  const tagged = typeof defect === "object" && defect !== null ? (defect as { _tag?: unknown })._tag : undefined
+  const tag = typeof tagged === "string" ? tagged : defect instanceof Error ? defect.name : typeof defect
   const cause = (defect as { cause?: { code?: unknown } } | null)?.cause
   return { defect: tag, code: cause && typeof cause === "object" && "code" in cause ? String(cause.code) : undefined }
 }
