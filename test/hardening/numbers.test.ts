@@ -944,7 +944,8 @@ describe("start-up after an upgrade: migration 0010 logs every stored value out 
       "scheduled_at",
       "pending_plan_id",
       "pending_invoice_id",
-      "pending_expires_at"
+      "pending_expires_at",
+      "reset_anchor"
     ])
       db.run(`ALTER TABLE subscriptions DROP COLUMN ${column}`)
     db.run(`ALTER TABLE invoices DROP COLUMN credit_applied`)
