@@ -21,7 +21,8 @@ const catalog = {
   plans: [
     plan("basic", 5000, "monthly", 1000),
     plan("pro-yearly", 200000, "yearly", 5000),
-    plan("small-quarterly", 1000, "quarterly", 500)
+    plan("small-quarterly", 1000, "quarterly", 500),
+    { slug: "free", name: "Free", interval: "monthly", features: [{ slug: "tokens", limit: 100, reset: "monthly" }] }
   ]
 }
 
@@ -87,6 +88,25 @@ for (const database of databases()) {
       nextReset.setUTCMonth(nextReset.getUTCMonth() + 1)
       clock.advance(nextReset.getTime() - clock.now() + 1_000)
       expect(await tokens(1)).toMatchObject({ allowed: true, usage: 0, limit: 500 })
+    }, 30_000)
+
+    test("a change waiting for its checkout: paid, the yearly plan counts the window's usage too", async () => {
+      const org = await server.createOrg()
+      await syncCatalog(server, org.apiKey, catalog)
+      await post(server, org.apiKey, "/v1/customers", { id: "c2", email: "c2@example.com" })
+      const call = (path: string, body: unknown) => post(server, org.apiKey, path, body)
+      expect((await call("/v1/attach", { customer: "c2", product: "free" })).status).toBe(200)
+      expect((await call("/v1/track", { customer: "c2", feature: "tokens", value: 90 })).body.allowed).toBe(true)
+      clock.advance(3 * DAY)
+      const changed = await call("/v1/attach", { customer: "c2", product: "pro-yearly" })
+      expect(changed.body.subscription.pendingChange).toMatchObject({ plan: "pro-yearly" })
+      await server.fetch(new URL(changed.body.checkoutUrl).pathname, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: "outcome=pay&card=ok"
+      })
+      const check = await call("/v1/check", { customer: "c2", feature: "tokens" })
+      expect(check.body).toMatchObject({ allowed: true, usage: 90, limit: 5000, balance: 4910 })
     }, 30_000)
   })
 }
