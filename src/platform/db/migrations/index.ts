@@ -21,11 +21,11 @@ import m0030 from "./0030_retired_webhook_secrets.ts"
 import m0031 from "./0031_encryption_key_check.ts"
 import m0034 from "./0034_plan_changes.ts"
 import m0035 from "./0035_hot_read_scheduled_change.ts"
-import m0036 from "./0036_reset_anchor.ts"
 import m0040 from "./0040_billing_profiles.ts"
 import m0041 from "./0041_tax_rates.ts"
 import m0042 from "./0042_credit_notes.ts"
 import m0050 from "./0050_context_version_once_a_transaction.ts"
+import m0051 from "./0051_reset_anchor.ts"
 
 /**
  * The schema's versions in order, one file each. A migration that has landed is never edited: a change is a new file.
@@ -54,9 +54,9 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0031_encryption_key_check": m0031,
   "0034_plan_changes": m0034,
   "0035_hot_read_scheduled_change": m0035,
-  "0036_reset_anchor": m0036,
   "0040_billing_profiles": m0040,
   "0041_tax_rates": m0041,
   "0042_credit_notes": m0042,
-  "0050_context_version_once_a_transaction": m0050
+  "0050_context_version_once_a_transaction": m0050,
+  "0051_reset_anchor": m0051
 }

@@ -6,7 +6,7 @@ import { Effect } from "effect"
  * the reset windows keep theirs in `reset_anchor` (null until an interval change: `started_at`). The hot read
  * carries it, so `entitlement_reads` is installed again as src/entitlements/hotStatements.ts generates it now.
  */
-export const ENTITLEMENT_READS_0036 = `CREATE OR REPLACE FUNCTION entitlement_reads(p_reads JSON)
+export const ENTITLEMENT_READS_0051 = `CREATE OR REPLACE FUNCTION entitlement_reads(p_reads JSON)
 RETURNS JSON LANGUAGE plpgsql STABLE AS $$
 BEGIN
   RETURN (
@@ -41,5 +41,5 @@ $$`
 
 export default Effect.andThen(
   statements(`ALTER TABLE subscriptions ADD COLUMN reset_anchor BIGINT`),
-  onPostgres(ENTITLEMENT_READS_0036)
+  onPostgres(ENTITLEMENT_READS_0051)
 )
