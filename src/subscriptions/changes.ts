@@ -220,6 +220,26 @@ export const PlanChangesLive = Layer.effect(
     const refuse = (p: { code: "subscription_past_due" | "change_not_possible"; message: string }) =>
       new Conflict({ code: p.code, message: p.message })
 
+    /**
+     * The proposal for changing `s` from `from` to `to` at `now`, over the customer's credit balance in the change's
+     * currency: one function for the change and its preview, so that a preview is exactly what the change would do.
+     */
+    const proposeNow = (org: string, s: SubscriptionRecord, from: Plan, to: Plan, input: ChangeInput, now: number) =>
+      Effect.gen(function* () {
+        const currency = (to.currency ?? from.currency ?? "NGN").toUpperCase()
+        const balance = yield* credit.balance(org, s.customerId, currency)
+        const proposal = propose({
+          subscription: subscriptionNow(s, from, now),
+          from,
+          to,
+          request: input,
+          now,
+          balance
+        })
+        if (isRefusal(proposal)) return yield* refuse(proposal)
+        return proposal
+      })
+
     type Decided =
       | {
           readonly _tag: "Done"
@@ -255,17 +275,7 @@ export const PlanChangesLive = Layer.effect(
           return yield* inProgress((yield* plans(org)).get(s.pendingPlanId)?.slug ?? s.pendingPlanId)
         }
         if (renewalDue(s, from, now)) return yield* renewing()
-        const balanceCurrency = (to.currency ?? from.currency ?? "NGN").toUpperCase()
-        const balance = yield* credit.balance(org, s.customerId, balanceCurrency)
-        const proposal = propose({
-          subscription: subscriptionNow(s, from, now),
-          from,
-          to,
-          request: input,
-          now,
-          balance
-        })
-        if (isRefusal(proposal)) return yield* refuse(proposal)
+        const proposal = yield* proposeNow(org, s, from, to, input, now)
 
         if (proposal.when === "period_end") {
           if (s.scheduledPlanId === to.id) {
@@ -420,17 +430,7 @@ export const PlanChangesLive = Layer.effect(
           return yield* inProgress((yield* plans(org)).get(current.pendingPlanId)?.slug ?? current.pendingPlanId)
         }
         if (renewalDue(current, from, now)) return yield* renewing()
-        const currency = (to.currency ?? from.currency ?? "NGN").toUpperCase()
-        const balance = yield* credit.balance(org, current.customerId, currency)
-        const proposal = propose({
-          subscription: subscriptionNow(current, from, now),
-          from,
-          to,
-          request: input,
-          now,
-          balance
-        })
-        if (isRefusal(proposal)) return yield* refuse(proposal)
+        const proposal = yield* proposeNow(org, current, from, to, input, now)
         return { proposal, from, to }
       })
 
