@@ -3,8 +3,9 @@
 // `export type … from`, `import("./x.ts")` in a type position): a reader should be able to read a folder's files in
 // an order where each one only leans on files already read. Subfolders count as part of the folder; imports that
 // leave the folder are ignored (scripts/folder-cycles.mjs checks those). Usage: node scripts/file-cycles.mjs <folder>…
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
+import { existsSync, readFileSync, statSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
+import { cyclesOf, sourceFiles } from "./graph.mjs"
 
 const folders = process.argv.slice(2)
 if (folders.length === 0) {
@@ -31,15 +32,7 @@ const resolveFile = (from, specifier) => {
 let failed = false
 for (const folder of folders) {
   const root = resolve(folder)
-  const files = []
-  const walk = (dir) => {
-    for (const name of readdirSync(dir)) {
-      const path = join(dir, name)
-      if (statSync(path).isDirectory()) walk(path)
-      else if (/\.tsx?$/.test(name) && !/\.test\.tsx?$/.test(name)) files.push(path)
-    }
-  }
-  walk(root)
+  const files = sourceFiles(root)
   const inFolder = new Set(files)
   const edges = new Map(files.map((file) => [file, new Set()]))
   for (const file of files) {
@@ -49,33 +42,7 @@ for (const folder of folders) {
     }
   }
 
-  // Tarjan's strongly connected components: any component of more than one file is a cycle.
-  let index = 0
-  const stack = []
-  const state = new Map()
-  const cycles = []
-  const visit = (v) => {
-    state.set(v, { index, low: index, onStack: true })
-    index++
-    stack.push(v)
-    for (const w of edges.get(v)) {
-      if (!state.has(w)) {
-        visit(w)
-        state.get(v).low = Math.min(state.get(v).low, state.get(w).low)
-      } else if (state.get(w).onStack) state.get(v).low = Math.min(state.get(v).low, state.get(w).index)
-    }
-    if (state.get(v).low === state.get(v).index) {
-      const component = []
-      let w
-      do {
-        w = stack.pop()
-        state.get(w).onStack = false
-        component.push(w)
-      } while (w !== v)
-      if (component.length > 1) cycles.push(component.sort())
-    }
-  }
-  for (const v of files) if (!state.has(v)) visit(v)
+  const cycles = cyclesOf(files, (v) => edges.get(v))
 
   const name = relative(process.cwd(), root) || "."
   if (cycles.length === 0) {

@@ -1,19 +1,12 @@
 #!/usr/bin/env node
 // Fails when the folders under src/ import each other in a cycle (a feature must not reach back into one that
 // depends on it). Reads static imports only; prints each cycle found as a path of folders.
-import { readdirSync, readFileSync, statSync } from "node:fs"
-import { dirname, join, relative, resolve } from "node:path"
+import { readFileSync } from "node:fs"
+import { dirname, relative, resolve } from "node:path"
+import { cyclesOf, sourceFiles } from "./graph.mjs"
 
 const root = resolve(process.argv[2] ?? "src")
-const files = []
-const walk = (dir) => {
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name)
-    if (statSync(path).isDirectory()) walk(path)
-    else if (/\.tsx?$/.test(name) && !/\.test\.tsx?$/.test(name)) files.push(path)
-  }
-}
-walk(root)
+const files = sourceFiles(root)
 
 const folderOf = (file) => relative(root, dirname(file)).split("/")[0] || "."
 const edges = new Map()
@@ -29,33 +22,7 @@ for (const file of files) {
   }
 }
 
-// Tarjan's strongly connected components: any component of more than one folder is a cycle.
-let index = 0
-const stack = []
-const state = new Map()
-const cycles = []
-const visit = (v) => {
-  state.set(v, { index, low: index, onStack: true })
-  index++
-  stack.push(v)
-  for (const w of edges.get(v)?.keys() ?? []) {
-    if (!state.has(w)) {
-      visit(w)
-      state.get(v).low = Math.min(state.get(v).low, state.get(w).low)
-    } else if (state.get(w).onStack) state.get(v).low = Math.min(state.get(v).low, state.get(w).index)
-  }
-  if (state.get(v).low === state.get(v).index) {
-    const component = []
-    let w
-    do {
-      w = stack.pop()
-      state.get(w).onStack = false
-      component.push(w)
-    } while (w !== v)
-    if (component.length > 1) cycles.push(component.sort())
-  }
-}
-for (const v of edges.keys()) if (!state.has(v)) visit(v)
+const cycles = cyclesOf(edges.keys(), (v) => edges.get(v)?.keys() ?? [])
 
 if (cycles.length === 0) {
   console.log(
