@@ -143,6 +143,8 @@ for (const database of databases()) {
         creditPacks: created("credits-1000", "credits-100"),
         plans: created("free", "pro", "images-addon"),
         taxRates: created(),
+        coupons: created(),
+        promotionCodes: created(),
         warnings: []
       })
 
@@ -283,6 +285,8 @@ for (const database of databases()) {
         creditPacks: unchanged("credits-1000", "credits-100"),
         plans: unchanged("free", "pro", "images-addon"),
         taxRates: unchanged(),
+        coupons: unchanged(),
+        promotionCodes: unchanged(),
         warnings: []
       })
       expect(await getJson("/v1/credit-packs", org.apiKey)).toEqual(packs)
@@ -646,6 +650,8 @@ describe("cli sync", () => {
       creditPacks: created("credits-1000", "credits-100"),
       plans: created("free", "pro", "images-addon"),
       taxRates: created(),
+      coupons: created(),
+      promotionCodes: created(),
       warnings: []
     })
 

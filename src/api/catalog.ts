@@ -16,6 +16,7 @@ import { RatingModel, UsageModel } from "./entitlements.ts"
 import { BadRequestError } from "./errors.ts"
 import { Authentication } from "./security.ts"
 import { SyncTaxRate } from "./taxes.ts"
+import { SyncCoupon, SyncPromotionCode } from "./coupons.ts"
 
 /**
  * Catalog sync (spec 4.5, decisions.md §3). Items are lenient about what a catalog-as-code file may leave
@@ -170,7 +171,9 @@ export const SyncRequest = Schema.Struct({
   creditSystems: withDefault(Schema.Array(SyncCreditSystem), []),
   creditPacks: withDefault(Schema.Array(SyncCreditPack), []),
   plans: Schema.Array(SyncPlan),
-  taxRates: withDefault(Schema.Array(SyncTaxRate), [], "Tax rates by country and state (decisions.md §16)")
+  taxRates: withDefault(Schema.Array(SyncTaxRate), [], "Tax rates by country and state (decisions.md §16)"),
+  coupons: withDefault(Schema.Array(SyncCoupon), [], "Coupons (decisions.md §15)"),
+  promotionCodes: withDefault(Schema.Array(SyncPromotionCode), [], "Promotion codes for the coupons (decisions.md §15)")
 }).annotations({ identifier: "SyncRequest", parseOptions: { errors: "all" } })
 export type SyncRequest = typeof SyncRequest.Type
 /** `SyncRequest` as clients send it: every field with a default optional (the handler applies the defaults). */
@@ -189,6 +192,8 @@ export const SyncResult = Schema.Struct({
   creditPacks: SyncChanges,
   plans: SyncChanges,
   taxRates: SyncChanges,
+  coupons: SyncChanges,
+  promotionCodes: SyncChanges,
   warnings: Schema.Array(Schema.String)
 }).annotations({ identifier: "SyncResult" })
 export type SyncResult = typeof SyncResult.Type

@@ -11,6 +11,7 @@ import { CatalogLive } from "../catalog/CatalogLive.ts"
 import { CatalogRepoSql } from "../catalog/CatalogRepo.ts"
 import { CreditBalanceLive } from "../creditBalance/CreditBalance.ts"
 import { TaxRatesLive } from "../catalog/taxRates.ts"
+import { CouponsLive } from "../catalog/coupons.ts"
 import { CustomersLive } from "../customers/Customers.ts"
 import { CustomersRepoSql } from "../customers/CustomersRepo.ts"
 import { FeatureConfigsLive, FeatureConfigsRepoSql } from "../customers/FeatureConfigs.ts"
@@ -71,7 +72,8 @@ const ReposLive = Layer.mergeAll(
   UsageRepoSql,
   InvoicesRepoSql,
   PaymentsRepoSql,
-  TaxRatesLive
+  TaxRatesLive,
+  CouponsLive
 )
 
 /** Payment adapters: Paystack over Effect's HttpClient, Stripe's SDK, and the sandbox's simulated provider. */

@@ -28,6 +28,7 @@ import { Catalog } from "./Catalog.ts"
 import { CatalogRepo, type StoredCatalog, type WriteMode } from "./CatalogRepo.ts"
 import type { CatalogSnapshot, CreditPack, CreditSystem, Feature, MeterType, Plan, PlanFeature } from "./model.ts"
 import { TaxRates, validateTaxRates } from "./taxRates.ts"
+import { Coupons, validateCoupons } from "./coupons.ts"
 
 /**
  * Catalog sync (decisions.md §3 and docs/decisions.md "Catalog sync"): validate the whole request against itself
@@ -421,6 +422,7 @@ export const CatalogLive = Layer.effect(
   Effect.gen(function* () {
     const repo = yield* CatalogRepo
     const taxRates = yield* TaxRates
+    const coupons = yield* Coupons
     const ids = yield* Ids
 
     // Per-process cache of snapshots, each labelled with the organization's `catalog_version` read *before* it was
@@ -501,7 +503,12 @@ export const CatalogLive = Layer.effect(
           Effect.gen(function* () {
             const stored = yield* repo.load(organizationId)
             const validated = validateSync(request, stored)
-            const problems = [...validated.problems, ...validateTaxRates(request.taxRates)]
+            const planSlugs = new Set([...stored.plans.map((p) => p.slug), ...request.plans.map((p) => p.slug)])
+            const problems = [
+              ...validated.problems,
+              ...validateTaxRates(request.taxRates),
+              ...validateCoupons(request.coupons, request.promotionCodes, planSlugs)
+            ]
             if (problems.length > 0) {
               return yield* new InvalidInput({ message: problemsMessage(problems.length), issues: problems })
             }
@@ -561,7 +568,9 @@ export const CatalogLive = Layer.effect(
             if (changed) yield* repo.bumpVersion(organizationId)
             // Tax rates are read by invoices when they are finalized, not by the cached snapshot: no version bump.
             const taxes = yield* taxRates.reconcile(organizationId, request.taxRates, now)
-            const warnings = [...validated.warnings, ...taxes.warnings]
+            // Coupons too are read when they are redeemed and when invoices are built, not from the snapshot.
+            const discounts = yield* coupons.reconcile(organizationId, request.coupons, request.promotionCodes, now)
+            const warnings = [...validated.warnings, ...taxes.warnings, ...discounts.warnings]
 
             const wasAutoEnabled = new Set(stored.plans.filter((p) => p.autoEnable).map((p) => p.slug))
             const newlyAutoEnabled = plans.records
@@ -574,6 +583,8 @@ export const CatalogLive = Layer.effect(
               creditPacks: packs.changes,
               plans: plans.changes,
               taxRates: taxes.changes,
+              coupons: discounts.coupons,
+              promotionCodes: discounts.promotionCodes,
               warnings
             }
             return { result, newlyAutoEnabled }

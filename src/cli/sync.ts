@@ -46,6 +46,8 @@ const syncText = (orgSlug: string, r: SyncResult) =>
     changeLine("credit packs", r.creditPacks),
     changeLine("plans", r.plans),
     changeLine("tax rates", r.taxRates),
+    changeLine("coupons", r.coupons),
+    changeLine("promotion codes", r.promotionCodes),
     ...(r.warnings.length === 0 ? [] : ["Warnings:", ...r.warnings.map((w) => `  - ${w}`)])
   ].join("\n")
 

@@ -3,6 +3,9 @@ import { Clock, Context, Effect, Layer } from "effect"
 /** Prefixes of every id the service mints (decisions.md §1). */
 export type IdPrefix =
   | "org"
+  /** Coupons and promotion codes (decisions.md §15). */
+  | "cpn"
+  | "promo"
   | "cus"
   | "feat"
   | "plan"
