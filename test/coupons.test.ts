@@ -138,3 +138,171 @@ for (const database of databases()) {
     })
   })
 }
+
+const billedCatalog = {
+  features: [
+    { slug: "calls", name: "API calls", type: "metered" },
+    { slug: "renders", name: "Renders", type: "metered" }
+  ],
+  plans: [
+    {
+      slug: "payg",
+      name: "Pay as you go",
+      currency: "NGN",
+      autoEnable: true,
+      features: [{ slug: "calls", usageModel: "usage_based", pricePerUnit: 3 }]
+    },
+    {
+      slug: "renders",
+      name: "Renders",
+      currency: "NGN",
+      planGroup: "r",
+      autoEnable: true,
+      features: [{ slug: "renders", usageModel: "usage_based", pricePerUnit: 7 }]
+    }
+  ],
+  coupons: [
+    { slug: "launch", name: "Launch 12.5%", percentOff: 12.5, duration: "once" },
+    {
+      slug: "calls-off",
+      name: "500 off calls",
+      amountOff: 500,
+      currency: "NGN",
+      duration: "repeating",
+      durationInCycles: 2,
+      plans: ["payg"]
+    },
+    { slug: "always", name: "Always 10%", percentOff: 10, duration: "forever" },
+    { slug: "gone", name: "Gone", percentOff: 10, duration: "forever", redeemBy: "2020-01-01T00:00:00Z" },
+    { slug: "limited", name: "Limited", percentOff: 50, duration: "forever", maxRedemptions: 10 },
+    { slug: "one-left", name: "One", percentOff: 5, duration: "forever", maxRedemptions: 1 }
+  ],
+  promotionCodes: [
+    { code: "LAUNCH", coupon: "launch" },
+    { code: "OLD", coupon: "always", expiresAt: "2020-01-01T00:00:00Z" },
+    { code: "OFF", coupon: "always", active: false },
+    { code: "TEN", coupon: "always", maxRedemptions: 10 }
+  ]
+}
+
+for (const database of databases()) {
+  describe(`a customer's discount on its invoices (${database.name})`, () => {
+    let server: TestServer
+    beforeAll(async () => {
+      server = await startServer(database.config)
+    })
+    afterAll(() => server.close())
+
+    const setup = async () => {
+      const { apiKey } = await server.createOrg()
+      await syncCatalog(server, apiKey, billedCatalog)
+      return apiKey
+    }
+    const customer = async (apiKey: string, id: string) =>
+      expect((await post(server, apiKey, "/v1/customers", { id, email: `${id}@x.test` })).status).toBe(200)
+    const invoiceAfter = async (apiKey: string, id: string, calls: number, renders = 0) => {
+      await post(server, apiKey, "/v1/track", { customer: id, feature: "calls", value: calls })
+      if (renders > 0) await post(server, apiKey, "/v1/track", { customer: id, feature: "renders", value: renders })
+      const generated = await post(server, apiKey, "/v1/billing/invoice", { customer: id })
+      expect(generated.status).toBe(200)
+      expect(generated.body.invoices.length).toBe(1)
+      return generated.body.invoices[0]
+    }
+    const discountsOf = (invoice: any) =>
+      invoice.lines.map((l: any) => ({ feature: l.feature, amount: l.amount, discounts: l.discounts }))
+
+    test("a promotion code (any case) applies its coupon once: one invoice discounted, the next not", async () => {
+      const apiKey = await setup()
+      await customer(apiKey, "ada")
+      const applied = await post(server, apiKey, "/v1/customers/ada/discount", { promotionCode: "launch" })
+      expect(applied).toMatchObject({
+        status: 200,
+        body: { success: true, coupon: "launch", promotionCode: "LAUNCH", invoicesLeft: 1 }
+      })
+      // 3 × 1234 = 3702; 12.5% = 462.75 → 463 (half-up)
+      const first = await invoiceAfter(apiKey, "ada", 1234)
+      expect(discountsOf(first)).toEqual([
+        { feature: "calls", amount: 3702, discounts: [{ coupon: "launch", amount: 463 }] }
+      ])
+      expect({ subtotal: first.subtotal, discount: first.discount, total: first.total }).toEqual({
+        subtotal: 3702,
+        discount: 463,
+        total: 3239
+      })
+      const second = await invoiceAfter(apiKey, "ada", 10)
+      expect(second.discount).toBe(0)
+      expect(second.lines[0].discounts).toEqual([])
+    })
+
+    test("repeating: N invoices, only the lines of its plans, spread in proportion; DELETE removes it", async () => {
+      const apiKey = await setup()
+      await customer(apiKey, "bo")
+      const applied = await post(server, apiKey, "/v1/customers/bo/discount", { coupon: "calls-off" })
+      expect(applied.body).toMatchObject({ coupon: "calls-off", invoicesLeft: 2 })
+      // calls 3 × 100 = 300 (covered: 300 of the 500 off, capped), renders 7 × 10 = 70 (plan not covered)
+      const first = await invoiceAfter(apiKey, "bo", 100, 10)
+      expect(discountsOf(first)).toEqual([
+        { feature: "calls", amount: 300, discounts: [{ coupon: "calls-off", amount: 300 }] },
+        { feature: "renders", amount: 70, discounts: [] }
+      ])
+      expect({ discount: first.discount, total: first.total }).toEqual({ discount: 300, total: 70 })
+      const second = await invoiceAfter(apiKey, "bo", 1000)
+      expect(second.lines[0].discounts).toEqual([{ coupon: "calls-off", amount: 500 }])
+      const third = await invoiceAfter(apiKey, "bo", 1000)
+      expect(third.discount).toBe(0)
+
+      expect((await post(server, apiKey, "/v1/customers/bo/discount", { coupon: "always" })).status).toBe(200)
+      expect((await invoiceAfter(apiKey, "bo", 10)).discount).toBe(3)
+      const removed = await server.fetch("/v1/customers/bo/discount", { method: "DELETE", apiKey })
+      expect({ status: removed.status, body: await removed.json() }).toMatchObject({
+        status: 200,
+        body: { removed: true }
+      })
+      expect((await invoiceAfter(apiKey, "bo", 10)).discount).toBe(0)
+    })
+
+    test("unknown, expired, inactive, exhausted: 422 coupon_invalid with the reason, nothing applied", async () => {
+      const apiKey = await setup()
+      await customer(apiKey, "cy")
+      const cases: Array<[Record<string, string>, string]> = [
+        [{ coupon: "nope" }, "unknown coupon 'nope'"],
+        [{ promotionCode: "NOPE" }, "unknown promotion code 'NOPE'"],
+        [{ promotionCode: "old" }, "promotion code 'OLD' expired"],
+        [{ promotionCode: "OFF" }, "promotion code 'OFF' is not active"],
+        [{ coupon: "gone" }, "coupon 'gone' can no longer be redeemed (redeemBy passed)"],
+        [{ coupon: "always", promotionCode: "TEN" }, "give exactly one of coupon and promotionCode"]
+      ]
+      for (const [body, reason] of cases) {
+        const refused = await post(server, apiKey, "/v1/customers/cy/discount", body)
+        expect({ status: refused.status, code: refused.body.code, message: refused.body.message }).toEqual({
+          status: 422,
+          code: "coupon_invalid",
+          message: reason
+        })
+      }
+      expect((await post(server, apiKey, "/v1/customers/cy/discount", { coupon: "one-left" })).status).toBe(200)
+      const exhausted = await post(server, apiKey, "/v1/customers/cy/discount", { coupon: "one-left" })
+      expect(exhausted.body).toMatchObject({
+        code: "coupon_invalid",
+        message: "coupon 'one-left' has no redemptions left"
+      })
+      // The refused applications left the first one in place.
+      expect((await invoiceAfter(apiKey, "cy", 100)).discount).toBe(15)
+      const unknownCustomer = await post(server, apiKey, "/v1/customers/nobody/discount", { coupon: "always" })
+      expect(unknownCustomer.status).toBe(404)
+    })
+
+    test("100 concurrent applications of a code limited to 10 redeem 10; of a coupon limited to 10, 10", async () => {
+      const apiKey = await setup()
+      const ids = Array.from({ length: 100 }, (_, i) => `c${i}`)
+      for (let i = 0; i < ids.length; i += 20) await Promise.all(ids.slice(i, i + 20).map((id) => customer(apiKey, id)))
+      for (const body of [{ promotionCode: "ten" }, { coupon: "limited" }]) {
+        const results = await Promise.all(ids.map((id) => post(server, apiKey, `/v1/customers/${id}/discount`, body)))
+        const statuses = results.map((r) => r.status)
+        expect(statuses.filter((s) => s === 200).length).toBe(10)
+        expect(statuses.filter((s) => s === 422).length).toBe(90)
+        expect(results.filter((r) => r.status === 422).every((r) => r.body.code === "coupon_invalid")).toBe(true)
+      }
+    })
+  })
+}

@@ -4,6 +4,7 @@ import { BillingProfileGroup } from "./billingProfile.ts"
 import { DocumentsGroup } from "./documents.ts"
 import { CatalogGroup } from "./catalog.ts"
 import { CustomersGroup } from "./customers.ts"
+import { DiscountsGroup } from "./discounts.ts"
 import { EntitiesGroup } from "./entities.ts"
 import { EntitlementsGroup } from "./entitlements.ts"
 import { EventsGroup } from "./events.ts"
@@ -24,6 +25,7 @@ import { WebhooksGroup } from "./webhooks.ts"
 export class BillingApi extends HttpApi.make("billing")
   .add(SystemGroup)
   .add(CustomersGroup)
+  .add(DiscountsGroup)
   .add(EntitlementsGroup)
   .add(CatalogGroup)
   .add(EntitiesGroup)

@@ -85,3 +85,26 @@ export const SyncPromotionCode = Schema.Struct({
   active: Schema.optionalWith(Schema.Boolean, { exact: true }).annotations({ default: true })
 }).annotations({ identifier: "SyncPromotionCode" })
 export type SyncPromotionCode = typeof SyncPromotionCode.Type
+
+/** `POST /v1/customers/{id}/discount`: exactly one of `coupon` (a slug) and `promotionCode`. */
+export const ApplyDiscount = Schema.Struct({
+  coupon: Schema.optionalWith(Slug, { exact: true }),
+  promotionCode: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64)), { exact: true })
+}).annotations({ identifier: "ApplyDiscount" })
+export type ApplyDiscount = typeof ApplyDiscount.Type
+
+/** A customer's discount: the coupon every later invoice takes while it lasts. */
+export const CustomerDiscount = Schema.Struct({
+  success: Schema.Boolean,
+  customer: Schema.String,
+  coupon: Schema.String.annotations({ description: "Slug of the coupon" }),
+  promotionCode: Schema.optionalWith(Schema.String, { exact: true }),
+  invoicesLeft: Schema.NullOr(Schema.Number).annotations({ description: "Invoices it still discounts; null: forever" })
+}).annotations({ identifier: "CustomerDiscount" })
+export type CustomerDiscount = typeof CustomerDiscount.Type
+
+export const DiscountRemoved = Schema.Struct({
+  success: Schema.Boolean,
+  customer: Schema.String,
+  removed: Schema.Boolean.annotations({ description: "Whether the customer had a discount" })
+}).annotations({ identifier: "DiscountRemoved" })

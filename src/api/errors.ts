@@ -157,7 +157,13 @@ export const errorCodes = {
     "change_not_possible"
   ],
   PayloadTooLarge: ["payload_too_large"],
-  Unprocessable: ["provider_not_configured", "amount_too_large", "refund_exceeds_paid", "invoice_not_refundable"],
+  Unprocessable: [
+    "provider_not_configured",
+    "amount_too_large",
+    "refund_exceeds_paid",
+    "invoice_not_refundable",
+    "coupon_invalid"
+  ],
   TooManyRequests: ["rate_limited"],
   InternalError: ["internal_error"],
   NotImplemented: ["not_implemented"],

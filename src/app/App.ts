@@ -12,6 +12,7 @@ import { CatalogRepoSql } from "../catalog/CatalogRepo.ts"
 import { CreditBalanceLive } from "../creditBalance/CreditBalance.ts"
 import { TaxRatesLive } from "../catalog/taxRates.ts"
 import { CouponsLive } from "../catalog/coupons.ts"
+import { CustomerDiscountsLive } from "../catalog/customerDiscounts.ts"
 import { CustomersLive } from "../customers/Customers.ts"
 import { CustomersRepoSql } from "../customers/CustomersRepo.ts"
 import { FeatureConfigsLive, FeatureConfigsRepoSql } from "../customers/FeatureConfigs.ts"
@@ -110,7 +111,14 @@ export const ServicesLive = Layer.mergeAll(
   Layer.provideMerge(InvoiceLinksLive),
   Layer.provideMerge(EncryptionLive),
   Layer.provideMerge(
-    Layer.mergeAll(OrganizationsLive, CustomersLive, CatalogLive, CreditBalanceLive, BillingProfilesLive)
+    Layer.mergeAll(
+      OrganizationsLive,
+      CustomersLive,
+      CatalogLive,
+      CreditBalanceLive,
+      BillingProfilesLive,
+      CustomerDiscountsLive
+    )
   ),
   Layer.provideMerge(Layer.merge(ReposLive, OutboxLive)),
   Layer.provideMerge(IdsLive),

@@ -15,6 +15,8 @@ import { InvoiceLinks, type InvoiceLinksShape } from "./documents/links.ts"
 import { BillingProfiles } from "./profile/BillingProfiles.ts"
 import { priceInvoice } from "./taxes.ts"
 import { TaxRates, toTerms } from "../catalog/taxRates.ts"
+import { couponTerms, CustomerDiscounts } from "../catalog/customerDiscounts.ts"
+import { couponFitsCurrency, lineDiscounts } from "../domain/discounts.ts"
 import { groupFitsJson, type LineInput, rateUnbilled, storedLine, wireLine, wireTiers } from "./lines.ts"
 
 export type { InvoiceRecord } from "./InvoicesRepo.ts"
@@ -143,6 +145,7 @@ export const InvoicesLive = Layer.effect(
     const credit = yield* CreditBalance
     const profiles = yield* BillingProfiles
     const taxRates = yield* TaxRates
+    const customerDiscounts = yield* CustomerDiscounts
     const links = yield* InvoiceLinks
 
     const announce = (
@@ -155,6 +158,30 @@ export const InvoicesLive = Layer.effect(
         data: { ...toWireInvoice(invoice, links), ...extra },
         customerId: invoice.customerId,
         subjectId: invoice.id
+      })
+
+    /**
+     * The invoice's lines with the customer's discount on those it covers (decisions.md §15), taken before taxes. An
+     * invoice that got some discount uses one of a `once` or `repeating` coupon's invoices, in its own transaction.
+     */
+    const discounted = (org: string, customerId: string, currency: string, lines: ReadonlyArray<LineInput>) =>
+      Effect.gen(function* () {
+        const stored = lines.map(storedLine)
+        const active = yield* customerDiscounts.active(org, customerId)
+        if (Option.isNone(active)) return stored
+        const terms = couponTerms(active.value.coupon)
+        if (!couponFitsCurrency(terms, currency)) return stored
+        const amounts = lineDiscounts(
+          terms,
+          lines.map((l, i) => ({ amount: toDecimal(stored[i]!.amount), plan: l.plan ?? null }))
+        )
+        if (amounts.every((a) => BigDecimal.isZero(a))) return stored
+        yield* customerDiscounts.used(org, customerId)
+        return stored.map((line, i) =>
+          BigDecimal.isZero(amounts[i]!)
+            ? line
+            : { ...line, discounts: [...(line.discounts ?? []), { coupon: terms.slug, amount: format(amounts[i]!) }] }
+        )
       })
 
     /** Number and store one invoice; the caller provides the transaction (the sequence row stays locked in it). */
@@ -170,7 +197,7 @@ export const InvoicesLive = Layer.effect(
         // Taxed by the rates of the buyer's jurisdiction as they stand at finalization; the invoice keeps them.
         const buyer = yield* customers.billingDetails(org, customerId)
         const rates = (yield* taxRates.list(org)).map(toTerms)
-        const priced = priceInvoice(lines.map(storedLine), rates, buyer)
+        const priced = priceInvoice(yield* discounted(org, customerId, currency, lines), rates, buyer)
         // Generation refuses such usage with a 422 first; any other caller (a renewal's plan price is at most 10^12)
         // passing money no JSON number carries is a defect, not an invoice to send rounded.
         for (const l of priced.lines)

@@ -41,6 +41,8 @@ export interface UnbilledEvent {
 
 export interface RatedLine {
   readonly planId: string | null
+  /** The plan's slug, for the coupons that cover it. */
+  readonly plan?: string | undefined
   readonly subjectId: string
   /** Slug of the plan feature: a feature or a credit system. */
   readonly feature: string
@@ -149,6 +151,7 @@ export const rateUnbilled = (catalog: Catalog, events: ReadonlyArray<UnbilledEve
     const rating = rate(quantity, pricing)
     const line: RatedLine = {
       planId: acc.planId,
+      plan: plan?.slug,
       subjectId: acc.subjectId,
       feature: subject.slug,
       description: describe(subject.name, plan, terms),
@@ -241,6 +244,8 @@ export interface StoredLineTax {
 /** A line given to `Invoices.createInvoice` (e.g. a renewal's plan price). `amount` is rounded half-up. */
 export interface LineInput {
   readonly feature: string
+  /** Slug of the plan the line bills (its fee or its usage): what a coupon's `plans` cover (decisions.md §15). */
+  readonly plan?: string | undefined
   readonly description: string
   readonly quantity: DecimalLike
   readonly unitPrice: DecimalLike

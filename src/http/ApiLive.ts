@@ -7,6 +7,7 @@ import { DocumentsHttp } from "../billing/documents/Http.ts"
 import { HostedInvoicesHttp } from "../billing/documents/HostedHttp.ts"
 import { CatalogHttp } from "../catalog/Http.ts"
 import { CustomersHttp } from "../customers/Http.ts"
+import { DiscountsHttp } from "../discounts/Http.ts"
 import { EntitiesHttp } from "../entities/Http.ts"
 import { EntitlementsHttp } from "../entitlements/Http.ts"
 import { EventsHttp } from "../events/Http.ts"
@@ -24,6 +25,7 @@ export const ApiLive = HttpApiBuilder.api(BillingApi).pipe(
   Layer.provide([
     SystemHttp,
     CustomersHttp,
+    DiscountsHttp,
     EntitlementsHttp,
     CatalogHttp,
     EntitiesHttp,

@@ -126,6 +126,7 @@ export const RenewalsLive = Layer.effect(
           [
             {
               feature: plan.slug,
+              plan: plan.slug,
               description: `${plan.name} (${new Date(start).toISOString().slice(0, 10)} to ${new Date(end).toISOString().slice(0, 10)})`,
               quantity: 1,
               unitPrice: plan.price,

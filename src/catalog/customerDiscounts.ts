@@ -1,0 +1,149 @@
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import type { ApplyDiscount } from "../api/coupons.ts"
+import { type CouponTerms } from "../domain/discounts.ts"
+import { Unprocessable } from "../domain/errors.ts"
+import { unsafeDecimal } from "../domain/money.ts"
+import { decodeRows, NullableDbInt } from "../platform/db/rowSchemas.ts"
+import { codeKey, Coupons, type CouponRecord } from "./coupons.ts"
+
+/** A customer's discount as invoices read it. */
+export interface ActiveDiscount {
+  readonly coupon: CouponRecord
+  readonly promotionCode: string | null
+  /** Invoices it still discounts; null: forever. */
+  readonly invoicesLeft: number | null
+}
+
+export const couponTerms = (c: CouponRecord): CouponTerms => ({
+  slug: c.slug,
+  percentOff: c.percentOff === null ? null : unsafeDecimal(c.percentOff),
+  amountOff: c.amountOff === null ? null : unsafeDecimal(c.amountOff),
+  currency: c.currency,
+  plans: c.plans
+})
+
+const invalid = (reason: string) => new Unprocessable({ code: "coupon_invalid", message: reason })
+
+export interface CustomerDiscountsShape {
+  /**
+   * Redeems the coupon or code (one guarded UPDATE per counter: the limit holds under any concurrency) and makes it
+   * the customer's discount, replacing any other, in one transaction; refused with `coupon_invalid` and its reason.
+   */
+  readonly apply: (
+    org: string,
+    customerId: string,
+    request: ApplyDiscount,
+    now: number
+  ) => Effect.Effect<ActiveDiscount, Unprocessable>
+  readonly remove: (org: string, customerId: string) => Effect.Effect<boolean>
+  readonly active: (org: string, customerId: string) => Effect.Effect<Option.Option<ActiveDiscount>>
+  /** One invoice took the discount (in the invoice's transaction): a `once` or `repeating` one has one fewer left. */
+  readonly used: (org: string, customerId: string) => Effect.Effect<void>
+}
+
+export class CustomerDiscounts extends Context.Tag("CustomerDiscounts")<CustomerDiscounts, CustomerDiscountsShape>() {}
+
+const DiscountRow = Schema.Struct({
+  couponId: Schema.String,
+  promotionCode: Schema.NullOr(Schema.String),
+  invoicesLeft: NullableDbInt
+})
+const discountRows = decodeRows("customer_discounts", DiscountRow)
+
+export const CustomerDiscountsLive = Layer.effect(
+  CustomerDiscounts,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const coupons = yield* Coupons
+
+    const apply: CustomerDiscountsShape["apply"] = (org, customerId, request, now) =>
+      sql
+        .withTransaction(
+          Effect.gen(function* () {
+            if ((request.coupon === undefined) === (request.promotionCode === undefined)) {
+              return yield* invalid("give exactly one of coupon and promotionCode")
+            }
+            const all = yield* coupons.list(org)
+            let coupon: CouponRecord | undefined
+            let codeId: string | null = null
+            let codeText: string | null = null
+            if (request.promotionCode !== undefined) {
+              const code = (yield* coupons.listCodes(org)).find(
+                (p) => codeKey(p.code) === codeKey(request.promotionCode!)
+              )
+              if (code === undefined) return yield* invalid(`unknown promotion code '${request.promotionCode}'`)
+              if (!code.active) return yield* invalid(`promotion code '${code.code}' is not active`)
+              if (code.expiresAt !== null && code.expiresAt <= now) {
+                return yield* invalid(`promotion code '${code.code}' expired`)
+              }
+              coupon = all.find((c) => c.id === code.couponId)
+              codeId = code.id
+              codeText = code.code
+            } else {
+              coupon = all.find((c) => c.slug === request.coupon)
+              if (coupon === undefined) return yield* invalid(`unknown coupon '${request.coupon}'`)
+            }
+            if (coupon === undefined) return yield* invalid("the promotion code's coupon no longer exists")
+            if (coupon.redeemBy !== null && coupon.redeemBy <= now) {
+              return yield* invalid(`coupon '${coupon.slug}' can no longer be redeemed (redeemBy passed)`)
+            }
+            // The guarded increments: a row only comes back while the limit has room, so 100 concurrent redemptions
+            // of a limit of 10 count 10, whatever the database (PostgreSQL re-checks the WHERE on the locked row).
+            const redeemed = yield* sql`UPDATE coupons SET redemptions = redemptions + 1
+              WHERE organization_id = ${org} AND id = ${coupon.id}
+                AND (max_redemptions IS NULL OR redemptions < max_redemptions) RETURNING id`
+            if (redeemed.length === 0) return yield* invalid(`coupon '${coupon.slug}' has no redemptions left`)
+            if (codeId !== null) {
+              const counted = yield* sql`UPDATE promotion_codes SET redemptions = redemptions + 1
+                WHERE organization_id = ${org} AND id = ${codeId}
+                  AND (max_redemptions IS NULL OR redemptions < max_redemptions) RETURNING id`
+              if (counted.length === 0) return yield* invalid(`promotion code '${codeText}' has no redemptions left`)
+            }
+            const invoicesLeft =
+              coupon.duration === "forever" ? null : coupon.duration === "once" ? 1 : coupon.durationInCycles
+            yield* sql`DELETE FROM customer_discounts WHERE organization_id = ${org} AND customer_id = ${customerId}`
+            yield* sql`INSERT INTO customer_discounts ${sql.insert({
+              organizationId: org,
+              customerId,
+              couponId: coupon.id,
+              promotionCodeId: codeId,
+              invoicesLeft,
+              createdAt: now
+            })}`
+            return { coupon, promotionCode: codeText, invoicesLeft }
+          })
+        )
+        .pipe(Effect.catchTag("SqlError", Effect.die))
+
+    const remove = (org: string, customerId: string) =>
+      sql`DELETE FROM customer_discounts WHERE organization_id = ${org} AND customer_id = ${customerId}
+          RETURNING customer_id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.orDie
+      )
+
+    const active = (org: string, customerId: string) =>
+      Effect.gen(function* () {
+        const rows = yield* sql`SELECT d.coupon_id, p.code AS promotion_code, d.invoices_left
+            FROM customer_discounts d
+            LEFT JOIN promotion_codes p ON p.organization_id = d.organization_id AND p.id = d.promotion_code_id
+            WHERE d.organization_id = ${org} AND d.customer_id = ${customerId}
+              AND (d.invoices_left IS NULL OR d.invoices_left > 0)`.pipe(Effect.flatMap(discountRows))
+        const row = rows[0]
+        if (row === undefined) return Option.none<ActiveDiscount>()
+        const coupon = (yield* coupons.list(org)).find((c) => c.id === row.couponId)
+        if (coupon === undefined) return Option.none<ActiveDiscount>()
+        return Option.some<ActiveDiscount>({ coupon, promotionCode: row.promotionCode, invoicesLeft: row.invoicesLeft })
+      }).pipe(Effect.orDie)
+
+    const used = (org: string, customerId: string) =>
+      sql`UPDATE customer_discounts SET invoices_left = invoices_left - 1
+          WHERE organization_id = ${org} AND customer_id = ${customerId} AND invoices_left > 0`.pipe(
+        Effect.asVoid,
+        Effect.orDie
+      )
+
+    return { apply, remove, active, used }
+  })
+)
