@@ -212,15 +212,32 @@ for (const database of databases()) {
         // Every customer gets unlimited units, so every accepted value of check and track is drawn and stored.
         { slug: "open", name: "Open", autoEnable: true, currency: "NGN", features: [{ slug: "units", limit: null }] }
       ],
-      taxRates: [{ slug: "fz-vat", name: "VAT", percentage: 7.5, country: "NG" }]
+      taxRates: [{ slug: "fz-vat", name: "VAT", percentage: 7.5, country: "NG" }],
+      coupons: [
+        {
+          slug: "fz-coupon",
+          name: "Off",
+          percentOff: 10,
+          duration: "repeating",
+          durationInCycles: 3,
+          maxRedemptions: 5
+        }
+      ],
+      promotionCodes: [{ code: "FZ", coupon: "fz-coupon", maxRedemptions: 5 }]
+    }
+    /** A coupon has a percentage or an amount off, never both: the amount's cases get a catalog with the amount. */
+    const amountCatalog = {
+      ...catalog,
+      coupons: [
+        { slug: "fz-coupon", name: "Off", amountOff: 100, currency: "NGN", duration: "repeating", durationInCycles: 3 }
+      ]
     }
 
     /** A valid request per route with numeric fields; each case changes one number in it. */
-    const bases = (): Record<
-      string,
-      { body?: unknown; query?: Record<string, string>; path?: Record<string, string> }
-    > => ({
-      "POST /v1/sync": { body: catalog },
+    const bases = (
+      path: Path = []
+    ): Record<string, { body?: unknown; query?: Record<string, string>; path?: Record<string, string> }> => ({
+      "POST /v1/sync": { body: path[0] === "coupons" && path[2] === "amountOff" ? amountCatalog : catalog },
       // A new customer each time (customerData), so no window fills up across cases.
       "POST /v1/check": {
         body: { customer: `n-${++sequence}`, feature: "units", value: 1, sendEvent: true, customerData: {} }
@@ -263,6 +280,20 @@ for (const database of databases()) {
           if (kind === "taxRates") {
             const [row] = await rows(
               (sql) => sql`SELECT percentage FROM tax_rates WHERE organization_id = ${orgId} AND slug = 'fz-vat'`
+            )
+            return row[field]
+          }
+          if (kind === "coupons") {
+            const [row] = await rows(
+              (sql) => sql`SELECT percent_off, amount_off, duration_in_cycles, max_redemptions FROM coupons
+                WHERE organization_id = ${orgId} AND slug = 'fz-coupon'`
+            )
+            return row[field]
+          }
+          if (kind === "promotionCodes") {
+            const [row] = await rows(
+              (sql) =>
+                sql`SELECT max_redemptions FROM promotion_codes WHERE organization_id = ${orgId} AND code_key = 'fz'`
             )
             return row[field]
           }
@@ -339,7 +370,7 @@ for (const database of databases()) {
 
     /** Sends `text` as the field's value in its route's base request; checks the answer and what was stored. */
     const attempt = async (field: ReturnType<typeof fields>[number], text: string) => {
-      const base = bases()[field.route]
+      const base = bases(field.path)[field.route]
       expect({ route: field.route, base: base !== undefined }).toEqual({ route: field.route, base: true })
       const [method, path] = field.route.split(" ") as [string, string]
       const rule = ruleOf(field.schema)
@@ -933,7 +964,10 @@ describe("start-up after an upgrade: migration 0010 logs every stored value out 
       "credit_balance_ledger",
       "billing_profiles",
       "customer_billing_details",
-      "tax_rates"
+      "tax_rates",
+      "coupons",
+      "promotion_codes",
+      "customer_discounts"
     ])
       db.run(`DROP TABLE ${table}`)
     for (const table of ["customers", "subscriptions", "customer_feature_configs"])
