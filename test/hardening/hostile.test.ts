@@ -362,6 +362,8 @@ const basesFor = (w: World): Record<string, Valid> => {
   const p = w.prefix
   const back = "https://example.com/back"
   return {
+    "POST /v1/customers/{id}/discount": { path: { id: c1 }, body: { coupon: `${p}off` } },
+    "DELETE /v1/customers/{id}/discount": { path: { id: c1 } },
     "POST /v1/customers": {
       path: {},
       body: { id: "fz-new", email: "fz-new@example.com", name: "New", metadata: { a: 1 } }

@@ -55,7 +55,7 @@ const secretsOf = (a: World): ReadonlyArray<string> => [
   a.catalog.creditSystemId,
   ...a.webhookEndpoints,
   a.eventId,
-  ...["tokens", "seats", "images", "credits", "small", "free", "basic"].map((s) => `${a.prefix}${s}`)
+  ...["tokens", "seats", "images", "credits", "small", "free", "basic", "off"].map((s) => `${a.prefix}${s}`)
 ]
 
 const paystackSign = (secret: string, body: string) => createHmac("sha512", secret).update(body).digest("hex")
@@ -163,6 +163,18 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
       { method: "GET", path: `/v1/customers${q({ limit: "100", offset: "0" })}`, expect: list }
     ],
     "GET /v1/customers/{id}": aRefs.map((r) => ({ method: "GET", path: `/v1/customers/${enc(r)}`, expect: NOT_FOUND })),
+    // A's customers with A's coupon: B finds neither customer, so no discount is applied nor removed.
+    "POST /v1/customers/{id}/discount": aRefs.map((r) => ({
+      method: "POST",
+      path: `/v1/customers/${enc(r)}/discount`,
+      body: { coupon: `${a.prefix}off` },
+      expect: NOT_FOUND
+    })),
+    "DELETE /v1/customers/{id}/discount": aRefs.map((r) => ({
+      method: "DELETE",
+      path: `/v1/customers/${enc(r)}/discount`,
+      expect: NOT_FOUND
+    })),
     "POST /v1/customers/overage-limit": aRefs.map((customer) => ({
       method: "POST",
       path: "/v1/customers/overage-limit",

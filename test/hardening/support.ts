@@ -84,7 +84,8 @@ export const worldCatalog = (p: string) => ({
       planGroup: "paid",
       features: [{ slug: `${p}images`, limit: 50 }]
     }
-  ]
+  ],
+  coupons: [{ slug: `${p}off`, name: "Ten off", percentOff: 10, duration: "forever" }]
 })
 
 export interface World {
