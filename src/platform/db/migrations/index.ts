@@ -24,10 +24,10 @@ import m0035 from "./0035_hot_read_scheduled_change.ts"
 import m0040 from "./0040_billing_profiles.ts"
 import m0041 from "./0041_tax_rates.ts"
 import m0042 from "./0042_credit_notes.ts"
-import m0043 from "./0043_coupons.ts"
-import m0044 from "./0044_customer_discounts.ts"
 import m0050 from "./0050_context_version_once_a_transaction.ts"
 import m0051 from "./0051_reset_anchor.ts"
+import m0052 from "./0052_coupons.ts"
+import m0053 from "./0053_customer_discounts.ts"
 
 /**
  * The schema's versions in order, one file each. A migration that has landed is never edited: a change is a new file.
@@ -59,8 +59,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0040_billing_profiles": m0040,
   "0041_tax_rates": m0041,
   "0042_credit_notes": m0042,
-  "0043_coupons": m0043,
-  "0044_customer_discounts": m0044,
   "0050_context_version_once_a_transaction": m0050,
-  "0051_reset_anchor": m0051
+  "0051_reset_anchor": m0051,
+  "0052_coupons": m0052,
+  "0053_customer_discounts": m0053
 }
