@@ -3,6 +3,8 @@ import { type ApiError, errorBody, errorStatus } from "../api/errors.ts"
 import { type Organization, SessionOrganization } from "../api/security.ts"
 import { toApiError } from "../boundary/toApiError.ts"
 import { Catalog } from "../catalog/Catalog.ts"
+import { Coupons } from "../catalog/coupons.ts"
+import { CustomerDiscounts } from "../catalog/customerDiscounts.ts"
 import { TaxRates, toWireTaxRate } from "../catalog/taxRates.ts"
 import { Credits } from "../credits/Credits.ts"
 import { Customers } from "../customers/Customers.ts"
@@ -10,6 +12,7 @@ import type { DomainError } from "../domain/errors.ts"
 import { Organizations } from "../organizations/Organizations.ts"
 import { safeEqual } from "../platform/crypto.ts"
 import { assets } from "./assets.ts"
+import { catalogCoupons, customerDiscount } from "./discounts.ts"
 import { entities, overview } from "./Reads.ts"
 import { DashboardSessions, SESSION_MS, type Session, type SignedIn } from "./Sessions.ts"
 import type { SqlClient } from "@effect/sql"
@@ -21,7 +24,16 @@ export const CSP =
   "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
   "font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-type Services = DashboardSessions | Customers | Catalog | TaxRates | Credits | Organizations | SqlClient.SqlClient
+type Services =
+  | DashboardSessions
+  | Customers
+  | Catalog
+  | TaxRates
+  | Coupons
+  | CustomerDiscounts
+  | Credits
+  | Organizations
+  | SqlClient.SqlClient
 
 export interface DashboardDeps {
   /** Runs on the application's runtime (whose failures include the layers' own, hence `unknown`). */
@@ -37,6 +49,7 @@ const V1_READS = [
   /^\/v1\/customers\/[^/]+\/usage\/history$/,
   /^\/v1\/subscriptions$/,
   /^\/v1\/billing\/invoices$/,
+  /^\/v1\/billing\/profile$/,
   /^\/v1\/wallet$/,
   /^\/v1\/events$/,
   /^\/v1\/webhook-endpoints$/,
@@ -44,13 +57,19 @@ const V1_READS = [
   /^\/v1\/credit-systems$/,
   /^\/v1\/credit-packs$/
 ]
-const V1_CHANGES: ReadonlyArray<readonly [RegExp, string]> = [
-  [/^\/v1\/subscriptions\/([^/]+)\/cancel$/, "subscription.cancel"],
-  [/^\/v1\/subscriptions\/([^/]+)\/cancel-change$/, "subscription.cancel_change"],
-  [/^\/v1\/events\/([^/]+)\/resend$/, "event.resend"]
+// A change is forwarded with its body as sent, so `/v1` validates and answers it exactly as for an API key (the
+// error body with its `details` included); the audit names the object by the path's id (the profile: the org).
+type ChangeMethod = "POST" | "DELETE"
+const V1_CHANGES: ReadonlyArray<readonly [ChangeMethod, RegExp, string]> = [
+  ["POST", /^\/v1\/subscriptions\/([^/]+)\/cancel$/, "subscription.cancel"],
+  ["POST", /^\/v1\/subscriptions\/([^/]+)\/cancel-change$/, "subscription.cancel_change"],
+  ["POST", /^\/v1\/events\/([^/]+)\/resend$/, "event.resend"],
+  ["POST", /^\/v1\/billing\/profile$/, "billing_profile.update"],
+  ["POST", /^\/v1\/customers\/([^/]+)\/discount$/, "customer_discount.apply"],
+  ["DELETE", /^\/v1\/customers\/([^/]+)\/discount$/, "customer_discount.remove"]
 ]
 
-const PAGES = /^\/dashboard(?:\/(?:customers(?:\/[^/]+)?|catalog|invoices|webhooks|keys))?\/?$/
+const PAGES = /^\/dashboard(?:\/(?:customers(?:\/[^/]+)?|catalog|invoices|webhooks|keys|billing-profile))?\/?$/
 
 const baseHeaders = {
   "content-security-policy": CSP,
@@ -169,15 +188,16 @@ export const makeDashboard = (deps: DashboardDeps) => {
     request: Request,
     context: Context.Context<never>,
     organization: Organization,
-    method: "GET" | "POST",
+    method: "GET" | ChangeMethod,
     pathAndQuery: string,
-    body?: unknown
+    body?: unknown,
+    rawBody?: string
   ) =>
     deps.v1(
       new Request(new URL(pathAndQuery, request.url).href, {
         method,
         headers: { accept: "application/json", "content-type": "application/json" },
-        ...(method === "POST" ? { body: JSON.stringify(body ?? {}) } : {})
+        ...(method === "POST" ? { body: rawBody ?? JSON.stringify(body ?? {}) } : {})
       }),
       Context.add(context, SessionOrganization, organization) as Context.Context<never>
     )
@@ -214,8 +234,10 @@ export const makeDashboard = (deps: DashboardDeps) => {
       if (path === "/catalog") {
         const snapshot = (await run(Effect.flatMap(Catalog, (c) => c.snapshot(org.id)))).pipe(Either.getOrThrow)
         const taxRates = (await run(Effect.flatMap(TaxRates, (t) => t.list(org.id)))).pipe(Either.getOrThrow)
+        const coupons = (await run(catalogCoupons(org.id))).pipe(Either.getOrThrow)
         return json({
           taxRates: taxRates.map(toWireTaxRate),
+          coupons,
           features: [...snapshot.features.values()],
           plans: [...snapshot.plans.values()],
           creditSystems: [...snapshot.creditSystems.values()],
@@ -225,7 +247,7 @@ export const makeDashboard = (deps: DashboardDeps) => {
           }))
         })
       }
-      const customerPart = /^\/customers\/([^/]+)\/(balances|entities)$/.exec(path)
+      const customerPart = /^\/customers\/([^/]+)\/(balances|entities|discount)$/.exec(path)
       if (customerPart !== null) {
         const ref = segment(customerPart[1]!)
         if (ref === undefined) return apiError("NotFound", "customer_not_found", "No such customer")
@@ -234,6 +256,8 @@ export const makeDashboard = (deps: DashboardDeps) => {
         const customer = found.right
         if (customerPart[2] === "entities")
           return json({ entities: (await run(entities(org.id, customer.id))).pipe(Either.getOrThrow) })
+        if (customerPart[2] === "discount")
+          return json({ discount: (await run(customerDiscount(org.id, customer.id))).pipe(Either.getOrThrow) })
         // Every feature's state as check answers it (a check without sendEvent changes nothing).
         const snapshot = (await run(Effect.flatMap(Catalog, (c) => c.snapshot(org.id)))).pipe(Either.getOrThrow)
         const features = [...snapshot.features.values()]
@@ -255,19 +279,26 @@ export const makeDashboard = (deps: DashboardDeps) => {
       }
       return apiError("NotFound", "not_found", "No such route")
     }
-    if (request.method !== "POST") return apiError("NotFound", "not_found", "No such route")
+    if (request.method !== "POST" && request.method !== "DELETE") {
+      return apiError("NotFound", "not_found", "No such route")
+    }
     // Every change: same origin and the session's CSRF token (a header a cross-site form cannot send).
     const token = request.headers.get("x-csrf-token") ?? ""
     if (!sameOrigin(request) || !safeEqual(token, session.csrfToken)) {
       return forbidden("csrf_token_invalid", "This change lacks the dashboard's CSRF token: reload the page")
     }
-    for (const [pattern, action] of V1_CHANGES) {
+    for (const [method, pattern, action] of V1_CHANGES) {
       const match = pattern.exec(path)
-      if (match !== null) {
-        const answer = await withHeaders(await v1(request, context, org, "POST", path, {}))
-        return audited(session, action, segment(match[1]!) ?? match[1]!, answer)
+      if (match !== null && request.method === method) {
+        const raw = method === "POST" ? await request.text() : undefined
+        const answer = await withHeaders(
+          await v1(request, context, org, method, path, undefined, raw === undefined || raw === "" ? "{}" : raw)
+        )
+        const objectId = match[1] === undefined ? org.id : (segment(match[1]) ?? match[1])
+        return audited(session, action, objectId, answer)
       }
     }
+    if (request.method !== "POST") return apiError("NotFound", "not_found", "No such route")
     const body = await readJson(request)
     if (path === "/credits/grant") {
       const customer = typeof body.customer === "string" ? body.customer : ""

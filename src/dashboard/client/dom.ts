@@ -29,11 +29,18 @@ const append = (el: Node, children: ReadonlyArray<Child>) => {
 
 export const csrf = (): string => document.querySelector<HTMLMetaElement>('meta[name="csrf-token"]')?.content ?? ""
 
+/** One problem of a 400's error body: the field (`address.country`) and what is wrong with it. */
+export interface FieldIssue {
+  readonly path: string
+  readonly message: string
+}
+
 export class ApiFailure extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
-    message: string
+    message: string,
+    readonly details: ReadonlyArray<FieldIssue> = []
   ) {
     super(message)
   }
@@ -46,7 +53,15 @@ const answer = async (response: Response): Promise<any> => {
   }
   const body = await response.json().catch(() => ({}))
   if (!response.ok) {
-    throw new ApiFailure(response.status, String(body.code ?? "error"), String(body.message ?? response.statusText))
+    const details = Array.isArray(body.details)
+      ? body.details.map((d: any) => ({ path: String(d?.path ?? ""), message: String(d?.message ?? "") }))
+      : []
+    throw new ApiFailure(
+      response.status,
+      String(body.code ?? "error"),
+      String(body.message ?? response.statusText),
+      details
+    )
   }
   return body
 }
@@ -62,6 +77,14 @@ export const post = (path: string, body: unknown = {}): Promise<any> =>
     credentials: "same-origin",
     headers: { "content-type": "application/json", accept: "application/json", "x-csrf-token": csrf() },
     body: JSON.stringify(body)
+  }).then(answer)
+
+/** A removal: DELETE with the session's CSRF token. */
+export const del = (path: string): Promise<any> =>
+  fetch(`/dashboard/api${path}`, {
+    method: "DELETE",
+    credentials: "same-origin",
+    headers: { accept: "application/json", "x-csrf-token": csrf() }
   }).then(answer)
 
 export const when = (value: string | number | null | undefined): string => {

@@ -1,13 +1,10 @@
 // The dashboard's script: one bundle (with uPlot), built by the service (src/dashboard/assets.ts). Each page is its
 // own URL; the script reads the path, fetches JSON from `/dashboard/api/…` and renders it as text.
-import { formatMinor } from "../../domain/majorUnits.ts"
+import { billingProfile } from "./billingProfile.ts"
 import { dailyChart } from "./chart.ts"
+import { billingDetailsSection, couponsSection, discountSection } from "./discounts.ts"
 import { ApiFailure, confirmButton, customerHref, flash, get, h, link, num, post, section, table, when } from "./dom.ts"
-
-const money = (minor: number | string | null | undefined, currency: string | null | undefined) =>
-  minor === null || minor === undefined || currency === null || currency === undefined || currency === ""
-    ? "—"
-    : formatMinor(minor, currency)
+import { money } from "./format.ts"
 
 const main = () => document.getElementById("main")!
 
@@ -31,7 +28,8 @@ const NAV: ReadonlyArray<readonly [string, string, string]> = [
   ["catalog", "/dashboard/catalog", "Catalog"],
   ["invoices", "/dashboard/invoices", "Invoices"],
   ["webhooks", "/dashboard/webhooks", "Webhooks"],
-  ["keys", "/dashboard/keys", "API keys"]
+  ["keys", "/dashboard/keys", "API keys"],
+  ["billing-profile", "/dashboard/billing-profile", "Billing profile"]
 ]
 
 const layout = (view: string) => {
@@ -210,7 +208,7 @@ const customer = async () => {
     throw error
   }
   const id = encodeURIComponent(c.id)
-  const [subs, balances, invoices, wallet, ents, events, alerts, systems] = await Promise.all([
+  const [subs, balances, invoices, wallet, ents, events, alerts, systems, discount] = await Promise.all([
     get(`/v1/subscriptions?customer=${id}`),
     get(`/customers/${id}/balances`),
     get(`/v1/billing/invoices?customer=${id}`),
@@ -218,7 +216,8 @@ const customer = async () => {
     get(`/customers/${id}/entities`),
     get(`/v1/events?customer=${id}&limit=20`),
     get(`/v1/events?customer=${id}&type=usage.threshold_reached&limit=20`),
-    get(`/v1/credit-systems`)
+    get(`/v1/credit-systems`),
+    get(`/customers/${id}/discount`)
   ])
   const chart = h("div", { class: "chart", id: "customer-chart" })
   // Every zone the browser knows, the browser's own first (selected); "UTC" is not always in the list.
@@ -324,6 +323,8 @@ const customer = async () => {
       h("dt", null, "Credit balance"),
       h("dd", { id: "credit-balance" }, creditBalanceText(c.billing?.creditBalance))
     ),
+    billingDetailsSection(c),
+    discountSection(c.id, discount.discount),
     section(
       "Subscriptions",
       table(
@@ -564,6 +565,7 @@ const catalog = async () => {
         "No credit systems"
       )
     ),
+    couponsSection(c.coupons ?? []),
     section(
       "Tax rates",
       table(
@@ -875,7 +877,8 @@ const VIEWS: Record<string, () => Promise<void>> = {
   catalog,
   invoices: invoicesView,
   webhooks,
-  keys
+  keys,
+  "billing-profile": billingProfile
 }
 
 const render = async () => {
