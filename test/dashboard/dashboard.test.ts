@@ -389,6 +389,158 @@ for (const database of databases()) {
     )
 
     test(
+      "billing profile, coupons and a customer's discount: edited in the page, seen through /v1, logged",
+      async () => {
+        const c = await server.createOrg()
+        const send = sendAs(c.apiKey)
+        const synced = await send("POST", "/v1/sync", {
+          features: [{ slug: "calls", name: "Calls", type: "metered" }],
+          plans: [
+            {
+              slug: "pro",
+              name: "Pro",
+              price: 500000,
+              currency: "NGN",
+              interval: "monthly",
+              features: [{ slug: "calls", limit: 10, overage: "charge", overagePrice: 1000 }]
+            }
+          ],
+          coupons: [
+            {
+              slug: "launch",
+              name: "Launch",
+              percentOff: 12.5,
+              duration: "repeating",
+              durationInCycles: 3,
+              plans: ["pro"]
+            },
+            { slug: "flat", name: "Flat", amountOff: 150050, currency: "NGN", duration: "once", maxRedemptions: 5 }
+          ],
+          promotionCodes: [{ code: "LAUNCH10", coupon: "launch", maxRedemptions: 5, expiresAt: "2099-06-01T00:00:00Z" }]
+        })
+        expect(synced.status).toBe(200)
+        const buyer = await send("POST", "/v1/customers", {
+          id: "buyer",
+          email: "buyer@example.com",
+          name: "Müller GmbH",
+          address: { line1: `${HOSTILE} Hauptstraße 1`, city: "Berlin", postalCode: "10115", country: "DE" },
+          taxIds: [{ type: "eu_vat", value: "DE123456789" }],
+          taxExempt: "reverse_charge"
+        })
+        expect(buyer.status).toBe(200)
+        const w = await signInQuietly(c.apiKey)
+        const { page } = w
+        const base = server.baseUrl
+
+        // The profile: refused field by field (the error body's paths), nothing saved; then saved.
+        await openView(page, `${base}/dashboard/billing-profile`)
+        expect(await page.textContent("#profile-numbers")).toStartWith("Invoices are numbered INV-000001")
+        await page.fill("#profile-legalName", "Ọlájídé Ventures Ltd")
+        await page.fill("#profile-email", "not-an-email")
+        await page.fill("#profile-invoicePrefix", "A")
+        await page.fill("#profile-address-line1", "12 Marina")
+        await page.fill("#profile-address-country", "QQ")
+        await page.click("#profile-form button[type=submit]")
+        await page.waitForSelector(".flash.error")
+        for (const field of ["email", "invoicePrefix", "address.country"]) {
+          expect((await page.textContent(`[data-field="${field}"]`))!.length).toBeGreaterThan(0)
+        }
+        expect(await page.textContent('[data-field="legalName"]')).toBe("")
+        expect((await send("GET", "/v1/billing/profile")).body.updatedAt).toBeNull()
+        await page.fill("#profile-email", "billing@olajide.example")
+        await page.fill("#profile-invoicePrefix", "ola")
+        await page.fill("#profile-address-city", "Lagos")
+        await page.fill("#profile-address-country", "ng")
+        await page.fill("#profile-footer", `Thank you. ${HOSTILE}`)
+        await page.click("#profile-form button[type=submit]")
+        await page.waitForFunction(() =>
+          (globalThis as any).document.querySelector(".flash.ok")?.textContent?.startsWith("Saved")
+        )
+        expect(await page.locator(".field-error:not(:empty)").count()).toBe(0)
+        expect((await send("GET", "/v1/billing/profile")).body).toMatchObject({
+          legalName: "Ọlájídé Ventures Ltd",
+          email: "billing@olajide.example",
+          invoicePrefix: "OLA",
+          address: { line1: "12 Marina", city: "Lagos", country: "NG" },
+          footer: `Thank you. ${HOSTILE}`
+        })
+        expect(await page.textContent("#profile-numbers")).toStartWith("Invoices are numbered OLA-000001")
+        await shot(page, `${database.name}-billing-profile`)
+
+        // The catalog: each coupon's terms in §13 money, its codes and their redemptions.
+        await openView(page, `${base}/dashboard/catalog`)
+        const coupons = (await page.textContent("#coupons"))!
+        expect(coupons).toContain("Launchlaunch12.5% offrepeating, 3 invoicespro—0 / unlimited")
+        expect(coupons).toContain("Flatflat1,500.50 NGN offonceall plans—0 / 5")
+        const expires = await page.evaluate(() => new Date("2099-06-01T00:00:00Z").toLocaleString())
+        expect(await page.textContent("#promotion-codes")).toContain(`LAUNCH10launchyes${expires}0 / 5`)
+        await shot(page, `${database.name}-catalog-coupons`)
+
+        // The customer: billing details as text; a refused code shows its reason; a promotion code applied.
+        await openView(page, `${base}/dashboard/customers/${buyer.body.id}`)
+        expect(await page.textContent("#billing-address")).toBe(`${HOSTILE} Hauptstraße 1, 10115 Berlin, Germany`)
+        expect(await page.textContent("#tax-ids")).toBe("eu_vat DE123456789")
+        expect(await page.textContent("#tax-status")).toStartWith("reverse charge")
+        expect(await page.locator("main img").count()).toBe(0)
+        expect(await page.textContent("#discount")).toBe("No discount")
+        await page.fill("#discount-code", "NOPE")
+        await page.click("#discount-form button[type=submit]")
+        await page.waitForFunction(() =>
+          (globalThis as any).document.querySelector("#discount-error")?.textContent?.includes("NOPE")
+        )
+        expect(await page.textContent("#discount-error")).toBe("unknown promotion code 'NOPE'")
+        await page.fill("#discount-code", "launch10")
+        await page.click("#discount-form button[type=submit]")
+        await page.waitForFunction(() =>
+          (globalThis as any).document.querySelector(".flash.ok")?.textContent?.startsWith("Applied")
+        )
+        expect(await page.textContent("#discount-coupon")).toBe("Launch (launch)")
+        expect(await page.textContent("#discount-terms")).toBe(
+          " · 12.5% off · on pro · 3 of 3 invoices left · promotion code LAUNCH10"
+        )
+        expect(await page.textContent("#discount-error")).toBe("")
+        await shot(page, `${database.name}-customer-discount`)
+
+        // Through /v1: the next invoice takes it (5 calls over the limit at 10.00 NGN, 12.5% off; reverse charge: no
+        // tax).
+        const attached = await send("POST", "/v1/attach", { customer: "buyer", product: "pro" })
+        expect(attached.status).toBe(200)
+        await server.fetch(new URL(attached.body.checkoutUrl).pathname, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: "outcome=pay&card=ok"
+        })
+        expect((await send("POST", "/v1/track", { customer: "buyer", feature: "calls", value: 15 })).status).toBe(200)
+        const generated = await send("POST", "/v1/billing/invoice", { customer: "buyer" })
+        expect(generated.status).toBe(200)
+        const invoice = (await send("GET", `/v1/billing/invoices?customer=${buyer.body.id}`)).body.invoices[0]
+        expect(invoice).toMatchObject({ id: generated.body.invoice.id, subtotal: 5000, discount: 625, tax: 0 })
+        expect(invoice.total).toBe(4375)
+        expect(invoice.lines.flatMap((l: any) => l.discounts)).toEqual([{ coupon: "launch", amount: 625 }])
+        await openView(page, `${base}/dashboard/customers/${buyer.body.id}`)
+        expect(await page.textContent("#discount-terms")).toContain("2 of 3 invoices left")
+
+        // Removed (asks once more).
+        await page.click("button.danger:has-text('Remove discount')")
+        await page.click("button.danger:has-text('Confirm remove discount?')")
+        await page.waitForSelector("#discount-none")
+        const logged = (await auditOf(c.id)).filter((r) => !r.action.startsWith("session."))
+        expect(logged.map((r) => [r.action, r.objectId, r.outcome])).toEqual([
+          ["billing_profile.update", c.id, "refused 400"],
+          ["billing_profile.update", c.id, "ok"],
+          ["customer_discount.apply", buyer.body.id, "refused 422"],
+          ["customer_discount.apply", buyer.body.id, "ok"],
+          ["customer_discount.remove", buyer.body.id, "ok"]
+        ])
+        expect(w.dialogs).toEqual([])
+        // The two refusals above are logged by the browser as failed loads; nothing else is.
+        expect(w.errors.filter((e) => !/status of (400|422)\b/.test(e))).toEqual([])
+        expect(w.outside).toEqual([])
+      },
+      2 * T
+    )
+
+    test(
       "a customer's name is text, never markup",
       async () => {
         const { page, dialogs } = walker

@@ -114,7 +114,7 @@ export const discountSection = (customerId: string, initial: any) => {
             h(
               "span",
               { id: "discount-terms" },
-              ` · ${couponOff(d.coupon)} · ${plans(d.coupon)} · ${left(d)}` +
+              ` · ${couponOff(d.coupon)} · ${d.coupon.plans === null ? "all plans" : `on ${plans(d.coupon)}`} · ${left(d)}` +
                 (d.promotionCode === null ? "" : ` · promotion code ${d.promotionCode}`)
             ),
             " ",
