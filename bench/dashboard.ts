@@ -4,6 +4,7 @@
  *
  *   node_modules/.bin/bun bench/dashboard.ts [--customers 1000] [--events 100000] [--runs 5]
  *     [--screenshot docs/dashboard-customer.png]      # also writes the README's picture of the customer view
+ *     [--profile-screenshot docs/dashboard-billing-profile.png]   # and of the billing profile view
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/billing_bench_dash node_modules/.bin/bun bench/dashboard.ts
  *
  * The service runs in-process (`makeApp` + `serve`, a real port) on SQLite (a file in a temporary directory) or on
@@ -34,7 +35,8 @@ const { values: args } = parseArgs({
     customers: { type: "string", default: "1000" },
     events: { type: "string", default: "100000" },
     runs: { type: "string", default: "5" },
-    screenshot: { type: "string" }
+    screenshot: { type: "string" },
+    "profile-screenshot": { type: "string" }
   }
 })
 
@@ -124,11 +126,43 @@ try {
     const median = times[Math.floor(times.length / 2)]!
     console.log(`${name.padEnd(20)} ${median.toFixed(0).padStart(7)}  ${times.at(-1)!.toFixed(0).padStart(7)}`)
   }
+  if (args.screenshot !== undefined || args["profile-screenshot"] !== undefined) {
+    // The pictures show the billing pieces too (after the timings, which they do not change): a seller profile, and
+    // the pictured customer's billing details and a promotion code, all through /v1 as a vendor would set them.
+    const profiled = await send("POST", "/v1/billing/profile", {
+      legalName: "Ọlájídé Ventures Ltd",
+      email: "billing@olajide.example",
+      taxId: "NG-TIN-01234567",
+      invoicePrefix: "OLA",
+      address: { line1: "12 Marina", city: "Lagos", state: "Lagos", country: "NG" },
+      footer: "Thank you for your business. Bank transfers: Zenith Bank 1234567890."
+    })
+    const detailed = await send("POST", "/v1/customers", {
+      id: busiest.externalId,
+      email: (await send("GET", `/v1/customers/${busiest.id}`)).body.email,
+      address: { line1: "3 Admiralty Way", city: "Lekki", state: "Lagos", country: "NG" },
+      taxIds: [{ type: "ng_tin", value: "98765432-0001" }]
+    })
+    const discounted = await send("POST", `/v1/customers/${busiest.id}/discount`, { promotionCode: "WELCOME20" })
+    for (const [what, answer] of [
+      ["profile", profiled],
+      ["customer", detailed],
+      ["discount", discounted]
+    ] as const) {
+      if (answer.status !== 200) throw new Error(`${what}: ${answer.status} ${JSON.stringify(answer.body)}`)
+    }
+  }
   if (args.screenshot !== undefined) {
     await page.goto(`${base}/dashboard/customers/${busiest.id}`)
     await page.waitForSelector("body[data-ready]")
     await page.screenshot({ path: args.screenshot, fullPage: true })
     console.log(`\nwrote ${args.screenshot}`)
+  }
+  if (args["profile-screenshot"] !== undefined) {
+    await page.goto(`${base}/dashboard/billing-profile`)
+    await page.waitForSelector("body[data-ready]")
+    await page.screenshot({ path: args["profile-screenshot"], fullPage: true })
+    console.log(`wrote ${args["profile-screenshot"]}`)
   }
   await browser.close()
   server.stop(true)

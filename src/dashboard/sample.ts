@@ -95,7 +95,21 @@ export const SAMPLE_CATALOG = {
         { slug: "sso" }
       ]
     }
-  ]
+  ],
+  // A coupon per plan, one with a promotion code, so the catalog view and a customer's discount have something to show.
+  coupons: [
+    { slug: "welcome", name: "Welcome", percentOff: 20, duration: "repeating", durationInCycles: 3, plans: ["pro"] },
+    {
+      slug: "team-launch",
+      name: "Team launch",
+      amountOff: 5000,
+      currency: "USD",
+      duration: "once",
+      maxRedemptions: 100,
+      plans: ["team"]
+    }
+  ],
+  promotionCodes: [{ code: "WELCOME20", coupon: "welcome", maxRedemptions: 500 }]
 }
 
 const FIRST = [
