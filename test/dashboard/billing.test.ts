@@ -140,6 +140,10 @@ for (const database of databases()) {
         updatedAt: null
       })
 
+      // A body that is not JSON: /v1's own 400, nothing saved.
+      const garbled = await change("POST", "/v1/billing/profile", "{legalName: <b>")
+      expect(garbled).toMatchObject({ status: 400, body: { success: false, code: "invalid_request" } })
+      expect(JSON.stringify(garbled.body)).not.toMatch(/stack|SELECT|at \//)
       // Invalid fields: /v1's own 400, each field named; nothing saved.
       const invalid = await change("POST", "/v1/billing/profile", {
         ...profile,
@@ -163,6 +167,7 @@ for (const database of databases()) {
       expect((await v1(other.apiKey, "GET", "/v1/billing/profile")).body.updatedAt).toBeNull()
 
       expect((await audit()).filter((r) => r.action === "billing_profile.update")).toEqual([
+        { action: "billing_profile.update", objectId: org.id, outcome: "refused 400" },
         { action: "billing_profile.update", objectId: org.id, outcome: "refused 400" },
         { action: "billing_profile.update", objectId: org.id, outcome: "ok" }
       ])
