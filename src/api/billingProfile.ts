@@ -2,16 +2,13 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { allErrors, Email, EpochMillis } from "./common.ts"
 import { BadRequestError } from "./errors.ts"
+import { isCountryCode } from "./countries.ts"
 import { Authentication } from "./security.ts"
-
-/** Region codes the runtime's ICU knows by name: every assigned ISO 3166-1 alpha-2 code, no made-up pair of letters. */
-const regionNames = new Intl.DisplayNames(["en"], { type: "region", fallback: "code" })
-const isCountry = (code: string) => /^[A-Z]{2}$/.test(code) && regionNames.of(code) !== code
 
 /** ISO 3166-1 alpha-2, upper case (`NG`, `DE`); lower case is accepted and stored upper. */
 export const CountryCode = Schema.transform(
   Schema.String.pipe(Schema.pattern(/^[A-Za-z]{2}$/, { message: () => "must be a two-letter country code" })),
-  Schema.String.pipe(Schema.filter(isCountry, { message: () => "must be an ISO 3166-1 alpha-2 country code" })),
+  Schema.String.pipe(Schema.filter(isCountryCode, { message: () => "must be an ISO 3166-1 alpha-2 country code" })),
   { strict: true, decode: (s) => s.toUpperCase(), encode: (s) => s }
 ).annotations({ identifier: "CountryCode", description: "ISO 3166-1 alpha-2, e.g. NG, DE, US" })
 
