@@ -9,7 +9,8 @@ import {
   UriString,
   Url
 } from "./common.ts"
-import { Invoice } from "./billing.ts"
+import { Invoice, InvoiceLine } from "./billing.ts"
+import { ApplyDiscount } from "./coupons.ts"
 import { CustomerData } from "./entitlements.ts"
 import {
   BadGatewayError,
@@ -82,8 +83,24 @@ export const AttachRequest = Schema.Struct({
   prorate: Schema.optionalWith(Schema.Boolean, { exact: true }).annotations({
     description:
       "A change made now: credit the old plan's unused time and charge the new plan's remaining time (default true); false: no lines, the new price from the next renewal"
+  }),
+  coupon: ApplyDiscount.fields.coupon.annotations({
+    description:
+      "Slug of a coupon for the subscription this attach creates or changes (at most one of coupon and promotionCode); an invalid one is 422 `coupon_invalid`"
+  }),
+  promotionCode: ApplyDiscount.fields.promotionCode.annotations({
+    description: "A promotion code (case-insensitive) for its coupon, instead of `coupon`"
   })
-}).annotations({ identifier: "AttachRequest", parseOptions: { errors: "all" } })
+})
+  .pipe(
+    // Both at once is a malformed request (400), unlike a code that names nothing usable (422 coupon_invalid).
+    Schema.filter(
+      (r) =>
+        r.coupon === undefined ||
+        r.promotionCode === undefined || { path: ["promotionCode"], message: "give at most one of coupon and promotionCode" }
+    )
+  )
+  .annotations({ identifier: "AttachRequest", parseOptions: { errors: "all" } })
 export type AttachRequest = typeof AttachRequest.Type
 
 export const AttachResult = Schema.Struct({
@@ -104,7 +121,9 @@ export const PreviewLine = Schema.Struct({
   unitPrice: Schema.Number,
   amount: Schema.Number.annotations({ description: "Minor units; a credit is negative" }),
   periodStart: IsoDateTime,
-  periodEnd: IsoDateTime
+  periodEnd: IsoDateTime,
+  discounts: InvoiceLine.fields.discounts,
+  taxes: InvoiceLine.fields.taxes
 }).annotations({ identifier: "PreviewLine" })
 
 /** decisions.md §14: what the same attach would produce at this instant; nothing is changed. */
@@ -189,6 +208,7 @@ export class SubscriptionsGroup extends HttpApiGroup.make("subscriptions")
       .addSuccess(AttachPreview)
       .addError(NotFoundError)
       .addError(ConflictError)
+      .addError(UnprocessableError)
       .annotate(OpenApi.Summary, "Preview an attach or a plan change")
       .annotate(
         OpenApi.Description,

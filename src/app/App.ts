@@ -13,6 +13,7 @@ import { CreditBalanceLive } from "../creditBalance/CreditBalance.ts"
 import { TaxRatesLive } from "../catalog/taxRates.ts"
 import { CouponsLive } from "../catalog/coupons.ts"
 import { CustomerDiscountsLive } from "../catalog/customerDiscounts.ts"
+import { SubscriptionDiscountsLive } from "../catalog/subscriptionDiscounts.ts"
 import { CustomersLive } from "../customers/Customers.ts"
 import { CustomersRepoSql } from "../customers/CustomersRepo.ts"
 import { FeatureConfigsLive, FeatureConfigsRepoSql } from "../customers/FeatureConfigs.ts"
@@ -117,7 +118,8 @@ export const ServicesLive = Layer.mergeAll(
       CatalogLive,
       CreditBalanceLive,
       BillingProfilesLive,
-      CustomerDiscountsLive
+      CustomerDiscountsLive,
+      SubscriptionDiscountsLive
     )
   ),
   Layer.provideMerge(Layer.merge(ReposLive, OutboxLive)),

@@ -13,17 +13,31 @@ import { Ids } from "../platform/ids.ts"
 import { type InvoiceRecord, InvoicesRepo } from "./InvoicesRepo.ts"
 import { InvoiceLinks, type InvoiceLinksShape } from "./documents/links.ts"
 import { BillingProfiles } from "./profile/BillingProfiles.ts"
-import { priceInvoice } from "./taxes.ts"
+import { type PricedInvoice, priceLines } from "./taxes.ts"
 import { TaxRates, toTerms } from "../catalog/taxRates.ts"
+import type { CouponRecord } from "../catalog/coupons.ts"
 import { couponTerms, CustomerDiscounts } from "../catalog/customerDiscounts.ts"
-import { couponFitsCurrency, lineDiscounts } from "../domain/discounts.ts"
-import { groupFitsJson, type LineInput, rateUnbilled, storedLine, wireLine, wireTiers } from "./lines.ts"
+import { SubscriptionDiscounts } from "../catalog/subscriptionDiscounts.ts"
+import type { CouponTerms } from "../domain/discounts.ts"
+import { groupFitsJson, type LineInput, rateUnbilled, wireLine, wireTiers } from "./lines.ts"
 
 export type { InvoiceRecord } from "./InvoicesRepo.ts"
 export type { LineInput } from "./lines.ts"
 
-export interface CreateInvoiceOptions {
+/** Which discounts price an invoice (decisions.md §15; docs/decisions.md "Coupons on attach"). */
+export interface QuoteOptions {
+  /** The subscription whose invoice it is: its discount applies (while it has invoices left). */
   readonly subscriptionId?: string | undefined
+  /**
+   * In place of the subscription's discount: the coupon an attach redeems for it (its preview, or a first charge);
+   * null: none.
+   */
+  readonly coupon?: CouponRecord | null | undefined
+  /** false: the customer's discount does not apply (a first charge, which is not an invoice). Default true. */
+  readonly customerDiscount?: boolean | undefined
+}
+
+export interface CreateInvoiceOptions extends QuoteOptions {
   /** Epoch milliseconds: the period the invoice bills (a renewal's subscription period). */
   readonly periodStart?: number | undefined
   readonly periodEnd?: number | undefined
@@ -78,6 +92,14 @@ export interface InvoicesShape {
     lines: ReadonlyArray<LineInput>,
     options?: CreateInvoiceOptions
   ) => Effect.Effect<InvoiceRecord>
+  /** How `createInvoice` would price these lines now (discounts, taxes, sums), writing nothing: previews, first charges. */
+  readonly quote: (
+    org: string,
+    customerId: string,
+    currency: string,
+    lines: ReadonlyArray<LineInput>,
+    options?: QuoteOptions
+  ) => Effect.Effect<PricedInvoice & { readonly took: ReadonlyArray<boolean> }>
   /**
    * `open` → `void` (an unpaid plan change that expired or was withdrawn), giving back the credit balance it had
    * spent; false when it was no longer open. Joins the caller's transaction.
@@ -146,6 +168,7 @@ export const InvoicesLive = Layer.effect(
     const profiles = yield* BillingProfiles
     const taxRates = yield* TaxRates
     const customerDiscounts = yield* CustomerDiscounts
+    const subscriptionDiscounts = yield* SubscriptionDiscounts
     const links = yield* InvoiceLinks
 
     const announce = (
@@ -161,27 +184,49 @@ export const InvoicesLive = Layer.effect(
       })
 
     /**
-     * The invoice's lines with the customer's discount on those it covers (decisions.md §15), taken before taxes. An
-     * invoice that got some discount uses one of a `once` or `repeating` coupon's invoices, in its own transaction.
+     * The coupons an invoice takes, in order (decisions.md §15): the subscription's discount on the subscription's
+     * own invoices (or the coupon an attach is about to bind in its place), then the customer's. Each with the write
+     * that spends one of its invoices, for the invoices that take something from it.
      */
-    const discounted = (org: string, customerId: string, currency: string, lines: ReadonlyArray<LineInput>) =>
+    const couponsFor = (org: string, customerId: string, options: QuoteOptions) =>
       Effect.gen(function* () {
-        const stored = lines.map(storedLine)
-        const active = yield* customerDiscounts.active(org, customerId)
-        if (Option.isNone(active)) return stored
-        const terms = couponTerms(active.value.coupon)
-        if (!couponFitsCurrency(terms, currency)) return stored
-        const amounts = lineDiscounts(
-          terms,
-          lines.map((l, i) => ({ amount: toDecimal(stored[i]!.amount), plan: l.plan ?? null }))
+        const out: Array<{ readonly terms: CouponTerms; readonly use: Effect.Effect<void> }> = []
+        const subscriptionId = options.subscriptionId
+        if (options.coupon !== undefined) {
+          if (options.coupon !== null) {
+            const use = subscriptionId === undefined ? Effect.void : subscriptionDiscounts.used(org, subscriptionId)
+            out.push({ terms: couponTerms(options.coupon), use })
+          }
+        } else if (subscriptionId !== undefined) {
+          const bound = yield* subscriptionDiscounts.active(org, subscriptionId)
+          if (Option.isSome(bound)) {
+            out.push({ terms: couponTerms(bound.value.coupon), use: subscriptionDiscounts.used(org, subscriptionId) })
+          }
+        }
+        if (options.customerDiscount !== false) {
+          const active = yield* customerDiscounts.active(org, customerId)
+          if (Option.isSome(active)) {
+            out.push({ terms: couponTerms(active.value.coupon), use: customerDiscounts.used(org, customerId) })
+          }
+        }
+        return out
+      })
+
+    /** The invoice these lines would make now, priced exactly as `createInvoice` prices it; writes nothing. */
+    const pricing = (org: string, customerId: string, currency: string, lines: ReadonlyArray<LineInput>, options: QuoteOptions) =>
+      Effect.gen(function* () {
+        const coupons = yield* couponsFor(org, customerId, options)
+        // Taxed by the rates of the buyer's jurisdiction as they stand at finalization; the invoice keeps them.
+        const buyer = yield* customers.billingDetails(org, customerId)
+        const rates = (yield* taxRates.list(org)).map(toTerms)
+        const priced = priceLines(
+          lines,
+          coupons.map((c) => c.terms),
+          currency,
+          rates,
+          buyer
         )
-        if (amounts.every((a) => BigDecimal.isZero(a))) return stored
-        yield* customerDiscounts.used(org, customerId)
-        return stored.map((line, i) =>
-          BigDecimal.isZero(amounts[i]!)
-            ? line
-            : { ...line, discounts: [...(line.discounts ?? []), { coupon: terms.slug, amount: format(amounts[i]!) }] }
-        )
+        return { priced, coupons }
       })
 
     /** Number and store one invoice; the caller provides the transaction (the sequence row stays locked in it). */
@@ -194,10 +239,9 @@ export const InvoicesLive = Layer.effect(
       now: number
     ) =>
       Effect.gen(function* () {
-        // Taxed by the rates of the buyer's jurisdiction as they stand at finalization; the invoice keeps them.
-        const buyer = yield* customers.billingDetails(org, customerId)
-        const rates = (yield* taxRates.list(org)).map(toTerms)
-        const priced = priceInvoice(yield* discounted(org, customerId, currency, lines), rates, buyer)
+        const { coupons, priced } = yield* pricing(org, customerId, currency, lines, options)
+        // An invoice that got something off a `once` or `repeating` discount uses one of its invoices.
+        for (const [i, c] of coupons.entries()) if (priced.took[i] === true) yield* c.use
         // Generation refuses such usage with a 422 first; any other caller (a renewal's plan price is at most 10^12)
         // passing money no JSON number carries is a defect, not an invoice to send rounded.
         for (const l of priced.lines)
@@ -413,6 +457,9 @@ export const InvoicesLive = Layer.effect(
         return true
       })
 
-    return { generate, list, unbilled, get, lockPayable, markPaid, createInvoice, voidInvoice, paymentFailed }
+    const quote: InvoicesShape["quote"] = (org, customerId, currency, lines, options = {}) =>
+      Effect.map(pricing(org, customerId, currency, lines, options), ({ priced }) => priced)
+
+    return { generate, list, unbilled, get, lockPayable, markPaid, createInvoice, quote, voidInvoice, paymentFailed }
   })
 )

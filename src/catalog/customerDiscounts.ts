@@ -2,10 +2,11 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { ApplyDiscount } from "../api/coupons.ts"
 import { type CouponTerms } from "../domain/discounts.ts"
-import { Unprocessable } from "../domain/errors.ts"
+import type { Unprocessable } from "../domain/errors.ts"
 import { unsafeDecimal } from "../domain/money.ts"
 import { decodeRows, NullableDbInt } from "../platform/db/rowSchemas.ts"
-import { codeKey, Coupons, type CouponRecord } from "./coupons.ts"
+import { Coupons, type CouponRecord } from "./coupons.ts"
+import { countRedemption, findRedeemable, invoicesOf } from "./redemption.ts"
 
 /** A customer's discount as invoices read it. */
 export interface ActiveDiscount {
@@ -22,8 +23,6 @@ export const couponTerms = (c: CouponRecord): CouponTerms => ({
   currency: c.currency,
   plans: c.plans
 })
-
-const invalid = (reason: string) => new Unprocessable({ code: "coupon_invalid", message: reason })
 
 export interface CustomerDiscountsShape {
   /**
@@ -61,47 +60,10 @@ export const CustomerDiscountsLive = Layer.effect(
       sql
         .withTransaction(
           Effect.gen(function* () {
-            if ((request.coupon === undefined) === (request.promotionCode === undefined)) {
-              return yield* invalid("give exactly one of coupon and promotionCode")
-            }
-            const all = yield* coupons.list(org)
-            let coupon: CouponRecord | undefined
-            let codeId: string | null = null
-            let codeText: string | null = null
-            if (request.promotionCode !== undefined) {
-              const code = (yield* coupons.listCodes(org)).find(
-                (p) => codeKey(p.code) === codeKey(request.promotionCode!)
-              )
-              if (code === undefined) return yield* invalid(`unknown promotion code '${request.promotionCode}'`)
-              if (!code.active) return yield* invalid(`promotion code '${code.code}' is not active`)
-              if (code.expiresAt !== null && code.expiresAt <= now) {
-                return yield* invalid(`promotion code '${code.code}' expired`)
-              }
-              coupon = all.find((c) => c.id === code.couponId)
-              codeId = code.id
-              codeText = code.code
-            } else {
-              coupon = all.find((c) => c.slug === request.coupon)
-              if (coupon === undefined) return yield* invalid(`unknown coupon '${request.coupon}'`)
-            }
-            if (coupon === undefined) return yield* invalid("the promotion code's coupon no longer exists")
-            if (coupon.redeemBy !== null && coupon.redeemBy <= now) {
-              return yield* invalid(`coupon '${coupon.slug}' can no longer be redeemed (redeemBy passed)`)
-            }
-            // The guarded increments: a row only comes back while the limit has room, so 100 concurrent redemptions
-            // of a limit of 10 count 10, whatever the database (PostgreSQL re-checks the WHERE on the locked row).
-            const redeemed = yield* sql`UPDATE coupons SET redemptions = redemptions + 1
-              WHERE organization_id = ${org} AND id = ${coupon.id}
-                AND (max_redemptions IS NULL OR redemptions < max_redemptions) RETURNING id`
-            if (redeemed.length === 0) return yield* invalid(`coupon '${coupon.slug}' has no redemptions left`)
-            if (codeId !== null) {
-              const counted = yield* sql`UPDATE promotion_codes SET redemptions = redemptions + 1
-                WHERE organization_id = ${org} AND id = ${codeId}
-                  AND (max_redemptions IS NULL OR redemptions < max_redemptions) RETURNING id`
-              if (counted.length === 0) return yield* invalid(`promotion code '${codeText}' has no redemptions left`)
-            }
-            const invoicesLeft =
-              coupon.duration === "forever" ? null : coupon.duration === "once" ? 1 : coupon.durationInCycles
+            const found = yield* findRedeemable(coupons, org, request, now)
+            yield* countRedemption(sql, org, found)
+            const { codeId, codeText, coupon } = found
+            const invoicesLeft = invoicesOf(coupon)
             yield* sql`DELETE FROM customer_discounts WHERE organization_id = ${org} AND customer_id = ${customerId}`
             yield* sql`INSERT INTO customer_discounts ${sql.insert({
               organizationId: org,

@@ -46,13 +46,14 @@ export const SubscriptionsHttp = HttpApiBuilder.group(BillingApi, "subscriptions
             effectiveAt: new Date(p.effectiveAt).toISOString(),
             scheduled: p.when === "period_end",
             currency: p.currency,
-            lines: p.lines.map((line) => {
-              const { tierBreakdown: _, ...wire } = wireLine(storedLine(line))
+            // Priced as the invoice would be (discounts, taxes), when the proposal has lines to price.
+            lines: (p.pricedLines ?? p.lines.map(storedLine)).map((line) => {
+              const { tierBreakdown: _, ...wire } = wireLine(line)
               return wire
             }),
             subtotal: Number(p.subtotal),
-            discount: 0,
-            tax: 0,
+            discount: Number(p.discount),
+            tax: Number(p.tax),
             total: Number(p.total),
             creditApplied: Number(p.creditApplied),
             amountDue: Number(p.amountDue),

@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { BigDecimal, Clock, Context, Effect, Layer, Option } from "effect"
 import type { EventType } from "../api/events.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import { type CatalogSnapshot, isFree, type Plan } from "../catalog/model.ts"
@@ -10,19 +10,23 @@ import {
   NotFound,
   PaymentFailed,
   type ProviderFailure,
-  type ProviderNotConfigured
+  type ProviderNotConfigured,
+  type Unprocessable
 } from "../domain/errors.ts"
 import { Outbox } from "../events/Outbox.ts"
-import { roundHalfUp, toDecimal, toNumber } from "../domain/money.ts"
+import { toNumber } from "../domain/money.ts"
 import { Payments } from "../payments/Payments.ts"
 import { addInterval } from "../domain/periods.ts"
 import type { IdempotencyKey } from "../platform/idempotencyKey.ts"
 import { Ids } from "../platform/ids.ts"
 import { effectiveStatus, isGranting, rollFreePeriod, type SubscriptionRecord } from "./model.ts"
 import { SubscriptionsRepo } from "./SubscriptionsRepo.ts"
-import type { InvoiceRecord } from "../billing/Invoices.ts"
+import { type InvoiceRecord, Invoices } from "../billing/Invoices.ts"
+import { Coupons, type CouponRecord } from "../catalog/coupons.ts"
+import { countRedemption, findRedeemable, invoicesOf, type Redeemable } from "../catalog/redemption.ts"
+import { SubscriptionDiscounts } from "../catalog/subscriptionDiscounts.ts"
 import type { ChangeWhen } from "../domain/planChange.ts"
-import { newAttachProposal, type Proposal } from "./changeProposal.ts"
+import { newAttachProposal, type Proposal, withPricing } from "./changeProposal.ts"
 import { PlanChanges } from "./changes.ts"
 import { CreditBalance } from "../creditBalance/CreditBalance.ts"
 import { toWireSubscription } from "./wire.ts"
@@ -37,6 +41,9 @@ export interface AttachInput {
   /** A change of plan (decisions.md §14): when it takes effect, and whether it is prorated. */
   readonly when?: ChangeWhen | undefined
   readonly prorate?: boolean | undefined
+  /** A coupon (or a promotion code for one) for the subscription created or changed (decisions.md §15). */
+  readonly coupon?: string | undefined
+  readonly promotionCode?: string | undefined
 }
 
 export interface Attached {
@@ -52,7 +59,7 @@ export interface Attached {
   readonly invoice?: InvoiceRecord | undefined
 }
 
-type AttachError = NotFound | Conflict | PaymentFailed | ProviderNotConfigured | ProviderFailure
+type AttachError = NotFound | Conflict | Unprocessable | PaymentFailed | ProviderNotConfigured | ProviderFailure
 
 export interface SubscriptionsShape {
   readonly attach: (organizationId: string, input: AttachInput) => Effect.Effect<Attached, AttachError>
@@ -60,7 +67,7 @@ export interface SubscriptionsShape {
   readonly preview: (
     organizationId: string,
     input: AttachInput
-  ) => Effect.Effect<AttachPreviewOutcome, NotFound | Conflict>
+  ) => Effect.Effect<AttachPreviewOutcome, NotFound | Conflict | Unprocessable>
   readonly list: (
     organizationId: string,
     customer?: string
@@ -151,6 +158,9 @@ export const SubscriptionsLive = Layer.effect(
     const outbox = yield* Outbox
     const changes = yield* PlanChanges
     const credit = yield* CreditBalance
+    const invoices = yield* Invoices
+    const coupons = yield* Coupons
+    const subscriptionDiscounts = yield* SubscriptionDiscounts
 
     /** The subscription's event, written with the change (the caller's transaction). */
     const announce = (type: SubscriptionEventType, s: SubscriptionRecord, plan: Plan | undefined) =>
@@ -167,8 +177,18 @@ export const SubscriptionsLive = Layer.effect(
     const planOf = (organizationId: string, planId: string) =>
       Effect.map(catalog.snapshot(organizationId), (snap) => snap.plansById.get(planId))
 
-    /** Create a live subscription of a free plan; replaced plans end now. One transaction with its events. */
-    const start = (organizationId: string, customerId: string, plan: Plan, now: number, pending = false) =>
+    /**
+     * Create a live subscription of a free plan; replaced plans end now. One transaction with its events, and with
+     * the attach's coupon counted and bound to it (only when it is created: an attach finding it counts nothing).
+     */
+    const start = (
+      organizationId: string,
+      customerId: string,
+      plan: Plan,
+      now: number,
+      pending = false,
+      discount?: { readonly redeemed: Redeemable; readonly invoicesLeft: number | null }
+    ) =>
       sql
         .withTransaction(
           Effect.gen(function* () {
@@ -205,11 +225,21 @@ export const SubscriptionsLive = Layer.effect(
               updatedAt: now
             }
             yield* repo.insert(subscription)
+            if (discount !== undefined) {
+              yield* countRedemption(sql, organizationId, discount.redeemed)
+              yield* subscriptionDiscounts.bind(
+                organizationId,
+                subscription.id,
+                discount.redeemed,
+                discount.invoicesLeft,
+                now
+              )
+            }
             yield* announce("subscription.created", subscription, plan)
             return { subscription, created: true }
           })
         )
-        .pipe(Effect.orDie)
+        .pipe(Effect.catchTag("SqlError", Effect.die))
 
     const replaceGroup = (organizationId: string, customerId: string, plan: Plan, now: number, keepId: string | null) =>
       Effect.gen(function* () {
@@ -240,10 +270,18 @@ export const SubscriptionsLive = Layer.effect(
       }
     ): Effect.Effect<Attached, AttachError> =>
       Effect.gen(function* () {
+        const bound = yield* subscriptionDiscounts.find(organizationId, subscription.id)
+        const charge = yield* firstCharge(
+          organizationId,
+          customer.id,
+          plan,
+          subscription.createdAt,
+          Option.match(bound, { onNone: () => null, onSome: (d) => d.coupon })
+        )
         const collected = yield* payments.collect(organizationId, customer, {
           purpose: "subscription",
           targetId: subscription.id,
-          amount: toNumber(roundHalfUp(toDecimal(plan.price))),
+          amount: toNumber(charge.total),
           currency: plan.currency ?? "NGN",
           description: `${plan.name} subscription`,
           callbackUrl,
@@ -324,6 +362,37 @@ export const SubscriptionsLive = Layer.effect(
             }
       })
 
+    /**
+     * A new paid subscription's first charge, priced as an invoice of its first period would be (its coupon, then
+     * taxes; the customer's discount is for invoices, and this is a payment): what the preview shows and what is
+     * collected. Its amount is the priced total.
+     */
+    const firstCharge = (
+      organizationId: string,
+      customerId: string,
+      plan: Plan,
+      now: number,
+      coupon: CouponRecord | null
+    ) => {
+      const proposal = newAttachProposal(plan, now)
+      return invoices.quote(organizationId, customerId, proposal.currency, proposal.lines, {
+        coupon,
+        customerDiscount: false
+      })
+    }
+
+    /** The coupon an attach names, found and checked against the plan; undefined when it names none. */
+    const requestedDiscount = (organizationId: string, input: AttachInput, plan: Plan, now: number) =>
+      input.coupon === undefined && input.promotionCode === undefined
+        ? Effect.succeed(undefined)
+        : findRedeemable(
+            coupons,
+            organizationId,
+            { coupon: input.coupon, promotionCode: input.promotionCode },
+            now,
+            { plan: plan.slug, currency: plan.currency ?? "NGN" }
+          )
+
     const resolveCustomer = (
       organizationId: string,
       input: AttachInput,
@@ -356,41 +425,62 @@ export const SubscriptionsLive = Layer.effect(
         const snap = yield* catalog.snapshot(organizationId)
         const plan = snap.plans.get(input.product) ?? snap.plansById.get(input.product)
         if (plan === undefined) return yield* planNotFound(input.product)
+        const redeem = yield* requestedDiscount(organizationId, input, plan, now)
         const live = yield* changeable(organizationId, customer.id, plan, snap, now)
         if (live !== undefined) {
-          const { from, proposal, to } = yield* changes.preview(organizationId, live, plan, input)
+          const { from, proposal, to } = yield* changes.preview(organizationId, live, plan, { ...input, redeem })
           return { subscription: live, from, to, proposal }
         }
         const proposal = newAttachProposal(plan, now)
         const balance = yield* credit.balance(organizationId, customer.id, proposal.currency)
-        return { subscription: null, from: null, to: plan, proposal: { ...proposal, creditBalanceAfter: balance } }
+        if (proposal.lines.length === 0) {
+          return { subscription: null, from: null, to: plan, proposal: { ...proposal, creditBalanceAfter: balance } }
+        }
+        const priced = yield* firstCharge(organizationId, customer.id, plan, now, redeem?.coupon ?? null)
+        // The first charge is a payment, not an invoice: the credit balance does not pay it (§14's record).
+        return { subscription: null, from: null, to: plan, proposal: withPricing(proposal, priced, balance, false) }
       })
 
     const attach = (organizationId: string, input: AttachInput): Effect.Effect<Attached, AttachError> =>
       Effect.gen(function* () {
         // One instant for the request: a customer it creates and the plan it attaches start together.
         const now = yield* Clock.currentTimeMillis
-        const customer = yield* resolveCustomer(organizationId, input, now)
         const snap = yield* catalog.snapshot(organizationId)
         const plan = snap.plans.get(input.product) ?? snap.plansById.get(input.product)
         if (plan === undefined) return yield* planNotFound(input.product)
+        // An unusable coupon refuses the attach before anything is written (not even a customer from customerData).
+        const redeem = yield* requestedDiscount(organizationId, input, plan, now)
+        const customer = yield* resolveCustomer(organizationId, input, now)
         // A plan of a group the customer already has a live plan in: a change of that subscription (§14).
         const live = yield* changeable(organizationId, customer.id, plan, snap, now)
         if (live !== undefined) {
           if (!isFree(plan)) yield* payments.ensureProvider(organizationId, plan.provider)
-          return yield* changes.change(organizationId, customer, live, plan, input)
+          return yield* changes.change(organizationId, customer, live, plan, { ...input, redeem })
         }
-        const paid = !isFree(plan) && (plan.trialDays ?? 0) === 0
-        if (paid) yield* payments.ensureProvider(organizationId, plan.provider)
+        const charged = !isFree(plan) && (plan.trialDays ?? 0) === 0
+        if (charged) yield* payments.ensureProvider(organizationId, plan.provider)
+        const first = charged
+          ? yield* firstCharge(organizationId, customer.id, plan, now, redeem?.coupon ?? null)
+          : undefined
+        // A first charge the coupon takes to zero has nothing to collect: the subscription starts at once.
+        const paid = first !== undefined && BigDecimal.greaterThan(first.total, BigDecimal.fromBigInt(0n))
+        // The first charge is the first of the coupon's invoices when the coupon took something off it.
+        const discount =
+          redeem === undefined
+            ? undefined
+            : {
+                redeemed: redeem,
+                invoicesLeft: ((n) => (n !== null && first?.took[0] === true ? n - 1 : n))(invoicesOf(redeem.coupon))
+              }
         // The customer's row lock makes concurrent attaches of one plan take turns: the second finds the first's.
         const { created, subscription } = yield* sql
           .withTransaction(
             Effect.zipRight(
               repo.lockCustomer(organizationId, customer.id),
-              start(organizationId, customer.id, plan, now, paid)
+              start(organizationId, customer.id, plan, now, paid, discount)
             )
           )
-          .pipe(Effect.orDie)
+          .pipe(Effect.catchTag("SqlError", Effect.die))
         if (!paid || (!created && subscription.status !== "pending")) {
           return created
             ? { ...alreadyAttached(subscription, plan), message: `Attached ${plan.slug}` }
@@ -546,7 +636,7 @@ export const SubscriptionsLive = Layer.effect(
         Effect.gen(function* () {
           const snap = yield* catalog.snapshot(organizationId)
           for (const plan of snap.plans.values()) {
-            if (plan.autoEnable && isFree(plan)) yield* start(organizationId, customer.id, plan, now)
+            if (plan.autoEnable && isFree(plan)) yield* Effect.orDie(start(organizationId, customer.id, plan, now))
           }
         }),
       attachPlansToAll: (organizationId, planIds) =>
@@ -559,7 +649,7 @@ export const SubscriptionsLive = Layer.effect(
           const now = yield* Clock.currentTimeMillis
           const all = yield* customers.listAllIds(organizationId)
           for (const customerId of all) {
-            for (const plan of plans) yield* start(organizationId, customerId, plan, now)
+            for (const plan of plans) yield* Effect.orDie(start(organizationId, customerId, plan, now))
           }
         })
     }

@@ -5,7 +5,7 @@
  * subscription and read the balance.
  */
 import { BigDecimal } from "effect"
-import type { LineInput } from "../billing/lines.ts"
+import type { LineInput, StoredLine } from "../billing/lines.ts"
 import type { Plan } from "../catalog/model.ts"
 import { roundHalfUp, toDecimal } from "../domain/money.ts"
 import { addInterval } from "../domain/periods.ts"
@@ -30,9 +30,14 @@ export interface Proposal {
   readonly lines: ReadonlyArray<LineInput>
   /** Charge − credit, in minor units; negative when the credit is larger. */
   readonly subtotal: bigint
+  /** Of the lines' discounts (§15) and taxes (§16, inclusive and exclusive): 0 until priced (`withPricing`). */
+  readonly discount: bigint
+  readonly tax: bigint
+  /** The lines as the invoice stores them, with their discounts and taxes, once priced. */
+  readonly pricedLines?: ReadonlyArray<StoredLine> | undefined
   /** What the invoice bills: never below zero. */
   readonly total: bigint
-  /** Credit beyond the charge, for the credit balance. */
+  /** Credit beyond the charge (less discounts, plus exclusive taxes, once priced), for the credit balance. */
   readonly surplus: bigint
   readonly creditApplied: bigint
   readonly amountDue: bigint
@@ -99,7 +104,16 @@ export const propose = (input: {
       trialing,
       periodEnds: periodEnd !== null
     })
-  const nothing = { lines: [], subtotal: 0n, total: 0n, surplus: 0n, creditApplied: 0n, amountDue: 0n }
+  const nothing = {
+    lines: [],
+    subtotal: 0n,
+    discount: 0n,
+    tax: 0n,
+    total: 0n,
+    surplus: 0n,
+    creditApplied: 0n,
+    amountDue: 0n
+  }
   const keep = {
     startedAt: s.startedAt,
     currentPeriodStart: s.currentPeriodStart,
@@ -165,6 +179,8 @@ export const propose = (input: {
     if (charge > 0n) {
       lines.push({
         feature: to.slug,
+        // The charge line is the new plan's: a discount covering that plan covers it (§15); the credit line is not.
+        plan: to.slug,
         description:
           period.currentPeriodEnd === null
             ? `${to.name} (from ${day(now)})`
@@ -179,6 +195,7 @@ export const propose = (input: {
   } else if (charge > 0n) {
     lines.push({
       feature: to.slug,
+      plan: to.slug,
       description: `Remaining time on ${to.name} (${day(now)} to ${day(periodEnd!)})`,
       quantity: 1,
       unitPrice: charge.toString(),
@@ -195,6 +212,8 @@ export const propose = (input: {
     currency,
     lines,
     subtotal: settled.subtotal,
+    discount: 0n,
+    tax: 0n,
     total: settled.total,
     surplus: settled.surplus,
     creditApplied,
@@ -215,6 +234,7 @@ export const newAttachProposal = (plan: Plan, now: number): Proposal => {
     ? [
         {
           feature: plan.slug,
+          plan: plan.slug,
           description:
             period.currentPeriodEnd === null
               ? plan.name
@@ -234,11 +254,54 @@ export const newAttachProposal = (plan: Plan, now: number): Proposal => {
     currency: (plan.currency ?? FALLBACK_CURRENCY).toUpperCase(),
     lines,
     subtotal: total,
+    discount: 0n,
+    tax: 0n,
     total,
     surplus: 0n,
     creditApplied: 0n,
     amountDue: total,
     creditBalanceAfter: 0n,
     period
+  }
+}
+
+/** The sums of a priced invoice (src/billing/taxes.ts `priceLines`): whole minor units. */
+export interface PricedSums {
+  readonly lines: ReadonlyArray<StoredLine>
+  readonly subtotal: BigDecimal.BigDecimal
+  readonly discount: BigDecimal.BigDecimal
+  readonly tax: BigDecimal.BigDecimal
+  readonly total: BigDecimal.BigDecimal
+}
+
+const whole = (d: BigDecimal.BigDecimal) => BigDecimal.scale(d, 0).value
+
+/**
+ * The proposal with its lines priced as its invoice will be (discounts, then taxes): the invoice bills the priced
+ * total (never below zero), what it would be below zero goes to the credit balance (a credit line's tax is credited
+ * with it), and the balance pays first. `spendsBalance: false` for a new subscription's first charge, which is a
+ * payment, not an invoice, and is not paid from the balance (docs/decisions.md "Plan changes").
+ */
+export const withPricing = (
+  p: Proposal,
+  priced: PricedSums,
+  balance: bigint,
+  spendsBalance = true
+): Proposal => {
+  const net = whole(priced.total)
+  const total = net > 0n ? net : 0n
+  const surplus = net < 0n ? -net : 0n
+  const creditApplied = spendsBalance ? creditToApply(balance, total) : 0n
+  return {
+    ...p,
+    pricedLines: priced.lines,
+    subtotal: whole(priced.subtotal),
+    discount: whole(priced.discount),
+    tax: whole(priced.tax),
+    total,
+    surplus,
+    creditApplied,
+    amountDue: total - creditApplied,
+    creditBalanceAfter: balance + surplus - creditApplied
   }
 }

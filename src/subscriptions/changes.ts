@@ -16,13 +16,23 @@ import {
   NotFound,
   PaymentFailed,
   type ProviderFailure,
-  type ProviderNotConfigured
+  type ProviderNotConfigured,
+  type Unprocessable
 } from "../domain/errors.ts"
 import { addInterval } from "../domain/periods.ts"
 import { Outbox } from "../events/Outbox.ts"
 import { Payments } from "../payments/Payments.ts"
 import type { IdempotencyKey } from "../platform/idempotencyKey.ts"
-import { type ChangeRequest, isRefusal, PENDING_CHANGE_MS, type Proposal, propose } from "./changeProposal.ts"
+import { countRedemption, invoicesOf, type Redeemable } from "../catalog/redemption.ts"
+import { SubscriptionDiscounts } from "../catalog/subscriptionDiscounts.ts"
+import {
+  type ChangeRequest,
+  isRefusal,
+  PENDING_CHANGE_MS,
+  type Proposal,
+  propose,
+  withPricing
+} from "./changeProposal.ts"
 import { rollFreePeriod, type SubscriptionRecord, withStartedAt } from "./model.ts"
 import { SubscriptionsRepo } from "./SubscriptionsRepo.ts"
 import { toWireSubscription } from "./wire.ts"
@@ -30,6 +40,8 @@ import { toWireSubscription } from "./wire.ts"
 export interface ChangeInput extends ChangeRequest {
   readonly callbackUrl?: string | undefined
   readonly idempotency?: IdempotencyKey | undefined
+  /** A coupon the attach names, found and checked (not yet counted): the change binds it to the subscription. */
+  readonly redeem?: Redeemable | undefined
 }
 
 export interface ChangeOutcome {
@@ -51,7 +63,7 @@ export interface PreviewOutcome {
   readonly to: Plan
 }
 
-type ChangeError = NotFound | Conflict | PaymentFailed | ProviderNotConfigured | ProviderFailure
+type ChangeError = NotFound | Conflict | Unprocessable | PaymentFailed | ProviderNotConfigured | ProviderFailure
 
 export interface PlanChangesShape {
   /** Changes the live subscription `current` (of plan `from`) to `to`; `to` = `from` withdraws a waiting change. */
@@ -67,7 +79,7 @@ export interface PlanChangesShape {
     org: string,
     current: SubscriptionRecord,
     to: Plan,
-    input: ChangeRequest
+    input: ChangeInput
   ) => Effect.Effect<PreviewOutcome, NotFound | Conflict>
   /** Withdraws a scheduled or pending change (a pending one's invoice is voided). */
   readonly cancelChange: (org: string, subscriptionId: string) => Effect.Effect<SubscriptionRecord, NotFound>
@@ -129,6 +141,7 @@ export const PlanChangesLive = Layer.effect(
     const payments = yield* Payments
     const credit = yield* CreditBalance
     const outbox = yield* Outbox
+    const subscriptionDiscounts = yield* SubscriptionDiscounts
 
     const plans = (org: string) => Effect.map(catalog.snapshot(org), (snap) => snap.plansById)
 
@@ -222,7 +235,9 @@ export const PlanChangesLive = Layer.effect(
 
     /**
      * The proposal for changing `s` from `from` to `to` at `now`, over the customer's credit balance in the change's
-     * currency: one function for the change and its preview, so that a preview is exactly what the change would do.
+     * currency, its lines priced as the invoice will price them (the coupon the attach names in place of the
+     * subscription's discount, then the customer's; taxes): one function for the change and its preview, so that a
+     * preview is exactly what the change would do.
      */
     const proposeNow = (org: string, s: SubscriptionRecord, from: Plan, to: Plan, input: ChangeInput, now: number) =>
       Effect.gen(function* () {
@@ -237,8 +252,25 @@ export const PlanChangesLive = Layer.effect(
           balance
         })
         if (isRefusal(proposal)) return yield* refuse(proposal)
-        return proposal
+        if (proposal.lines.length === 0) return proposal
+        const priced = yield* invoices.quote(org, s.customerId, proposal.currency, proposal.lines, {
+          subscriptionId: s.id,
+          ...(input.redeem === undefined ? {} : { coupon: input.redeem.coupon })
+        })
+        return withPricing(proposal, priced, balance)
       })
+
+    /**
+     * The attach's coupon, counted and bound to the subscription in the change's transaction (exactly once: a repeat
+     * that changes nothing does not get here); refused when its limit was reached meanwhile, rolling the change back.
+     */
+    const redeemFor = (org: string, s: SubscriptionRecord, input: ChangeInput, now: number) =>
+      input.redeem === undefined
+        ? Effect.void
+        : Effect.gen(function* () {
+            yield* countRedemption(sql, org, input.redeem!).pipe(Effect.catchTag("SqlError", Effect.die))
+            yield* subscriptionDiscounts.bind(org, s.id, input.redeem!, invoicesOf(input.redeem!.coupon), now)
+          })
 
     type Decided =
       | {
@@ -257,7 +289,7 @@ export const PlanChangesLive = Layer.effect(
       to: Plan,
       input: ChangeInput,
       now: number
-    ): Effect.Effect<Decided, Conflict> =>
+    ): Effect.Effect<Decided, Conflict | Unprocessable> =>
       Effect.gen(function* () {
         // The current plan again: whatever change was waiting is withdrawn.
         if (to.id === s.planId) {
@@ -281,6 +313,7 @@ export const PlanChangesLive = Layer.effect(
           if (s.scheduledPlanId === to.id) {
             return { _tag: "Done", subscription: s, message: `A change to ${to.slug} is already scheduled` }
           }
+          yield* redeemFor(org, s, input, now)
           // A scheduled change and a cancellation at period end replace each other (§14).
           const next: SubscriptionRecord = {
             ...s,
@@ -298,6 +331,7 @@ export const PlanChangesLive = Layer.effect(
           }
         }
 
+        yield* redeemFor(org, s, input, now)
         if (proposal.lines.length === 0) {
           const next = yield* switchNow(s, from, to, proposal.period, now)
           return { _tag: "Done", subscription: next, message: `Changed to ${to.slug}` }

@@ -967,7 +967,8 @@ describe("start-up after an upgrade: migration 0010 logs every stored value out 
       "tax_rates",
       "coupons",
       "promotion_codes",
-      "customer_discounts"
+      "customer_discounts",
+      "subscription_discounts"
     ])
       db.run(`DROP TABLE ${table}`)
     for (const table of ["customers", "subscriptions", "customer_feature_configs"])

@@ -28,6 +28,7 @@ import m0050 from "./0050_context_version_once_a_transaction.ts"
 import m0051 from "./0051_reset_anchor.ts"
 import m0052 from "./0052_coupons.ts"
 import m0053 from "./0053_customer_discounts.ts"
+import m0054 from "./0054_subscription_discounts.ts"
 
 /**
  * The schema's versions in order, one file each. A migration that has landed is never edited: a change is a new file.
@@ -62,5 +63,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0050_context_version_once_a_transaction": m0050,
   "0051_reset_anchor": m0051,
   "0052_coupons": m0052,
-  "0053_customer_discounts": m0053
+  "0053_customer_discounts": m0053,
+  "0054_subscription_discounts": m0054
 }
