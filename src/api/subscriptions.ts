@@ -97,7 +97,10 @@ export const AttachRequest = Schema.Struct({
     Schema.filter(
       (r) =>
         r.coupon === undefined ||
-        r.promotionCode === undefined || { path: ["promotionCode"], message: "give at most one of coupon and promotionCode" }
+        r.promotionCode === undefined || {
+          path: ["promotionCode"],
+          message: "give at most one of coupon and promotionCode"
+        }
     )
   )
   .annotations({ identifier: "AttachRequest", parseOptions: { errors: "all" } })

@@ -213,7 +213,13 @@ export const InvoicesLive = Layer.effect(
       })
 
     /** The invoice these lines would make now, priced exactly as `createInvoice` prices it; writes nothing. */
-    const pricing = (org: string, customerId: string, currency: string, lines: ReadonlyArray<LineInput>, options: QuoteOptions) =>
+    const pricing = (
+      org: string,
+      customerId: string,
+      currency: string,
+      lines: ReadonlyArray<LineInput>,
+      options: QuoteOptions
+    ) =>
       Effect.gen(function* () {
         const coupons = yield* couponsFor(org, customerId, options)
         // Taxed by the rates of the buyer's jurisdiction as they stand at finalization; the invoice keeps them.

@@ -71,7 +71,10 @@ export const discountLines = (
   const took = coupons.map((terms) => {
     if (!couponFitsCurrency(terms, currency)) return false
     const owed = stored.map((l, i) => ({
-      amount: netOf(toDecimal(l.amount), (l.discounts ?? []).map((d) => ({ amount: toDecimal(d.amount) }))),
+      amount: netOf(
+        toDecimal(l.amount),
+        (l.discounts ?? []).map((d) => ({ amount: toDecimal(d.amount) }))
+      ),
       plan: lines[i]!.plan ?? null
     }))
     const amounts = lineDiscounts(terms, owed)

@@ -6,6 +6,7 @@ import { Outbox } from "../events/Outbox.ts"
 import { AppConfig } from "../platform/config.ts"
 import { describeDefect } from "../platform/defects.ts"
 import { Encryption } from "../platform/encryption.ts"
+import { retryWriteConflicts } from "../platform/db/deadlocks.ts"
 import { Ids } from "../platform/ids.ts"
 import { Adapters } from "./Adapters.ts"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -254,8 +255,10 @@ export const PaymentsLive = Layer.effect(
       allowCharge: boolean,
       retried = false
     ): Effect.Effect<Claimed, Conflict> =>
-      sql
-        .withTransaction(
+      // Run again when the database gave up on it before writing anything (a SQLite file shared by processes): the
+      // claim only writes to the database, so running it again is safe.
+      retryWriteConflicts(
+        sql.withTransaction(
           Effect.gen(function* () {
             if (request.payable !== undefined && !(yield* request.payable)) {
               return { kind: "answer", result: { _tag: "NotPayable" } } satisfies Claimed
@@ -361,16 +364,16 @@ export const PaymentsLive = Layer.effect(
             return { kind: "open", checkout } satisfies Claimed
           })
         )
-        .pipe(
-          // Two claimers of one key (or one target without a `payable` lock) raced to insert: the loser, once the
-          // winner has committed, finds its attempt and answers from it.
-          Effect.flatMap((claimed): Effect.Effect<Claimed, SqlError | Conflict> =>
-            claimed.kind === "lost" && !retried
-              ? claim(org, customer, provider, request, allowCharge, true)
-              : Effect.succeed(claimed)
-          ),
-          Effect.catchTag("SqlError", Effect.die)
-        )
+      ).pipe(
+        // Two claimers of one key (or one target without a `payable` lock) raced to insert: the loser, once the
+        // winner has committed, finds its attempt and answers from it.
+        Effect.flatMap((claimed): Effect.Effect<Claimed, SqlError | Conflict> =>
+          claimed.kind === "lost" && !retried
+            ? claim(org, customer, provider, request, allowCharge, true)
+            : Effect.succeed(claimed)
+        ),
+        Effect.catchTag("SqlError", Effect.die)
+      )
 
     /** The hosted page of a claimed checkout, from the provider. */
     const openPage = (

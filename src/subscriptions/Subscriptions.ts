@@ -18,6 +18,7 @@ import { toNumber } from "../domain/money.ts"
 import { Payments } from "../payments/Payments.ts"
 import { addInterval } from "../domain/periods.ts"
 import type { IdempotencyKey } from "../platform/idempotencyKey.ts"
+import { retryWriteConflicts } from "../platform/db/deadlocks.ts"
 import { Ids } from "../platform/ids.ts"
 import { effectiveStatus, isGranting, rollFreePeriod, type SubscriptionRecord } from "./model.ts"
 import { SubscriptionsRepo } from "./SubscriptionsRepo.ts"
@@ -385,13 +386,10 @@ export const SubscriptionsLive = Layer.effect(
     const requestedDiscount = (organizationId: string, input: AttachInput, plan: Plan, now: number) =>
       input.coupon === undefined && input.promotionCode === undefined
         ? Effect.succeed(undefined)
-        : findRedeemable(
-            coupons,
-            organizationId,
-            { coupon: input.coupon, promotionCode: input.promotionCode },
-            now,
-            { plan: plan.slug, currency: plan.currency ?? "NGN" }
-          )
+        : findRedeemable(coupons, organizationId, { coupon: input.coupon, promotionCode: input.promotionCode }, now, {
+            plan: plan.slug,
+            currency: plan.currency ?? "NGN"
+          })
 
     const resolveCustomer = (
       organizationId: string,
@@ -473,14 +471,15 @@ export const SubscriptionsLive = Layer.effect(
                 invoicesLeft: ((n) => (n !== null && first?.took[0] === true ? n - 1 : n))(invoicesOf(redeem.coupon))
               }
         // The customer's row lock makes concurrent attaches of one plan take turns: the second finds the first's.
-        const { created, subscription } = yield* sql
-          .withTransaction(
+        // Run again when the database gave up on it before writing anything (a SQLite file shared by processes).
+        const { created, subscription } = yield* retryWriteConflicts(
+          sql.withTransaction(
             Effect.zipRight(
               repo.lockCustomer(organizationId, customer.id),
               start(organizationId, customer.id, plan, now, paid, discount)
             )
           )
-          .pipe(Effect.catchTag("SqlError", Effect.die))
+        ).pipe(Effect.catchTag("SqlError", Effect.die))
         if (!paid || (!created && subscription.status !== "pending")) {
           return created
             ? { ...alreadyAttached(subscription, plan), message: `Attached ${plan.slug}` }

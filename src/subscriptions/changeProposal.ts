@@ -282,12 +282,7 @@ const whole = (d: BigDecimal.BigDecimal) => BigDecimal.scale(d, 0).value
  * with it), and the balance pays first. `spendsBalance: false` for a new subscription's first charge, which is a
  * payment, not an invoice, and is not paid from the balance (docs/decisions.md "Plan changes").
  */
-export const withPricing = (
-  p: Proposal,
-  priced: PricedSums,
-  balance: bigint,
-  spendsBalance = true
-): Proposal => {
+export const withPricing = (p: Proposal, priced: PricedSums, balance: bigint, spendsBalance = true): Proposal => {
   const net = whole(priced.total)
   const total = net > 0n ? net : 0n
   const surplus = net < 0n ? -net : 0n
