@@ -417,9 +417,18 @@ const basesFor = (w: World): Record<string, Valid> => {
     "POST /v1/entities/remove": { path: {}, body: { customer: c1, feature: `${p}seats`, entity: w.entity } },
     "POST /v1/attach": {
       path: {},
-      body: { customer: c1, product: `${p}basic`, customerData: { email: "cd@example.com" }, callbackUrl: back }
+      body: {
+        customer: c1,
+        product: `${p}basic`,
+        customerData: { email: "cd@example.com" },
+        callbackUrl: back,
+        coupon: `${p}off`
+      }
     },
-    "POST /v1/attach/preview": { path: {}, body: { customer: c1, product: `${p}basic`, when: "now", prorate: true } },
+    "POST /v1/attach/preview": {
+      path: {},
+      body: { customer: c1, product: `${p}basic`, when: "now", prorate: true, coupon: `${p}off` }
+    },
     "GET /v1/subscriptions": { path: {}, query: { customer: c1 } },
     "POST /v1/subscriptions/{id}/checkout": { path: { id: w.subscriptions.pending! }, body: { callbackUrl: back } },
     "POST /v1/subscriptions/{id}/cancel": { path: { id: w.subscriptions.active! } },

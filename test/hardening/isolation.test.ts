@@ -303,7 +303,14 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
         path: "/v1/attach",
         body: { customer: b1.externalId, product },
         expect: { status: [404], codes: ["plan_not_found"] }
-      }))
+      })),
+      // A's coupon on B's own attach: B's catalog has no such coupon, so nothing is attached or counted.
+      {
+        method: "POST",
+        path: "/v1/attach",
+        body: { customer: b1.externalId, product: `${b.prefix}free`, coupon: `${a.prefix}off` },
+        expect: { status: [422], codes: ["coupon_invalid"] }
+      }
     ],
     "POST /v1/attach/preview": [
       ...aRefs.map((customer): Attack => ({
@@ -317,7 +324,14 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
         path: "/v1/attach/preview",
         body: { customer: b1.externalId, product },
         expect: { status: [404], codes: ["plan_not_found"] }
-      }))
+      })),
+      // A's coupon on B's own attach: B's catalog has no such coupon, so nothing is attached or counted.
+      {
+        method: "POST",
+        path: "/v1/attach/preview",
+        body: { customer: b1.externalId, product: `${b.prefix}free`, coupon: `${a.prefix}off` },
+        expect: { status: [422], codes: ["coupon_invalid"] }
+      }
     ],
     "GET /v1/subscriptions": [
       { method: "GET", path: "/v1/subscriptions", expect: list },
