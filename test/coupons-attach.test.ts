@@ -166,6 +166,9 @@ for (const database of databases()) {
         promotionCode: "HALF"
       })
       expect(both.status).toBe(400)
+      expect(both.body.details).toEqual([
+        expect.objectContaining({ path: "promotionCode", message: "give at most one of coupon and promotionCode" })
+      ])
       expect(
         (
           await call("/v1/attach/preview", {
