@@ -68,6 +68,7 @@ const fullCatalog = {
       billingType: "recurring",
       autoEnable: false,
       isAddon: false,
+      portal: true,
       planGroup: "main",
       trialDays: 14,
       provider: "paystack",
@@ -227,6 +228,7 @@ for (const database of databases()) {
         billingType: "recurring",
         autoEnable: false,
         isAddon: false,
+        portal: true,
         planGroup: "main",
         trialDays: 14,
         provider: "paystack",
@@ -272,7 +274,13 @@ for (const database of databases()) {
         expect.objectContaining({ slug: "premium-support", enabled: true, limit: null }),
         expect.objectContaining({ slug: "ai-credits", limit: 2000, reset: "monthly", creditCost: 1 })
       ])
-      expect(snap.plans.get("free")).toMatchObject({ price: "0", currency: null, interval: null, provider: "paystack" })
+      expect(snap.plans.get("free")).toMatchObject({
+        price: "0",
+        currency: null,
+        interval: null,
+        provider: "paystack",
+        portal: false
+      })
       expect(snap.plans.get("images-addon")).toMatchObject({ billingType: "one_time", isAddon: true, interval: null })
       expect(snap.plans.get("images-addon")!.features[0]).toMatchObject({ reset: "none", pricePerUnit: "10" })
 
@@ -304,6 +312,33 @@ for (const database of databases()) {
       expect(updated.createdAt).toBe(pro.createdAt)
       expect(updated.updatedAt).toBeGreaterThan(pro.updatedAt)
       expect(updated.features[0]!.tiers![1]!.unitPrice).toBe("0.3")
+    })
+
+    test("portal (decisions.md §17): default false, stored, and switching it updates that plan alone", async () => {
+      const org = await server.createOrg()
+      const client = await server.client(org.apiKey)
+      await ok(client.catalog.sync({ payload: request(fullCatalog) }))
+      const before = await snapshot(org.id)
+      expect([...before.plans.values()].map((p) => [p.slug, p.portal])).toEqual([
+        ["free", false],
+        ["images-addon", false],
+        ["pro", true]
+      ])
+      const flipped = structuredClone(fullCatalog) as any
+      flipped.plans[0].portal = true
+      flipped.plans[1].portal = false
+      const answer = await ok(client.catalog.sync({ payload: request(flipped) }))
+      expect(answer.plans).toEqual({ created: [], updated: ["free", "pro"], unchanged: ["images-addon"] })
+      const after = await snapshot(org.id)
+      expect(after.plans.get("free")!.portal).toBe(true)
+      expect(after.plans.get("pro")!.portal).toBe(false)
+      // Not a boolean: a 400 naming the field, nothing changed.
+      const bad = structuredClone(fullCatalog) as any
+      bad.plans[0].portal = "yes"
+      const refused = await server.fetch("/v1/sync", { method: "POST", apiKey: org.apiKey, body: JSON.stringify(bad) })
+      expect(refused.status).toBe(400)
+      expect(JSON.stringify(await refused.json())).toContain("portal")
+      expect((await snapshot(org.id)).plans.get("free")!.portal).toBe(true)
     })
 
     test("equal values written differently are unchanged", async () => {

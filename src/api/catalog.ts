@@ -154,6 +154,11 @@ export const SyncPlan = Schema.Struct({
   billingType: withDefault(BillingType, "recurring"),
   autoEnable: withDefault(Schema.Boolean, false, "Attach to every new customer"),
   isAddon: withDefault(Schema.Boolean, false),
+  portal: withDefault(
+    Schema.Boolean,
+    false,
+    "Offered in the customer portal's plan change (decisions.md §17); the customer's current plan shows regardless"
+  ),
   planGroup: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(256)), { exact: true }),
   trialDays: Schema.optionalWith(TrialDays, { exact: true }),
   provider: Schema.optionalWith(Provider, { exact: true }),

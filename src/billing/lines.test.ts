@@ -43,6 +43,7 @@ const plan = (id: string, name: string, currency: string | null, features: Reado
   billingType: "recurring",
   autoEnable: false,
   isAddon: false,
+  portal: false,
   planGroup: null,
   trialDays: null,
   provider: null,

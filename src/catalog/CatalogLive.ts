@@ -284,6 +284,7 @@ const planContent = (
   billingType: p.billingType,
   autoEnable: p.autoEnable,
   isAddon: p.isAddon,
+  portal: p.portal,
   planGroup: p.planGroup ?? null,
   trialDays: p.trialDays ?? null,
   provider: p.provider ?? defaultProvider ?? null,

@@ -88,6 +88,8 @@ export interface Plan {
   readonly billingType: "recurring" | "one_time"
   readonly autoEnable: boolean
   readonly isAddon: boolean
+  /** A plan the customer portal offers to change to (decisions.md §17). */
+  readonly portal: boolean
   readonly planGroup: string | null
   readonly trialDays: number | null
   readonly provider: string | null

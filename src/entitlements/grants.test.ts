@@ -42,6 +42,7 @@ const plan = (slug: string, features: ReadonlyArray<PlanFeature>): Plan => ({
   billingType: "recurring",
   autoEnable: false,
   isAddon: false,
+  portal: false,
   planGroup: null,
   trialDays: null,
   provider: null,

@@ -968,7 +968,10 @@ describe("start-up after an upgrade: migration 0010 logs every stored value out 
       "coupons",
       "promotion_codes",
       "customer_discounts",
-      "subscription_discounts"
+      "subscription_discounts",
+      "portal_links",
+      "portal_sessions",
+      "portal_audit"
     ])
       db.run(`DROP TABLE ${table}`)
     for (const table of ["customers", "subscriptions", "customer_feature_configs"])
@@ -986,6 +989,7 @@ describe("start-up after an upgrade: migration 0010 logs every stored value out 
     db.run(`ALTER TABLE invoices DROP COLUMN credit_applied`)
     for (const column of ["discount", "tax", "tax_note"]) db.run(`ALTER TABLE invoices DROP COLUMN ${column}`)
     for (const table of ["credit_notes", "credit_note_sequences"]) db.run(`DROP TABLE ${table}`)
+    db.run(`ALTER TABLE plans DROP COLUMN portal`)
     db.close()
 
     const service = await startService({ ...env, LOG_LEVEL: "warn" })

@@ -29,6 +29,7 @@ import m0051 from "./0051_reset_anchor.ts"
 import m0052 from "./0052_coupons.ts"
 import m0053 from "./0053_customer_discounts.ts"
 import m0054 from "./0054_subscription_discounts.ts"
+import m0056 from "./0056_customer_portal.ts"
 
 /**
  * The schema's versions in order, one file each. A migration that has landed is never edited: a change is a new file.
@@ -64,5 +65,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0051_reset_anchor": m0051,
   "0052_coupons": m0052,
   "0053_customer_discounts": m0053,
-  "0054_subscription_discounts": m0054
+  "0054_subscription_discounts": m0054,
+  "0056_customer_portal": m0056
 }
