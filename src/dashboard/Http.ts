@@ -1,16 +1,31 @@
-import { Cause, Context, Effect, Either, Exit, Option } from "effect"
-import { type ApiError, errorBody, errorStatus } from "../api/errors.ts"
+import { Cause, Context, Effect, Either, type Exit, Option } from "effect"
+import { errorBody } from "../api/errors.ts"
 import { type Organization, SessionOrganization } from "../api/security.ts"
-import { toApiError } from "../boundary/toApiError.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import { Coupons } from "../catalog/coupons.ts"
 import { CustomerDiscounts } from "../catalog/customerDiscounts.ts"
 import { TaxRates, toWireTaxRate } from "../catalog/taxRates.ts"
 import { Credits } from "../credits/Credits.ts"
 import { Customers } from "../customers/Customers.ts"
-import type { DomainError } from "../domain/errors.ts"
 import { Organizations } from "../organizations/Organizations.ts"
-import { safeEqual } from "../platform/crypto.ts"
+import {
+  apiError,
+  cookieOf,
+  csrfOk,
+  domainError,
+  eitherRunner,
+  escapeHtml,
+  forbidden,
+  html,
+  json,
+  readJson,
+  sameOrigin,
+  seeOther,
+  segment,
+  serveAsset,
+  sessionCookie,
+  withPageHeaders
+} from "../web/pages.ts"
 import { assets } from "./assets.ts"
 import { catalogCoupons, customerDiscount } from "./discounts.ts"
 import { entities, overview } from "./Reads.ts"
@@ -18,11 +33,7 @@ import { DashboardSessions, SESSION_MS, type Session, type SignedIn } from "./Se
 import type { SqlClient } from "@effect/sql"
 
 export const COOKIE = "billing_dashboard"
-
-/** No outside source, no inline script, no framing (decisions.md §13). */
-export const CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
-  "font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+export { CSP } from "../web/pages.ts"
 
 type Services =
   | DashboardSessions
@@ -71,105 +82,24 @@ const V1_CHANGES: ReadonlyArray<readonly [ChangeMethod, RegExp, string]> = [
 
 const PAGES = /^\/dashboard(?:\/(?:customers(?:\/[^/]+)?|catalog|invoices|webhooks|keys|billing-profile))?\/?$/
 
-const baseHeaders = {
-  "content-security-policy": CSP,
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "x-frame-options": "DENY",
-  "cache-control": "no-store"
-}
-
-const json = (body: unknown, status = 200, extra: Record<string, string> = {}) =>
-  new Response(JSON.stringify(body), {
-    status,
-    headers: { ...baseHeaders, "content-type": "application/json", ...extra }
-  })
-
-const apiError = (tag: ApiError["_tag"], code: string, message: string) =>
-  json(errorBody(tag, code, message), errorStatus[tag][0])
-
-const forbidden = (code: string, message: string) => json({ success: false, error: "Forbidden", code, message }, 403)
-
-const domainError = (error: DomainError) => {
-  const wire = toApiError(error)
-  const details = "details" in wire ? wire.details : undefined
-  return json(errorBody(wire._tag, wire.code, wire.message, details), errorStatus[wire._tag][0])
-}
-
-const escapeHtml = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!)
-
 /**
  * The page: a shell the script fills from the JSON routes. The only server-written values are the organization's
  * name and the CSRF token, both escaped; customer data only ever reaches the page as JSON, rendered as text.
  */
 const shell = (view: string, session: Session | undefined) =>
-  new Response(
+  html(
     `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">` +
       `<title>Billing dashboard</title><link rel="icon" href="data:,">` +
       `<link rel="stylesheet" href="/dashboard/assets/app.css">` +
       `<meta name="csrf-token" content="${escapeHtml(session?.csrfToken ?? "")}">` +
       `<script type="module" src="/dashboard/assets/app.js"></script></head>` +
       `<body data-view="${escapeHtml(view)}" data-org="${escapeHtml(session?.organization.name ?? "")}">` +
-      `<noscript>The dashboard needs JavaScript.</noscript><div id="app"></div></body></html>`,
-    { headers: { ...baseHeaders, "content-type": "text/html; charset=utf-8" } }
+      `<noscript>The dashboard needs JavaScript.</noscript><div id="app"></div></body></html>`
   )
 
-const cookieOf = (request: Request): string | undefined => {
-  const header = request.headers.get("cookie")
-  if (header === null) return undefined
-  for (const part of header.split(";")) {
-    const [name, ...value] = part.trim().split("=")
-    if (name === COOKIE) return value.join("=")
-  }
-  return undefined
-}
-
-/** A change must come from the dashboard's own origin (browsers send `Origin` on every POST). */
-const sameOrigin = (request: Request) => {
-  const origin = request.headers.get("origin")
-  if (origin === null) return request.headers.get("sec-fetch-site") !== "cross-site"
-  const host = request.headers.get("host")
-  try {
-    return host !== null && new URL(origin).host === host
-  } catch {
-    return false
-  }
-}
-
-/** A path segment as text; a malformed escape (`%E0%A4%A`) is no such object, never a 500. */
-const segment = (raw: string): string | undefined => {
-  try {
-    return decodeURIComponent(raw)
-  } catch {
-    return undefined
-  }
-}
-
-const readJson = async (request: Request): Promise<Record<string, unknown>> => {
-  try {
-    const body = (await request.json()) as unknown
-    return typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : {}
-  } catch {
-    return {}
-  }
-}
-
 export const makeDashboard = (deps: DashboardDeps) => {
-  /** HttpOnly, SameSite=Strict, and Secure when the dashboard is reached over https (directly or behind a proxy). */
-  const cookieFor = (request: Request) => (value: string, maxAgeSeconds: number) =>
-    `${COOKIE}=${value}; Path=/dashboard; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}` +
-    (new URL(request.url).protocol === "https:" || request.headers.get("x-forwarded-proto") === "https"
-      ? "; Secure"
-      : "")
-
-  const run = async <A, E>(effect: Effect.Effect<A, E, Services>): Promise<Either.Either<A, E>> => {
-    const exit = await deps.run(effect)
-    if (Exit.isSuccess(exit)) return Either.right(exit.value)
-    const failure = Cause.failureOption(exit.cause)
-    if (Option.isSome(failure)) return Either.left(failure.value as E)
-    throw Cause.squash(exit.cause)
-  }
+  const cookieFor = (request: Request) => sessionCookie(request, COOKIE, "/dashboard")
+  const run = eitherRunner(deps.run)
 
   const signedIn = async (request: Request, signed: SignedIn) => {
     const { session } = signed
@@ -202,12 +132,6 @@ export const makeDashboard = (deps: DashboardDeps) => {
       Context.add(context, SessionOrganization, organization) as Context.Context<never>
     )
 
-  const withHeaders = async (response: Response) => {
-    const headers = new Headers(response.headers)
-    for (const [k, v] of Object.entries(baseHeaders)) headers.set(k, v)
-    return new Response(await response.arrayBuffer(), { status: response.status, headers })
-  }
-
   const audited = async (session: Session, action: string, objectId: string, response: Response) => {
     await run(
       Effect.flatMap(DashboardSessions, (s) =>
@@ -228,7 +152,7 @@ export const makeDashboard = (deps: DashboardDeps) => {
     if (request.method === "GET") {
       if (path.startsWith("/v1/")) {
         if (!V1_READS.some((r) => r.test(path))) return apiError("NotFound", "not_found", "No such route")
-        return withHeaders(await v1(request, context, org, "GET", path + url.search))
+        return withPageHeaders(await v1(request, context, org, "GET", path + url.search))
       }
       if (path === "/overview") return json((await run(overview(org.id))).pipe(Either.getOrThrow))
       if (path === "/catalog") {
@@ -283,15 +207,14 @@ export const makeDashboard = (deps: DashboardDeps) => {
       return apiError("NotFound", "not_found", "No such route")
     }
     // Every change: same origin and the session's CSRF token (a header a cross-site form cannot send).
-    const token = request.headers.get("x-csrf-token") ?? ""
-    if (!sameOrigin(request) || !safeEqual(token, session.csrfToken)) {
+    if (!csrfOk(request, session.csrfToken)) {
       return forbidden("csrf_token_invalid", "This change lacks the dashboard's CSRF token: reload the page")
     }
     for (const [method, pattern, action] of V1_CHANGES) {
       const match = pattern.exec(path)
       if (match !== null && request.method === method) {
         const raw = method === "POST" ? await request.text() : undefined
-        const answer = await withHeaders(
+        const answer = await withPageHeaders(
           await v1(request, context, org, method, path, undefined, raw === undefined || raw === "" ? "{}" : raw)
         )
         const objectId = match[1] === undefined ? org.id : (segment(match[1]) ?? match[1])
@@ -355,19 +278,7 @@ export const makeDashboard = (deps: DashboardDeps) => {
     const cookie = cookieFor(request)
     try {
       if (path.startsWith("/dashboard/assets/")) {
-        const asset = (await assets()).get(path.slice("/dashboard/assets/".length))
-        if (asset === undefined || request.method !== "GET") return apiError("NotFound", "not_found", "No such file")
-        const gzip = (request.headers.get("accept-encoding") ?? "").includes("gzip")
-        return new Response(gzip ? asset.gzip : asset.body, {
-          headers: {
-            ...baseHeaders,
-            "content-type": asset.type,
-            "cache-control": "no-cache",
-            etag: asset.etag,
-            vary: "accept-encoding",
-            ...(gzip ? { "content-encoding": "gzip" } : {})
-          }
-        })
+        return serveAsset(request, (await assets()).get(path.slice("/dashboard/assets/".length)))
       }
       const sessions = (effect: (s: typeof DashboardSessions.Service) => Effect.Effect<unknown, unknown>) =>
         run(Effect.flatMap(DashboardSessions, effect))
@@ -390,7 +301,7 @@ export const makeDashboard = (deps: DashboardDeps) => {
           ? signedIn(request, redeemed.right.value)
           : apiError("Unauthorized", "unauthorized", "This sign-in link is unknown, used or expired")
       }
-      const value = cookieOf(request)
+      const value = cookieOf(request, COOKIE)
       const found =
         value === undefined
           ? Option.none()
@@ -402,8 +313,7 @@ export const makeDashboard = (deps: DashboardDeps) => {
       }
       if (path === "/dashboard/sign-out" && request.method === "POST") {
         if (session !== undefined) {
-          const token = request.headers.get("x-csrf-token") ?? ""
-          if (!sameOrigin(request) || !safeEqual(token, session.csrfToken)) {
+          if (!csrfOk(request, session.csrfToken)) {
             return forbidden("csrf_token_invalid", "This change lacks the dashboard's CSRF token: reload the page")
           }
           await sessions((s) => s.end(session))
@@ -412,12 +322,7 @@ export const makeDashboard = (deps: DashboardDeps) => {
         return json({ success: true }, 200, { "set-cookie": cookie("", 0) })
       }
       if (request.method === "GET" && PAGES.test(path)) {
-        if (session === undefined) {
-          return new Response(null, {
-            status: 303,
-            headers: { ...baseHeaders, location: "/dashboard/sign-in", "set-cookie": cookie("", 0) }
-          })
-        }
+        if (session === undefined) return seeOther("/dashboard/sign-in", cookie("", 0))
         const segments = path.split("/").filter((s) => s !== "")
         const view = segments.length === 3 ? "customer" : (segments[1] ?? "overview")
         return shell(view, session)

@@ -6,6 +6,7 @@ import { Organizations, type OrganizationError } from "../organizations/Organiza
 import { randomToken, sha256Hex } from "../platform/crypto.ts"
 import { Ids, makeMonotonicIds } from "../platform/ids.ts"
 import { Unauthorized } from "../api/errors.ts"
+import { splitToken } from "../web/pages.ts"
 
 /** decisions.md §13: a session lives 12 hours; a one-time link 10 minutes, once. */
 export const SESSION_MS = 12 * 60 * 60 * 1000
@@ -41,12 +42,7 @@ export interface DashboardSessionsShape {
 
 export class DashboardSessions extends Context.Tag("DashboardSessions")<DashboardSessions, DashboardSessionsShape>() {}
 
-/** `<organization id>.<secret>`: the organization scopes the lookup, the secret is what is checked. */
-const split = (value: string): Option.Option<{ readonly organizationId: string; readonly secret: string }> => {
-  const dot = value.indexOf(".")
-  if (dot <= 0 || dot === value.length - 1 || value.length > 200) return Option.none()
-  return Option.some({ organizationId: value.slice(0, dot), secret: value.slice(dot + 1) })
-}
+const split = splitToken
 
 export const DashboardSessionsLive = Layer.effect(
   DashboardSessions,
