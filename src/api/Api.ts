@@ -13,6 +13,7 @@ import { HostedInvoicesGroup } from "./hostedInvoices.ts"
 import { InternalErrorError, NotFoundError, PayloadTooLargeError, UnavailableError } from "./errors.ts"
 import { transformDocument } from "./openapi.ts"
 import { PaymentsGroup } from "./payments.ts"
+import { PortalGroup } from "./portal.ts"
 import { SubscriptionsGroup } from "./subscriptions.ts"
 import { SystemGroup } from "./system.ts"
 import { UsageGroup } from "./usage.ts"
@@ -39,6 +40,7 @@ export class BillingApi extends HttpApi.make("billing")
   .add(EventsGroup)
   .add(HostedGroup)
   .add(HostedInvoicesGroup)
+  .add(PortalGroup)
   // Failures any route can produce, whatever its capability.
   .addError(NotFoundError)
   .addError(PayloadTooLargeError)

@@ -25,6 +25,9 @@ import { EntitlementsRepoSql } from "../entitlements/EntitlementsRepo.ts"
 import { assets } from "../dashboard/assets.ts"
 import { makeDashboard } from "../dashboard/Http.ts"
 import { DashboardSessionsLive } from "../dashboard/Sessions.ts"
+import { PortalSessionsLive } from "../portal/Sessions.ts"
+import { portalAssets } from "../portal/assets.ts"
+import { makePortal } from "../portal/Http.ts"
 import { Deliveries, DeliveriesLive } from "../events/Deliveries.ts"
 import { EventsLive } from "../events/Events.ts"
 import { OutboxLive } from "../events/Outbox.ts"
@@ -102,7 +105,8 @@ export const ServicesLive = Layer.mergeAll(
   InvoiceDocumentsLive,
   RenewalsLive,
   EventCustomersLive,
-  DashboardSessionsLive.pipe(Layer.provide(AuthenticatorLive))
+  DashboardSessionsLive.pipe(Layer.provide(AuthenticatorLive)),
+  PortalSessionsLive
 ).pipe(
   Layer.provideMerge(Layer.mergeAll(SubscriptionsLive, AddonsLive, CreditNotesLive)),
   Layer.provideMerge(PlanChangesLive),
@@ -178,10 +182,19 @@ export const makeApp = <E>(
     v1: (request, context) => web.handler(request, context)
   })
   void assets().catch(() => undefined)
+  // The customer portal (src/portal/): the same arrangement for one customer of one organization.
+  const portal = makePortal({
+    run: (effect) => runtime.runPromiseExit(effect),
+    v1: (request, context) => web.handler(request, context),
+    assets: portalAssets
+  })
   const handler = async (request: Request, context?: Context.Context<never>): Promise<Response> => {
     const path = request.url.slice(request.url.indexOf("/", request.url.indexOf("//") + 2))
     if (path === "/dashboard" || path.startsWith("/dashboard/") || path.startsWith("/dashboard?")) {
       return dashboard(request, context)
+    }
+    if (path === "/portal" || path.startsWith("/portal/") || path.startsWith("/portal?")) {
+      return portal(request, context)
     }
     const limited = rateLimit?.(request)
     if (limited !== undefined) return limited

@@ -13,6 +13,7 @@ import { EntitlementsHttp } from "../entitlements/Http.ts"
 import { EventsHttp } from "../events/Http.ts"
 import { HostedHttp } from "../hosted/Http.ts"
 import { PaymentsHttp } from "../payments/Http.ts"
+import { PortalHttp } from "../portal/ApiHttp.ts"
 import { SubscriptionsHttp } from "../subscriptions/Http.ts"
 import { UsageHttp } from "../usage/Http.ts"
 import { WebhooksHttp } from "../webhooks/Http.ts"
@@ -38,7 +39,8 @@ export const ApiLive = HttpApiBuilder.api(BillingApi).pipe(
     WebhooksHttp,
     EventsHttp,
     HostedHttp,
-    HostedInvoicesHttp
+    HostedInvoicesHttp,
+    PortalHttp
   ]),
   // The security middleware must be provided after the groups that use it.
   Layer.provide(AuthenticationLive)

@@ -6,6 +6,9 @@ export type IdPrefix =
   /** Coupons and promotion codes (decisions.md §15). */
   | "cpn"
   | "promo"
+  /** Customer portal sessions and their audit rows (decisions.md §17). */
+  | "pss"
+  | "pau"
   | "cus"
   | "feat"
   | "plan"
