@@ -154,7 +154,9 @@ export const errorCodes = {
     "idempotency_conflict",
     "change_in_progress",
     "subscription_past_due",
-    "change_not_possible"
+    "change_not_possible",
+    "subscription_not_canceling",
+    "subscription_ended"
   ],
   PayloadTooLarge: ["payload_too_large"],
   Unprocessable: [

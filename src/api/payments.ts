@@ -72,6 +72,13 @@ export const PaymentMethodRemoved = Schema.Struct({
   success: Schema.Boolean
 }).annotations({ identifier: "PaymentMethodRemoved" })
 
+/** Makes a saved method the customer's default, the one charged first (decisions record "Customer portal (h15)"). */
+export const DefaultPaymentMethod = Schema.Struct({
+  customer: CustomerRef,
+  id: Schema.propertySignature(NonEmptyString).annotations({ description: "Payment method id" })
+}).annotations({ identifier: "DefaultPaymentMethod", parseOptions: { errors: "all" } })
+export type DefaultPaymentMethod = typeof DefaultPaymentMethod.Type
+
 export const PaymentMethod = Schema.Struct({
   id: Schema.String,
   provider: Schema.String,
@@ -121,6 +128,18 @@ export class PaymentsGroup extends HttpApiGroup.make("payments")
       .addError(UnprocessableError)
       .addError(BadGatewayError)
       .annotate(OpenApi.Summary, "Create a payment-method setup session")
+  )
+  .add(
+    HttpApiEndpoint.post("setDefaultPaymentMethod", "/v1/wallet/default")
+      .setPayload(DefaultPaymentMethod)
+      .addSuccess(PaymentMethodList)
+      .addError(NotFoundError)
+      .addError(ConflictError)
+      .annotate(OpenApi.Summary, "Make a saved payment method the default")
+      .annotate(
+        OpenApi.Description,
+        "The default is the method charged first (renewals, attaches, invoices). Answers the wallet afterwards; `payment_method.updated` is sent when the default changed."
+      )
   )
   .add(
     HttpApiEndpoint.post("removePaymentMethod", "/v1/wallet/remove")

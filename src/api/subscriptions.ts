@@ -246,6 +246,17 @@ export class SubscriptionsGroup extends HttpApiGroup.make("subscriptions")
       .annotate(OpenApi.Summary, "Cancel a subscription")
   )
   .add(
+    HttpApiEndpoint.post("resumeSubscription")`/v1/subscriptions/${idParam}/resume`
+      .addSuccess(SubscriptionResult)
+      .addError(NotFoundError)
+      .addError(ConflictError)
+      .annotate(OpenApi.Summary, "Resume a subscription set to cancel at its period end")
+      .annotate(
+        OpenApi.Description,
+        "Undoes a cancellation at period end: the subscription renews again (`subscription.resumed`). 409 `subscription_not_canceling` when it is not set to cancel, `subscription_ended` when it already ended."
+      )
+  )
+  .add(
     HttpApiEndpoint.post("cancelChange")`/v1/subscriptions/${idParam}/cancel-change`
       .addSuccess(SubscriptionResult)
       .addError(NotFoundError)

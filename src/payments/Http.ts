@@ -15,6 +15,22 @@ export const PaymentsHttp = HttpApiBuilder.group(BillingApi, "payments", (handle
     const addons = yield* Addons
     const payments = yield* Payments
     const customers = yield* Customers
+    /** The customer's wallet as `GET /v1/wallet` answers it (the default first). */
+    const wallet = (org: string, customerId: string) =>
+      Effect.map(payments.methods(org, customerId), (methods) => ({
+        success: true,
+        paymentMethods: methods.map((m) => ({
+          id: m.id,
+          provider: m.provider,
+          type: m.type,
+          brand: m.brand,
+          last4: m.last4,
+          expMonth: m.expMonth,
+          expYear: m.expYear,
+          isDefault: m.isDefault,
+          createdAt: m.createdAt
+        }))
+      }))
     return handlers
       .handle("purchaseAddon", ({ payload: body }) =>
         Effect.gen(function* () {
@@ -46,25 +62,19 @@ export const PaymentsHttp = HttpApiBuilder.group(BillingApi, "payments", (handle
           return { success: true }
         }).pipe(mapDomainErrors)
       )
+      .handle("setDefaultPaymentMethod", ({ payload }) =>
+        Effect.gen(function* () {
+          const org = yield* CurrentOrganization
+          const customer = yield* customers.resolve(org.id, payload.customer)
+          yield* payments.makeDefaultMethod(org.id, customer.id, payload.id)
+          return yield* wallet(org.id, customer.id)
+        }).pipe(mapDomainErrors)
+      )
       .handle("listPaymentMethods", ({ urlParams }) =>
         Effect.gen(function* () {
           const org = yield* CurrentOrganization
           const customer = yield* customers.resolve(org.id, urlParams.customer)
-          const methods = yield* payments.methods(org.id, customer.id)
-          return {
-            success: true,
-            paymentMethods: methods.map((m) => ({
-              id: m.id,
-              provider: m.provider,
-              type: m.type,
-              brand: m.brand,
-              last4: m.last4,
-              expMonth: m.expMonth,
-              expYear: m.expYear,
-              isDefault: m.isDefault,
-              createdAt: m.createdAt
-            }))
-          }
+          return yield* wallet(org.id, customer.id)
         }).pipe(mapDomainErrors)
       )
   })

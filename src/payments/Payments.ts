@@ -127,6 +127,8 @@ export interface PaymentsShape {
     customerId: string,
     methodId: string
   ) => Effect.Effect<void, NotFound | ProviderFailure>
+  /** The customer's saved method becomes the default, the one charged first; not theirs or not active: 404. */
+  readonly makeDefaultMethod: (org: string, customerId: string, methodId: string) => Effect.Effect<void, NotFound>
   /** A verified provider event's effects; runs inside the webhook's transaction. `false` = nothing to do. */
   readonly applyEvent: (org: string, provider: ProviderName, event: ProviderEvent) => Effect.Effect<boolean>
   /**
@@ -580,6 +582,15 @@ export const PaymentsLive = Layer.effect(
         yield* methodSaver.remove(org, methodId, yield* Clock.currentTimeMillis)
       })
 
+    // Ours alone: charges pick the method themselves (the default first), so no provider needs telling.
+    const makeDefaultMethod: PaymentsShape["makeDefaultMethod"] = (org, customerId, methodId) =>
+      Effect.gen(function* () {
+        const done = yield* methodSaver.makeDefault(org, customerId, methodId, yield* Clock.currentTimeMillis)
+        if (!done) {
+          return yield* new NotFound({ code: "payment_method_not_found", message: `No payment method '${methodId}'` })
+        }
+      })
+
     /** Asks the provider about one stale attempt or checkout and settles what it says. */
     const reconcileOne = (
       item:
@@ -698,6 +709,7 @@ export const PaymentsLive = Layer.effect(
       methods: (org, customerId) => repo.activeMethods(org, customerId),
       checkout: (org, reference) => repo.findCheckout(org, reference),
       removeMethod,
+      makeDefaultMethod,
       applyEvent: settlement.applyEvent,
       reconcile,
       refund,

@@ -113,6 +113,8 @@ export interface PaymentsRepoShape {
     now: number
   ) => Effect.Effect<void>
   /** Serialises saving methods for one customer (PostgreSQL row lock until the transaction ends). */
+  /** This active method becomes the customer's default, the one that was stops being it (the caller's transaction). */
+  readonly setDefaultMethod: (org: string, customerId: string, id: string, now: number) => Effect.Effect<void>
   readonly lockCustomer: (org: string, customerId: string) => Effect.Effect<void>
   /** `false` when a unique key (its Idempotency-Key) is already taken: the caller reads what took it. */
   readonly insertCheckout: (c: CheckoutRecord) => Effect.Effect<boolean>
@@ -315,6 +317,10 @@ export const PaymentsRepoSql = Layer.effect(
       setMethodStatus: (org, id, status, now) =>
         sql`UPDATE payment_methods SET status = ${status}, is_default = 0, updated_at = ${now}
             WHERE organization_id = ${org} AND id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
+      setDefaultMethod: (org, customerId, id, now) =>
+        sql`UPDATE payment_methods SET is_default = CASE WHEN id = ${id} THEN 1 ELSE 0 END, updated_at = ${now}
+            WHERE organization_id = ${org} AND customer_id = ${customerId} AND status = 'active'
+              AND (id = ${id} OR is_default = 1)`.pipe(Effect.asVoid, Effect.orDie),
       lockCustomer: (org, customerId) =>
         sql`SELECT id FROM customers WHERE organization_id = ${org} AND id = ${customerId} ${forUpdate}`.pipe(
           Effect.asVoid,

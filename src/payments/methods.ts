@@ -17,6 +17,11 @@ export interface MethodSaver {
   readonly markUnusable: (org: string, methodId: string, now: number) => Effect.Effect<void>
   /** The vendor removed it (`payment_method.removed`), in one transaction with its event. */
   readonly remove: (org: string, methodId: string, now: number) => Effect.Effect<void>
+  /**
+   * The customer's active method becomes their default, the one charged first (`payment_method.updated` when it was
+   * not already), in one transaction with its event. `false`: no such active method of this customer.
+   */
+  readonly makeDefault: (org: string, customerId: string, methodId: string, now: number) => Effect.Effect<boolean>
 }
 
 /** A saved method as events carry it: the wallet's shape, with its customer (decisions.md §11). */
@@ -106,6 +111,28 @@ export const makeMethodSaver = (
         })
       }),
     markUnusable: (org, methodId, now) => retire(org, methodId, "unusable", now),
-    remove: (org, methodId, now) => retire(org, methodId, "removed", now)
+    remove: (org, methodId, now) => retire(org, methodId, "removed", now),
+    makeDefault: (org, customerId, methodId, now) =>
+      sql
+        .withTransaction(
+          Effect.gen(function* () {
+            // The customer's row lock orders this after a save deciding the default at the same moment.
+            yield* repo.lockCustomer(org, customerId)
+            const method = yield* repo.findMethod(org, methodId)
+            if (Option.isNone(method) || method.value.customerId !== customerId || method.value.status !== "active") {
+              return false
+            }
+            if (method.value.isDefault) return true
+            yield* repo.setDefaultMethod(org, customerId, methodId, now)
+            yield* outbox.emit(org, {
+              type: "payment_method.updated",
+              data: methodEventData({ ...method.value, isDefault: true, updatedAt: now }),
+              customerId,
+              subjectId: methodId
+            })
+            return true
+          })
+        )
+        .pipe(Effect.orDie)
   }
 }

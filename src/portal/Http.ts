@@ -190,7 +190,7 @@ export const makePortal = (deps: PortalDeps) => {
       }
       const answer =
         method[2] === "default"
-          ? await post("/v1/wallet/default", { customer, paymentMethod: id })
+          ? await post("/v1/wallet/default", { customer, id })
           : await post("/v1/wallet/remove", { customer, id })
       if (!answer.ok) return audited(action, id, await withPageHeaders(answer))
       return audited(action, id, json({ success: true, paymentMethods: await paymentMethods() }))

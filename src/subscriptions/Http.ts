@@ -97,6 +97,15 @@ export const SubscriptionsHttp = HttpApiBuilder.group(BillingApi, "subscriptions
           mapDomainErrors
         )
       )
+      .handle("resumeSubscription", ({ path }) =>
+        Effect.flatMap(CurrentOrganization, (org) => subscriptions.resume(org.id, path.id)).pipe(
+          Effect.map(({ plan, subscription }) => ({
+            success: true,
+            subscription: toWireSubscription(subscription, plan)
+          })),
+          mapDomainErrors
+        )
+      )
       .handle("cancelSubscription", ({ path }) =>
         Effect.flatMap(CurrentOrganization, (org) => subscriptions.cancel(org.id, path.id)).pipe(
           Effect.map(({ plan, subscription }) => ({

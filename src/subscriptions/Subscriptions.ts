@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { BigDecimal, Clock, Context, Effect, Layer, Option } from "effect"
+import { BigDecimal, Clock, Context, Effect, Either, Layer, Option } from "effect"
 import type { EventType } from "../api/events.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import { type CatalogSnapshot, isFree, type Plan } from "../catalog/model.ts"
@@ -77,6 +77,14 @@ export interface SubscriptionsShape {
     organizationId: string,
     id: string
   ) => Effect.Effect<{ subscription: SubscriptionRecord; plan: Plan | undefined }, NotFound>
+  /**
+   * Undoes a cancellation at period end (`subscription.resumed`): the subscription renews again. Not set to cancel
+   * at period end: 409 `subscription_not_canceling`; already ended (canceled or expired): 409 `subscription_ended`.
+   */
+  readonly resume: (
+    organizationId: string,
+    id: string
+  ) => Effect.Effect<{ subscription: SubscriptionRecord; plan: Plan | undefined }, NotFound | Conflict>
   readonly checkout: (
     organizationId: string,
     id: string,
@@ -578,6 +586,42 @@ export const SubscriptionsLive = Layer.effect(
               })
             )
             .pipe(Effect.orDie)
+          return (yield* withPlans(organizationId, [next], now))[0]!
+        }),
+      resume: (organizationId, id) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          yield* get(organizationId, id)
+          // Decided over the locked row, as cancel is: a renewal ending it at this moment is not written over.
+          const outcome = yield* sql
+            .withTransaction(
+              Effect.gen(function* () {
+                const current = Option.getOrThrow(yield* repo.getForUpdate(organizationId, id))
+                const status = effectiveStatus(current, now)
+                if (status === "canceled" || status === "expired") {
+                  return Either.left(
+                    new Conflict({
+                      code: "subscription_ended",
+                      message: `The subscription is ${status}: attach the plan again instead`
+                    })
+                  )
+                }
+                if (!current.cancelAtPeriodEnd) {
+                  return Either.left(
+                    new Conflict({
+                      code: "subscription_not_canceling",
+                      message: "The subscription is not set to cancel at its period end: nothing to resume"
+                    })
+                  )
+                }
+                const next: SubscriptionRecord = { ...current, cancelAtPeriodEnd: false, updatedAt: now }
+                yield* repo.update(next)
+                yield* announce("subscription.resumed", next, yield* planOf(organizationId, next.planId))
+                return Either.right(next)
+              })
+            )
+            .pipe(Effect.orDie)
+          const next = yield* outcome
           return (yield* withPlans(organizationId, [next], now))[0]!
         }),
       checkout: (organizationId, id, callbackUrl) =>

@@ -433,6 +433,7 @@ const basesFor = (w: World): Record<string, Valid> => {
     "POST /v1/subscriptions/{id}/checkout": { path: { id: w.subscriptions.pending! }, body: { callbackUrl: back } },
     "POST /v1/subscriptions/{id}/cancel": { path: { id: w.subscriptions.active! } },
     "POST /v1/subscriptions/{id}/cancel-change": { path: { id: w.subscriptions.active! } },
+    "POST /v1/subscriptions/{id}/resume": { path: { id: w.subscriptions.active! } },
     "POST /v1/billing/invoice": { path: {}, body: { customer: c1 } },
     "GET /v1/billing/invoices": { path: {}, query: { customer: c1 } },
     "GET /v1/billing/usage": { path: {}, query: { customer: c1 } },
@@ -447,7 +448,9 @@ const basesFor = (w: World): Record<string, Valid> => {
     },
     "POST /v1/wallet/setup": { path: {}, body: { customer: c1, callbackUrl: back, provider: "simulated" } },
     "POST /v1/wallet/remove": { path: {}, body: { customer: c1, id: w.paymentMethod! } },
+    "POST /v1/wallet/default": { path: {}, body: { customer: c1, id: w.paymentMethod! } },
     "GET /v1/wallet": { path: {}, query: { customer: c1 } },
+    "POST /v1/portal/sessions": { path: {}, body: { customer: c1, returnUrl: back } },
     "POST /v1/webhook-endpoints": {
       path: {},
       body: { url: "https://example.com/fz-hooks", events: ["invoice.paid", "customer.created"], description: "fz" }

@@ -352,6 +352,11 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
       path: `/v1/subscriptions/${enc(id)}/cancel`,
       expect: { status: [404], codes: ["subscription_not_found"] }
     })),
+    "POST /v1/subscriptions/{id}/resume": aSubs.map((id) => ({
+      method: "POST",
+      path: `/v1/subscriptions/${enc(id)}/resume`,
+      expect: { status: [404], codes: ["subscription_not_found"] }
+    })),
     "POST /v1/subscriptions/{id}/cancel-change": aSubs.map((id) => ({
       method: "POST",
       path: `/v1/subscriptions/${enc(id)}/cancel-change`,
@@ -441,6 +446,26 @@ const attacksFor = (a: World, b: World, managedSimulatedSecret: string) => {
         expect: { status: [404], codes: ["payment_method_not_found"] }
       }
     ],
+    "POST /v1/wallet/default": [
+      ...aRefs.map((customer): Attack => ({
+        method: "POST",
+        path: "/v1/wallet/default",
+        body: { customer, id: a.paymentMethod },
+        expect: NOT_FOUND
+      })),
+      {
+        method: "POST",
+        path: "/v1/wallet/default",
+        body: { customer: b1.externalId, id: a.paymentMethod },
+        expect: { status: [404], codes: ["payment_method_not_found"] }
+      }
+    ],
+    "POST /v1/portal/sessions": aRefs.map((customer) => ({
+      method: "POST",
+      path: "/v1/portal/sessions",
+      body: { customer },
+      expect: NOT_FOUND
+    })),
     "GET /v1/wallet": aRefs.map((r) => ({ method: "GET", path: `/v1/wallet${q({ customer: r })}`, expect: NOT_FOUND })),
     "GET /v1/customers/{id}/usage/history": [
       ...aRefs.map((r): Attack => ({

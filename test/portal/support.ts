@@ -64,14 +64,17 @@ export const seedOrg = async (server: TestServer, org: Org, customers: ReadonlyA
   }
 }
 
-/** A customer's card, saved through the simulated provider's setup page (what their browser does). */
-export const saveCard = async (server: TestServer, org: Org, customer: string) => {
+/**
+ * A customer's card, saved through the simulated provider's setup page (what their browser does): its test card
+ * 4242 (`ok`), or 0002 (`declining`), a second card of the same customer.
+ */
+export const saveCard = async (server: TestServer, org: Org, customer: string, card: "ok" | "declining" = "ok") => {
   const setup = await post(server, org.apiKey, "/v1/wallet/setup", { customer })
   expect(setup.status).toBe(200)
   const done = await server.fetch(new URL(setup.body.url).pathname, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: "outcome=pay&card=ok"
+    body: `outcome=pay&card=${card}`
   })
   expect(done.status).toBe(200)
   const wallet = (await (await server.fetch(`/v1/wallet?customer=${customer}`, { apiKey: org.apiKey })).json()) as any
