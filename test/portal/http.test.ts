@@ -3,7 +3,7 @@ import { CSP } from "../../src/web/pages.ts"
 import { makeShiftedClock } from "../support/clock.ts"
 import { post } from "../support/catalog.ts"
 import { databases, startServer, type TestServer } from "../support/harness.ts"
-import { auditOf, HOSTILE, openPortal, type Org, seedOrg } from "./support.ts"
+import { auditOf, HOSTILE, openPortal, type Org, saveCard, seedOrg } from "./support.ts"
 
 /** The portal's routes without a browser: sessions, links, cookies, headers, what the pages are made of. */
 for (const database of databases()) {
@@ -16,7 +16,8 @@ for (const database of databases()) {
       org = await server.createOrg()
       await seedOrg(server, org, [
         { id: "ada", name: HOSTILE },
-        { id: "bob", name: "Bob" }
+        { id: "bob", name: "Bob" },
+        { id: "cara", name: "Cara" }
       ])
     })
     afterAll(() => server.close())
@@ -196,6 +197,119 @@ for (const database of databases()) {
       expect(out.status).toBe(200)
       expect(out.headers.get("set-cookie")).toContain("Max-Age=0")
       expect((await fresh.get("/portal/api/overview")).status).toBe(401)
+    })
+
+    test("every change goes through /v1's services: cards, plan preview and change, cancel, resume, undo", async () => {
+      const v1 = async (path: string) => (await server.fetch(path, { apiKey: org.apiKey })).json() as Promise<any>
+      const json = async (answer: Response) => ({ status: answer.status, body: (await answer.json()) as any })
+      const portal = await openPortal(server, org, "cara")
+
+      // Payment methods: the provider's setup flow, back to the portal's page; the wallet as /v1 shows it.
+      const setup = await json(await portal.post("/portal/api/payment-methods/setup"))
+      expect(setup.status).toBe(200)
+      expect(setup.body.url).toContain("/simulated/setup/")
+      expect((await json(await portal.get("/portal/api/payment-methods"))).body).toEqual({ paymentMethods: [] })
+      const cards = await saveCard(server, org, "cara")
+      const second = (await saveCard(server, org, "cara", "declining")).find((m) => m.id !== cards[0]!.id)!
+      const wallet = await json(await portal.get("/portal/api/payment-methods"))
+      expect(wallet.body).toEqual({ paymentMethods: (await v1("/v1/wallet?customer=cara")).paymentMethods })
+      const made = await json(await portal.post(`/portal/api/payment-methods/${second.id}/default`))
+      expect(made.status).toBe(200)
+      expect(made.body.paymentMethods[0]).toMatchObject({ id: second.id, isDefault: true })
+      expect((await v1("/v1/wallet?customer=cara")).paymentMethods[0].id).toBe(second.id)
+      expect((await v1("/v1/events?type=payment_method.updated&customer=cara")).data).toHaveLength(1)
+      // Back to the card that pays, then the declining one removed.
+      await portal.post(`/portal/api/payment-methods/${cards[0]!.id}/default`)
+      const removed = await json(await portal.post(`/portal/api/payment-methods/${second.id}/remove`))
+      expect(removed.status).toBe(200)
+      expect(removed.body.paymentMethods.map((m: any) => m.id)).toEqual([cards[0]!.id])
+      expect((await v1("/v1/events?type=payment_method.removed&customer=cara")).data).toHaveLength(1)
+
+      // Plans: the portal plans and the current one; a plan not offered is unknown to the portal.
+      const plans = await json(await portal.get("/portal/api/plans"))
+      expect(plans.body.plans.map((p: any) => [p.slug, p.current])).toEqual([
+        ["free", true],
+        ["pro", false]
+      ])
+      expect(plans.body.plans[1]).toEqual({
+        slug: "pro",
+        name: "Pro",
+        group: "main",
+        price: { amount: 500000, currency: "NGN", interval: "monthly" },
+        features: [
+          { feature: "tokens", name: "Tokens", limit: 5000, reset: "monthly" },
+          { feature: "support", name: "Priority support", limit: null, reset: null }
+        ],
+        current: false
+      })
+      for (const route of ["/portal/api/plans/preview", "/portal/api/plans/change"]) {
+        const team = await json(await portal.post(route, { plan: "team" }))
+        expect(team).toMatchObject({ status: 404, body: { success: false, code: "plan_not_found" } })
+      }
+      expect((await v1("/v1/subscriptions?customer=cara")).subscriptions[0].plan).toBe("free")
+
+      // The §14 preview exactly as /v1 answers it for this customer; then the change, and /v1 shows it.
+      const preview = await json(await portal.post("/portal/api/plans/preview", { plan: "pro" }))
+      expect(preview.status).toBe(200)
+      const direct = await post(server, org.apiKey, "/v1/attach/preview", { customer: "cara", product: "pro" })
+      const stable = (p: any) => ({ ...p, effectiveAt: undefined, lines: p.lines.map((l: any) => l.description) })
+      expect(stable(preview.body)).toEqual(stable(direct.body))
+      expect(preview.body).toMatchObject({ plan: "pro", previousPlan: "free", total: 500000 })
+      const changed = await json(await portal.post("/portal/api/plans/change", { plan: "pro" }))
+      expect(changed.status).toBe(200)
+      expect(changed.body).toMatchObject({ success: true, checkoutUrl: null, subscription: { plan: "pro" } })
+      const [sub] = (await v1("/v1/subscriptions?customer=cara")).subscriptions
+      expect(sub).toMatchObject({ id: changed.body.subscription.id, plan: "pro", status: "active" })
+      const updated = (await v1("/v1/events?type=subscription.updated&customer=cara")).data
+      expect(updated[0].data).toMatchObject({ id: sub.id, plan: "pro", previousPlan: "free" })
+
+      // Invoices: what /v1 lists (drafts aside), newest first, each with its hosted page and PDF.
+      const invoices = await json(await portal.get("/portal/api/invoices"))
+      const listed = (await v1("/v1/billing/invoices?customer=cara")).invoices.filter((i: any) => i.status !== "draft")
+      expect(invoices.body.invoices.map((i: any) => i.id).sort()).toEqual(listed.map((i: any) => i.id).sort())
+      expect(invoices.body.invoices.length).toBeGreaterThan(0)
+      for (const invoice of invoices.body.invoices) {
+        expect(invoice.pdfUrl).toBe(`${invoice.hostedUrl}/pdf`)
+        expect(invoice).toEqual({ ...listed.find((i: any) => i.id === invoice.id), pdfUrl: invoice.pdfUrl })
+        const pdf = await server.fetch(new URL(invoice.pdfUrl).pathname)
+        expect(pdf.status).toBe(200)
+        expect(pdf.headers.get("content-type")).toContain("application/pdf")
+      }
+
+      // Cancel at period end, undo it; a scheduled downgrade, undo it.
+      const cancel = await json(await portal.post(`/portal/api/subscriptions/${sub.id}/cancel`))
+      expect(cancel.body).toMatchObject({ success: true, subscription: { id: sub.id, cancelAtPeriodEnd: true } })
+      expect((await v1("/v1/subscriptions?customer=cara")).subscriptions[0].cancelAtPeriodEnd).toBe(true)
+      const resume = await json(await portal.post(`/portal/api/subscriptions/${sub.id}/resume`))
+      expect(resume.body).toMatchObject({ success: true, subscription: { id: sub.id, cancelAtPeriodEnd: false } })
+      expect((await v1("/v1/events?type=subscription.resumed&customer=cara")).data).toHaveLength(1)
+      const again = await json(await portal.post(`/portal/api/subscriptions/${sub.id}/resume`))
+      expect(again).toMatchObject({ status: 409, body: { code: "subscription_not_canceling" } })
+      const down = await json(await portal.post("/portal/api/plans/change", { plan: "free" }))
+      expect(down.status).toBe(200)
+      expect(down.body.subscription.scheduledChange).toMatchObject({ plan: "free" })
+      const undo = await json(await portal.post(`/portal/api/subscriptions/${sub.id}/cancel-change`))
+      expect(undo.status).toBe(200)
+      expect(undo.body.subscription.scheduledChange).toBeUndefined()
+      expect((await v1("/v1/subscriptions?customer=cara")).subscriptions[0]).toMatchObject({ plan: "pro" })
+      expect((await v1("/v1/subscriptions?customer=cara")).subscriptions[0].scheduledChange).toBeUndefined()
+
+      // Every change audited with its outcome (previews change nothing and are not).
+      const audit = (await auditOf(server, org.id)).filter((r) => r.customerId === sub.customerId)
+      expect(audit.map((r) => [r.action, r.outcome])).toEqual([
+        ["session.open", "ok"],
+        ["payment_method.setup", "ok"],
+        ["payment_method.default", "ok"],
+        ["payment_method.default", "ok"],
+        ["payment_method.remove", "ok"],
+        ["plan.change", "refused 404"],
+        ["plan.change", "ok"],
+        ["subscription.cancel", "ok"],
+        ["subscription.resume", "ok"],
+        ["subscription.resume", "refused 409"],
+        ["plan.change", "ok"],
+        ["subscription.cancel_change", "ok"]
+      ])
     })
   })
 }
