@@ -201,11 +201,12 @@ export const makePortal = (deps: PortalDeps) => {
       const plan = (await must(snapshotOf(session))).plans.get(slug)
       // Only the organization's portal plans are offered; any other plan is as unknown as one that does not exist.
       if (plan === undefined || !plan.portal) {
-        const refused = apiError("NotFound", "plan_not_found", `No plan '${slug}' is offered here`)
-        return path === "/plans/preview" ? refused : audited(action, slug, refused)
+        return audited(action, slug, apiError("NotFound", "plan_not_found", `No plan '${slug}' is offered here`))
       }
       if (path === "/plans/preview") {
-        return withPageHeaders(await post("/v1/attach/preview", { customer, product: plan.slug }))
+        // Changes nothing, but is a POST of the portal's like the others: audited, so a trail shows what was weighed.
+        const answer = await post("/v1/attach/preview", { customer, product: plan.slug })
+        return audited(action, plan.slug, await withPageHeaders(answer))
       }
       const answer = await post("/v1/attach", { customer, product: plan.slug, callbackUrl: `${origin}/portal` })
       return audited(action, plan.slug, await withPageHeaders(answer))
@@ -262,7 +263,12 @@ export const makePortal = (deps: PortalDeps) => {
       if (path === "/portal/sign-out" && request.method === "POST") {
         if (session !== undefined) {
           if (!csrfOk(request, session.csrfToken)) {
-            return forbidden("csrf_token_invalid", "This change lacks the portal's CSRF token: reload the page")
+            const refused = forbidden(
+              "csrf_token_invalid",
+              "This change lacks the portal's CSRF token: reload the page"
+            )
+            await must(Effect.flatMap(PortalSessions, (s) => s.audit(session, "csrf.refused", path, "refused 403")))
+            return refused
           }
           await must(Effect.flatMap(PortalSessions, (s) => s.end(session)))
           await must(Effect.flatMap(PortalSessions, (s) => s.audit(session, "session.sign_out", session.id, "ok")))

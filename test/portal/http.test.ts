@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { Effect, HashMap, Logger, LogLevel } from "effect"
+import { PortalSessions } from "../../src/portal/Sessions.ts"
 import { CSP } from "../../src/web/pages.ts"
 import { makeShiftedClock } from "../support/clock.ts"
 import { post } from "../support/catalog.ts"
@@ -294,7 +296,7 @@ for (const database of databases()) {
       expect((await v1("/v1/subscriptions?customer=cara")).subscriptions[0]).toMatchObject({ plan: "pro" })
       expect((await v1("/v1/subscriptions?customer=cara")).subscriptions[0].scheduledChange).toBeUndefined()
 
-      // Every change audited with its outcome (previews change nothing and are not).
+      // Every POST audited with its outcome, refusals included.
       const audit = (await auditOf(server, org.id)).filter((r) => r.customerId === sub.customerId)
       expect(audit.map((r) => [r.action, r.outcome])).toEqual([
         ["session.open", "ok"],
@@ -302,13 +304,49 @@ for (const database of databases()) {
         ["payment_method.default", "ok"],
         ["payment_method.default", "ok"],
         ["payment_method.remove", "ok"],
+        ["plan.preview", "refused 404"],
         ["plan.change", "refused 404"],
+        ["plan.preview", "ok"],
         ["plan.change", "ok"],
         ["subscription.cancel", "ok"],
         ["subscription.resume", "ok"],
         ["subscription.resume", "refused 409"],
         ["plan.change", "ok"],
         ["subscription.cancel_change", "ok"]
+      ])
+    })
+
+    test("each audited change is also a `portal change` log line with organization, customer, action, object, outcome", async () => {
+      const lines: Array<{ message: unknown; annotations: Record<string, unknown> }> = []
+      const capture = Logger.make(({ message, annotations }) => {
+        lines.push({ message, annotations: Object.fromEntries(HashMap.toEntries(annotations)) })
+      })
+      const session = {
+        id: "pss_test",
+        organization: { id: org.id, slug: org.slug, name: "Org" },
+        customerId: "cus_test",
+        csrfToken: "t",
+        returnUrl: null,
+        expiresAt: 0
+      }
+      await server.run(
+        Effect.flatMap(PortalSessions, (s) => s.audit(session, "subscription.cancel", "sub_x", "refused 404")).pipe(
+          // Whatever level the test server logs at, the line is an info line: caught here beside its own loggers.
+          Logger.withMinimumLogLevel(LogLevel.Info),
+          Effect.provide(Logger.add(capture))
+        )
+      )
+      const line = lines.find((l) => JSON.stringify(l.message).includes("portal change"))!
+      expect(line.annotations).toMatchObject({
+        organization: org.id,
+        customer: "cus_test",
+        action: "subscription.cancel",
+        object: "sub_x",
+        outcome: "refused 404"
+      })
+      const rows = (await auditOf(server, org.id)).filter((r) => r.objectId === "sub_x")
+      expect(rows).toEqual([
+        { action: "subscription.cancel", objectId: "sub_x", customerId: "cus_test", outcome: "refused 404" }
       ])
     })
   })
