@@ -4,7 +4,7 @@ import { PortalSessions } from "../../src/portal/Sessions.ts"
 import { CSP } from "../../src/web/pages.ts"
 import { makeShiftedClock } from "../support/clock.ts"
 import { post } from "../support/catalog.ts"
-import { databases, startServer, type TestServer } from "../support/harness.ts"
+import { databases, ok, startServer, type TestServer } from "../support/harness.ts"
 import { auditOf, HOSTILE, openPortal, type Org, saveCard, seedOrg } from "./support.ts"
 
 /** The portal's routes without a browser: sessions, links, cookies, headers, what the pages are made of. */
@@ -47,6 +47,10 @@ for (const database of databases()) {
       })
       expect(badUrl.status).toBe(400)
       expect((await post(server, "sk_test_nope", "/v1/portal/sessions", { customer: "ada" })).status).toBe(401)
+      // The typed client.
+      const client = await server.client(org.apiKey)
+      const typed = await ok(client.portal.createPortalSession({ payload: { customer: "ada" } }))
+      expect(typed.url).toStartWith(`${new URL(created.body.url).origin}/portal/link/${org.id}.`)
     })
 
     test("the link opens a session once; its cookie is HttpOnly, SameSite=Strict, Path=/portal, ≤ 1 hour", async () => {
