@@ -197,7 +197,11 @@ export const makePortal = (deps: PortalDeps) => {
     }
     if (path === "/plans/preview" || path === "/plans/change") {
       const action = path === "/plans/preview" ? "plan.preview" : "plan.change"
-      const slug = typeof body.plan === "string" ? body.plan : ""
+      if (typeof body.plan !== "string" || body.plan === "") {
+        const invalid = apiError("BadRequest", "invalid_request", "plan: the slug of a plan offered here is required")
+        return audited(action, "", invalid)
+      }
+      const slug = body.plan
       const plan = (await must(snapshotOf(session))).plans.get(slug)
       // Only the organization's portal plans are offered; any other plan is as unknown as one that does not exist.
       if (plan === undefined || !plan.portal) {

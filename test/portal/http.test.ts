@@ -251,6 +251,10 @@ for (const database of databases()) {
       for (const route of ["/portal/api/plans/preview", "/portal/api/plans/change"]) {
         const team = await json(await portal.post(route, { plan: "team" }))
         expect(team).toMatchObject({ status: 404, body: { success: false, code: "plan_not_found" } })
+        for (const bad of [{}, { plan: 7 }, { plan: "" }]) {
+          const invalid = await json(await portal.post(route, bad))
+          expect(invalid).toMatchObject({ status: 400, body: { success: false, code: "invalid_request" } })
+        }
       }
       expect((await v1("/v1/subscriptions?customer=cara")).subscriptions[0].plan).toBe("free")
 
@@ -309,7 +313,9 @@ for (const database of databases()) {
         ["payment_method.default", "ok"],
         ["payment_method.remove", "ok"],
         ["plan.preview", "refused 404"],
+        ...Array.from({ length: 3 }, () => ["plan.preview", "refused 400"]),
         ["plan.change", "refused 404"],
+        ...Array.from({ length: 3 }, () => ["plan.change", "refused 400"]),
         ["plan.preview", "ok"],
         ["plan.change", "ok"],
         ["subscription.cancel", "ok"],
