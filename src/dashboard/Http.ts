@@ -1,6 +1,5 @@
 import { Cause, Context, Effect, Either, type Exit, Option } from "effect"
 import { errorBody } from "../api/errors.ts"
-import { type Organization, SessionOrganization } from "../api/security.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import { Coupons } from "../catalog/coupons.ts"
 import { CustomerDiscounts } from "../catalog/customerDiscounts.ts"
@@ -10,6 +9,7 @@ import { Customers } from "../customers/Customers.ts"
 import { Organizations } from "../organizations/Organizations.ts"
 import {
   apiError,
+  callV1,
   cookieOf,
   csrfOk,
   domainError,
@@ -113,24 +113,8 @@ export const makeDashboard = (deps: DashboardDeps) => {
     })
   }
 
-  /** One `/v1` request for the session's organization, through HttpApi's handlers. */
-  const v1 = (
-    request: Request,
-    context: Context.Context<never>,
-    organization: Organization,
-    method: "GET" | ChangeMethod,
-    pathAndQuery: string,
-    body?: unknown,
-    rawBody?: string
-  ) =>
-    deps.v1(
-      new Request(new URL(pathAndQuery, request.url).href, {
-        method,
-        headers: { accept: "application/json", "content-type": "application/json" },
-        ...(method === "POST" ? { body: rawBody ?? JSON.stringify(body ?? {}) } : {})
-      }),
-      Context.add(context, SessionOrganization, organization) as Context.Context<never>
-    )
+  /** One `/v1` request for the session's organization, through HttpApi's handlers (the same services and events). */
+  const v1 = callV1(deps.v1)
 
   const audited = async (session: Session, action: string, objectId: string, response: Response) => {
     await run(

@@ -1,12 +1,12 @@
 import type { SqlClient } from "@effect/sql"
 import { Cause, Clock, Context, Effect, Either, type Exit, Option } from "effect"
-import { type Organization, SessionOrganization } from "../api/security.ts"
 import type { BillingProfiles } from "../billing/profile/BillingProfiles.ts"
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { Credits } from "../credits/Credits.ts"
 import type { Asset } from "../web/assets.ts"
 import {
   apiError,
+  callV1,
   cookieOf,
   csrfOk,
   eitherRunner,
@@ -72,22 +72,7 @@ export const makePortal = (deps: PortalDeps) => {
   const must = async <A, E>(effect: Effect.Effect<A, E, Services>): Promise<A> => Either.getOrThrow(await run(effect))
 
   /** One `/v1` request for the session's organization, through HttpApi's handlers (the same services and events). */
-  const v1 = (
-    request: Request,
-    context: Context.Context<never>,
-    organization: Organization,
-    method: "GET" | "POST",
-    pathAndQuery: string,
-    body?: unknown
-  ) =>
-    deps.v1(
-      new Request(new URL(pathAndQuery, request.url).href, {
-        method,
-        headers: { accept: "application/json", "content-type": "application/json" },
-        ...(method === "POST" ? { body: JSON.stringify(body ?? {}) } : {})
-      }),
-      Context.add(context, SessionOrganization, organization) as Context.Context<never>
-    )
+  const v1 = callV1(deps.v1)
 
   const api = async (request: Request, context: Context.Context<never>, session: PortalSession, path: string) => {
     const org = session.organization

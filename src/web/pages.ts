@@ -1,5 +1,6 @@
-import { Cause, Either, Exit, Option, type Effect } from "effect"
+import { Cause, Context, Either, Exit, Option, type Effect } from "effect"
 import { type ApiError, errorBody, errorStatus } from "../api/errors.ts"
+import { type Organization, SessionOrganization } from "../api/security.ts"
 import { toApiError } from "../boundary/toApiError.ts"
 import type { DomainError } from "../domain/errors.ts"
 import { safeEqual } from "../platform/crypto.ts"
@@ -151,3 +152,29 @@ export const withPageHeaders = async (response: Response) => {
   for (const [k, v] of Object.entries(baseHeaders)) headers.set(k, v)
   return new Response(await response.arrayBuffer(), { status: response.status, headers })
 }
+
+/**
+ * One `/v1` request made for a page's session, through HttpApi's own handlers (`v1`), with the session's organization
+ * in the request's context (`SessionOrganization`, which only the server can put there): the same handlers, services
+ * and events as a vendor's request with a key.
+ */
+export const callV1 =
+  (v1: (request: Request, context: Context.Context<never>) => Promise<Response>) =>
+  (
+    request: Request,
+    context: Context.Context<never>,
+    organization: Organization,
+    method: "GET" | "POST" | "DELETE",
+    pathAndQuery: string,
+    body?: unknown,
+    /** A POST's body as the page sent it (HttpApi then judges it exactly as a vendor's), instead of `body`. */
+    rawBody?: string
+  ) =>
+    v1(
+      new Request(new URL(pathAndQuery, request.url).href, {
+        method,
+        headers: { accept: "application/json", "content-type": "application/json" },
+        ...(method === "POST" ? { body: rawBody ?? JSON.stringify(body ?? {}) } : {})
+      }),
+      Context.add(context, SessionOrganization, organization) as Context.Context<never>
+    )
