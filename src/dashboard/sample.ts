@@ -49,6 +49,7 @@ export const SAMPLE_CATALOG = {
       name: "Free",
       autoEnable: true,
       planGroup: "main",
+      portal: true,
       currency: "NGN",
       features: [
         { slug: "api-calls", limit: 2000 },
@@ -64,6 +65,8 @@ export const SAMPLE_CATALOG = {
       currency: "NGN",
       interval: "monthly",
       planGroup: "main",
+      // Offered in the customer portal with Free (decisions.md §17); Team (another currency) is not.
+      portal: true,
       features: [
         { slug: "api-calls", limit: 100000, overage: "charge", overagePrice: 0.5 },
         {
