@@ -91,6 +91,22 @@ for (const database of databases()) {
         })
         expect(answer.status).toBe(401)
       }
+      // Redeemed by several requests at once: one session, the others 401.
+      const raced = await post(server, org.apiKey, "/v1/portal/sessions", { customer: "ada" })
+      const racedToken = new URL(raced.body.url).pathname.slice("/portal/link/".length)
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, () =>
+          server.fetch("/portal/link", {
+            method: "POST",
+            headers: { origin: server.baseUrl },
+            body: JSON.stringify({ token: racedToken })
+          })
+        )
+      )
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 401, 401, 401, 401, 401, 401, 401])
+      // The link page itself: no referrer (the token is in its URL), the same CSP.
+      expect(page.headers.get("referrer-policy")).toBe("no-referrer")
+      expect(page.headers.get("content-security-policy")).toBe(CSP)
       // Behind an https proxy the cookie is Secure.
       const again = await post(server, org.apiKey, "/v1/portal/sessions", { customer: "ada" })
       const secure = await server.fetch("/portal/link", {
