@@ -7,6 +7,7 @@ import { AppConfig, AppConfigLive } from "../platform/config.ts"
 import { checkFlags, CommandError, type FlagSpec, type Output, parse, type Parsed, UsageError } from "./args.ts"
 import { billingProfileCommand, PROFILE_FLAGS } from "./billingProfile.ts"
 import { dashboardCommand } from "./dashboard.ts"
+import { portalCommand } from "./portal.ts"
 import { encryptionKeyCommand } from "./encryptionKey.ts"
 import { organizationCommand } from "./organizations.ts"
 import { outOfRangeCommand } from "./outOfRange.ts"
@@ -38,6 +39,9 @@ Commands:
               [--country <alpha-2>]   change it; address flags replace the whole address (--country required)
   dashboard <org>                     print a one-time sign-in link to the dashboard (10 minutes, once);
                                       the host is PUBLIC_URL (default http://localhost:$PORT)
+  portal <org> <customer> [--return-url <url>]
+                                      print a one-time link to the customer portal of one customer (1 hour,
+                                      once), as POST /v1/portal/sessions answers it
   sample-data <org> [--customers 200] [--events 5000]
                                       fill a sandbox organization with a sample catalog, customers, paid plans
                                       and 30 days of usage (through the API), for the dashboard to show
@@ -77,6 +81,7 @@ const COMMANDS: ReadonlyArray<{
   { name: "profile get", flags: {}, run: billingProfileCommand },
   { name: "profile set", flags: { value: PROFILE_FLAGS }, run: billingProfileCommand },
   { name: "dashboard", flags: {}, run: dashboardCommand },
+  { name: "portal", flags: { value: ["return-url"] }, run: portalCommand },
   { name: "sample-data", flags: { value: ["customers", "events"] }, run: sampleCommand }
 ]
 

@@ -5,7 +5,7 @@ import { CurrentOrganization } from "../api/security.ts"
 import { mapDomainErrors } from "../boundary/toApiError.ts"
 import { Customers } from "../customers/Customers.ts"
 import { AppConfig } from "../platform/config.ts"
-import { PortalSessions } from "./Sessions.ts"
+import { PortalSessions, portalLinkUrl } from "./Sessions.ts"
 
 /** `POST /v1/portal/sessions` (decisions.md §17): the vendor, with its key, opens the portal for one customer. */
 export const PortalHttp = HttpApiBuilder.group(BillingApi, "portal", (handlers) =>
@@ -21,7 +21,7 @@ export const PortalHttp = HttpApiBuilder.group(BillingApi, "portal", (handlers) 
         const link = yield* sessions.createLink(org.id, customer.id, payload.returnUrl ?? null)
         return {
           success: true,
-          url: `${config.publicUrl.replace(/\/+$/, "")}/portal/link/${link.token}`,
+          url: portalLinkUrl(config.publicUrl, link.token),
           expiresAt: new Date(link.expiresAt).toISOString()
         }
       }).pipe(mapDomainErrors)

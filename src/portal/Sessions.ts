@@ -8,6 +8,10 @@ import { splitToken } from "../web/pages.ts"
 /** decisions.md §17: a portal link is good for 1 hour, once; the session it opens ends when the link would have. */
 export const PORTAL_LINK_MS = 60 * 60 * 1000
 
+/** The link a vendor sends its customer to: `${PUBLIC_URL}/portal/link/<org id>.<secret>`. */
+export const portalLinkUrl = (publicUrl: string, token: string) =>
+  `${publicUrl.replace(/\/+$/, "")}/portal/link/${token}`
+
 /** A customer's portal session: one customer (its internal id) of one organization, nothing else. */
 export interface PortalSession {
   readonly id: string
