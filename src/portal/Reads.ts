@@ -42,6 +42,8 @@ export const portalPlans = (snapshot: CatalogSnapshot, currentSlugs: ReadonlySet
         .map((f) => ({
           feature: f.slug,
           name: snapshot.features.get(f.slug)?.name ?? snapshot.creditSystems.get(f.slug)?.name ?? f.slug,
+          // A credit system's allowance counts like a metered feature's; only a boolean feature is on/off.
+          type: snapshot.features.get(f.slug)?.type ?? "metered",
           limit: f.limit,
           reset: f.limit === null || f.reset === "none" ? null : f.reset
         })),

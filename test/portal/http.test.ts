@@ -259,8 +259,8 @@ for (const database of databases()) {
         group: "main",
         price: { amount: 500000, currency: "NGN", interval: "monthly" },
         features: [
-          { feature: "tokens", name: "Tokens", limit: 5000, reset: "monthly" },
-          { feature: "support", name: "Priority support", limit: null, reset: null }
+          { feature: "tokens", name: "Tokens", type: "metered", limit: 5000, reset: "monthly" },
+          { feature: "support", name: "Priority support", type: "boolean", limit: null, reset: null }
         ],
         current: false
       })
