@@ -1,163 +1,34 @@
-// The page's building blocks. Text reaches the page only as text nodes and attribute values set one by one: no
-// markup is ever parsed from data (decisions.md §13), so a customer named `<img src=x onerror=…>` is just text.
+// The dashboard's JSON routes, over the building blocks its pages share with the customer portal's (src/web/client/).
+import { jsonApi } from "../../web/client/dom.ts"
 
-type Child = Node | string | number | null | undefined | false | ReadonlyArray<Child>
-type Props = Record<string, string | number | boolean | EventListener | undefined | null>
+export {
+  ApiFailure,
+  confirmButton,
+  type FieldIssue,
+  flash,
+  h,
+  link,
+  ready,
+  section,
+  table
+} from "../../web/client/dom.ts"
+export { creditBalanceText, num, when } from "../../web/client/format.ts"
+export { usageRow } from "../../web/client/usage.ts"
 
-export const h = (tag: string, props: Props | null = null, ...children: Array<Child>): HTMLElement => {
-  const el = document.createElement(tag)
-  if (props !== null) {
-    for (const [key, value] of Object.entries(props)) {
-      if (value === undefined || value === null || value === false) continue
-      if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value)
-      else if (key === "class") el.className = String(value)
-      else if (key === "value" && "value" in el) (el as HTMLInputElement).value = String(value)
-      else el.setAttribute(key, value === true ? "" : String(value))
-    }
-  }
-  append(el, children)
-  return el
-}
-
-const append = (el: Node, children: ReadonlyArray<Child>) => {
-  for (const child of children) {
-    if (child === null || child === undefined || child === false) continue
-    if (Array.isArray(child)) append(el, child)
-    else el.appendChild(child instanceof Node ? child : document.createTextNode(String(child)))
-  }
-}
-
-export const csrf = (): string => document.querySelector<HTMLMetaElement>('meta[name="csrf-token"]')?.content ?? ""
-
-/** One problem of a 400's error body: the field (`address.country`) and what is wrong with it. */
-export interface FieldIssue {
-  readonly path: string
-  readonly message: string
-}
-
-export class ApiFailure extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly details: ReadonlyArray<FieldIssue> = []
-  ) {
-    super(message)
-  }
-}
-
-const answer = async (response: Response): Promise<any> => {
-  if (response.status === 401 && !location.pathname.startsWith("/dashboard/sign-in")) {
-    location.assign("/dashboard/sign-in")
-    throw new ApiFailure(401, "unauthorized", "Signed out")
-  }
-  const body = await response.json().catch(() => ({}))
-  if (!response.ok) {
-    const details = Array.isArray(body.details)
-      ? body.details.map((d: any) => ({ path: String(d?.path ?? ""), message: String(d?.message ?? "") }))
-      : []
-    throw new ApiFailure(
-      response.status,
-      String(body.code ?? "error"),
-      String(body.message ?? response.statusText),
-      details
-    )
-  }
-  return body
-}
+// Signed out (the session ended, the key was revoked): back to sign-in, unless this is sign-in's own answer.
+const api = jsonApi("/dashboard", "/dashboard/api", () => {
+  if (location.pathname.startsWith("/dashboard/sign-in")) return false
+  location.assign("/dashboard/sign-in")
+  return true
+})
 
 /** GET a dashboard route (`/overview`, `/v1/customers?…`). */
-export const get = (path: string): Promise<any> =>
-  fetch(`/dashboard/api${path}`, { headers: { accept: "application/json" }, credentials: "same-origin" }).then(answer)
+export const get = api.get
 
 /** A change: POST with the session's CSRF token. */
-export const post = (path: string, body: unknown = {}): Promise<any> =>
-  fetch(path.startsWith("/dashboard/") ? path : `/dashboard/api${path}`, {
-    method: "POST",
-    credentials: "same-origin",
-    headers: { "content-type": "application/json", accept: "application/json", "x-csrf-token": csrf() },
-    body: JSON.stringify(body)
-  }).then(answer)
+export const post = api.post
 
 /** A removal: DELETE with the session's CSRF token. */
-export const del = (path: string): Promise<any> =>
-  fetch(`/dashboard/api${path}`, {
-    method: "DELETE",
-    credentials: "same-origin",
-    headers: { accept: "application/json", "x-csrf-token": csrf() }
-  }).then(answer)
-
-export const when = (value: string | number | null | undefined): string => {
-  if (value === null || value === undefined || value === "") return "—"
-  const date = new Date(value)
-  return Number.isNaN(date.getTime()) ? String(value) : date.toLocaleString()
-}
-
-export const num = (value: number | null | undefined): string =>
-  value === null || value === undefined ? "∞" : value.toLocaleString("en", { maximumFractionDigits: 6 })
-
-export const table = (headers: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<Child>>, empty = "None") =>
-  rows.length === 0
-    ? h("p", { class: "muted" }, empty)
-    : h(
-        "table",
-        null,
-        h(
-          "thead",
-          null,
-          h(
-            "tr",
-            null,
-            headers.map((x) => h("th", null, x))
-          )
-        ),
-        h(
-          "tbody",
-          null,
-          rows.map((r) =>
-            h(
-              "tr",
-              null,
-              r.map((c) => h("td", null, c))
-            )
-          )
-        )
-      )
-
-export const section = (title: string, ...children: Array<Child>) =>
-  h("section", { class: "card" }, h("h2", null, title), ...children)
-
-export const link = (href: string, text: string) => h("a", { href }, text)
+export const del = api.del
 
 export const customerHref = (id: string) => `/dashboard/customers/${encodeURIComponent(id)}`
-
-/** A button that asks once more before it acts ("Cancel" → "Confirm cancel?"). */
-export const confirmButton = (label: string, action: () => Promise<void>, cls = "danger") => {
-  let armed = false
-  const button = h("button", { class: cls, type: "button" }, label) as HTMLButtonElement
-  button.addEventListener("click", async () => {
-    if (!armed) {
-      armed = true
-      button.textContent = `Confirm ${label.toLowerCase()}?`
-      return
-    }
-    button.disabled = true
-    try {
-      await action()
-    } catch (error) {
-      flash((error as Error).message, true)
-      button.disabled = false
-      armed = false
-      button.textContent = label
-    }
-  })
-  return button
-}
-
-/** A message at the top of the page. */
-export const flash = (message: string, error = false) => {
-  const box = document.getElementById("flash")
-  if (box === null) return
-  box.textContent = message
-  box.className = error ? "flash error" : "flash ok"
-}

@@ -3,16 +3,26 @@
 import { billingProfile } from "./billingProfile.ts"
 import { dailyChart } from "./chart.ts"
 import { billingDetailsSection, couponsSection, discountSection } from "./discounts.ts"
-import { ApiFailure, confirmButton, customerHref, flash, get, h, link, num, post, section, table, when } from "./dom.ts"
+import {
+  ApiFailure,
+  confirmButton,
+  creditBalanceText,
+  customerHref,
+  flash,
+  get,
+  h,
+  link,
+  num,
+  post,
+  ready,
+  section,
+  table,
+  usageRow,
+  when
+} from "./dom.ts"
 import { money } from "./format.ts"
 
 const main = () => document.getElementById("main")!
-
-/** `{ NGN: 123450 }` → "1,234.50 NGN"; several currencies side by side; none → "—" (decisions.md §14). */
-const creditBalanceText = (balance: Record<string, number> | undefined): string => {
-  const entries = Object.entries(balance ?? {}).filter(([, minor]) => minor > 0)
-  return entries.length === 0 ? "—" : entries.map(([currency, minor]) => money(minor, currency)).join(", ")
-}
 
 /** A plan change waiting for the period end or for its payment, in words. */
 const planChangeText = (s: any): string =>
@@ -56,11 +66,6 @@ const layout = (view: string) => {
     h("div", { id: "flash", class: "flash", role: "status" }),
     h("main", { id: "main" }, h("p", { class: "muted" }, "Loading…"))
   )
-}
-
-/** Marks the page interactive: what the browser tests and the bench wait for. */
-const ready = () => {
-  document.body.dataset.ready = String(performance.now())
 }
 
 // ---------------------------------------------------------------------------------------------------------- views
@@ -301,7 +306,7 @@ const customer = async () => {
   const renderBalances = async (data?: any) => {
     const b = data ?? (await get(`/customers/${id}/balances`))
     balanceBox.replaceChildren(
-      ...(b.balances.length === 0 ? [h("p", { class: "muted" }, "No features")] : b.balances.map(balanceRow))
+      ...(b.balances.length === 0 ? [h("p", { class: "muted" }, "No features")] : b.balances.map(usageRow))
     )
   }
   await renderBalances(balances)
@@ -424,39 +429,6 @@ const customer = async () => {
     section("Recent events", eventsTable(events.data))
   )
   await drawUsage()
-}
-
-const balanceRow = (b: any) => {
-  const s = b.state
-  const unit = b.feature.unit ? ` ${b.feature.unit}` : ""
-  if (b.feature.type === "boolean") {
-    return h(
-      "div",
-      { class: "balance" },
-      h("strong", null, b.feature.name),
-      h("span", null, s.allowed ? "enabled" : "not included")
-    )
-  }
-  const limit: number | null = s.limit
-  const used: number = s.usage ?? 0
-  const share = limit === null || limit <= 0 ? (limit === null ? 0 : 1) : Math.min(1, used / limit)
-  const bar = h("div", { class: "bar", title: `${Math.round(share * 100)}%` }, h("div", { class: "fill" }))
-  ;(bar.firstChild as HTMLElement).style.width = `${(share * 100).toFixed(1)}%`
-  if (share >= 1) bar.classList.add("full")
-  else if (share >= 0.8) bar.classList.add("warn")
-  const credits = s.credits ? ` · credits ${num(s.credits.totalBalance)} (bonus ${num(s.credits.bonusBalance)})` : ""
-  return h(
-    "div",
-    { class: "balance", "data-feature": b.feature.slug },
-    h("strong", null, b.feature.name),
-    bar,
-    h(
-      "span",
-      { class: "numbers" },
-      `${num(used)} of ${limit === null ? "unlimited" : num(limit)}${unit} used · balance ${s.balance === null ? "∞" : num(s.balance)}${credits}`
-    ),
-    h("span", { class: "muted" }, s.resetsAt ? `resets ${when(s.resetsAt)}` : "no reset")
-  )
 }
 
 const eventsTable = (events: ReadonlyArray<any>) =>
