@@ -64,6 +64,14 @@ type AppServices = ManagedRuntime.ManagedRuntime.Context<App["runtime"]>
 
 export type Client = Effect.Effect.Success<ReturnType<typeof makeClient>>
 
+/** A port nothing listens on now (the system's pick, released at once). */
+const freePort = (): number => {
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data: () => undefined } })
+  const port = probe.port
+  probe.stop(true)
+  return port
+}
+
 /** The service on a real port, as a vendor would reach it. */
 export const startServer = async (
   config: Partial<AppConfigShape> = {},
@@ -72,14 +80,23 @@ export const startServer = async (
     readonly hotPath?: boolean
     /** Run the webhook delivery worker in the background (else tests drive it with `Deliveries.runOnce`). */
     readonly deliveries?: boolean
+    /**
+     * PUBLIC_URL is the server's own address (else `http://localhost`, which nothing listens on): for a browser that
+     * follows the links the service makes (a portal session's, a provider's setup page) as a customer would.
+     */
+    readonly ownPublicUrl?: boolean
   } = {}
 ): Promise<TestServer> => {
-  const app = makeApp(AppConfigTest(config), options)
+  const port = options.ownPublicUrl === true ? freePort() : 0
+  const app = makeApp(
+    AppConfigTest(port === 0 ? config : { ...config, publicUrl: `http://127.0.0.1:${port}` }),
+    options
+  )
   // Build the layers (and run migrations) before the first request.
   const { requestTimeoutMs } = await app.runtime.runPromise(AppConfig)
   await app.ready
   if (options.deliveries === true) await app.startDeliveries()
-  const server = serve(app, { port: 0, hostname: "127.0.0.1", logLevel: LogLevel.None, requestTimeoutMs })
+  const server = serve(app, { port, hostname: "127.0.0.1", logLevel: LogLevel.None, requestTimeoutMs })
   const baseUrl = `http://127.0.0.1:${server.port}`
   const run = <A, E>(effect: Effect.Effect<A, E, AppServices>) => app.runtime.runPromise(effect)
 
