@@ -1,9 +1,12 @@
 import { describe, expect, test } from "bun:test"
-import { Effect } from "effect"
+import { Deferred, Effect } from "effect"
 import { makeBatcher, nextTurn } from "./Batcher.ts"
 
-/** A batcher that doubles numbers and remembers the batches it ran; `fail` makes a batch containing it fail. */
-const doubling = (options: { lanes: number; gather?: boolean | number }, fail?: number) => {
+/**
+ * A batcher that doubles numbers and remembers the batches it ran; `fail` makes a batch containing it fail. A batch
+ * takes a millisecond, or until `gate` opens when one is given (a test of turns must not race the wall clock).
+ */
+const doubling = (options: { lanes: number; gather?: boolean | number }, fail?: number, gate?: Effect.Effect<void>) => {
   const batches: Array<ReadonlyArray<number>> = []
   const batcher = makeBatcher<number, number>({
     ...options,
@@ -11,7 +14,7 @@ const doubling = (options: { lanes: number; gather?: boolean | number }, fail?: 
     // Asynchronous, as a database round trip is: what arrives meanwhile queues.
     run: (items) =>
       Effect.zipRight(
-        Effect.sleep("1 millis"),
+        gate ?? Effect.sleep("1 millis"),
         Effect.suspend(() => {
           batches.push(items)
           return fail !== undefined && items.includes(fail)
@@ -55,11 +58,16 @@ describe("batcher", () => {
       [3, [[1, 2, 3]]],
       [true, [[1], [2, 3]]]
     ] as const) {
-      const { batcher, batches } = doubling({ lanes: 1, gather })
+      // The first batch runs until every request has arrived (two turns), however slow the machine.
+      const gate = Effect.runSync(Deferred.make<void>())
+      const { batcher, batches } = doubling({ lanes: 1, gather }, undefined, Deferred.await(gate))
+      const open = Effect.zipRight(Effect.repeatN(nextTurn, 3), Deferred.succeed(gate, undefined))
       const answers = await Effect.runPromise(
-        Effect.all([batcher.submit(1), lateBy(1, 2, batcher), lateBy(2, 3, batcher)], { concurrency: "unbounded" })
+        Effect.all([batcher.submit(1), lateBy(1, 2, batcher), lateBy(2, 3, batcher), open], {
+          concurrency: "unbounded"
+        })
       )
-      expect(answers).toEqual([2, 4, 6])
+      expect(answers).toEqual([2, 4, 6, true])
       expect(batches).toEqual(expected.map((b) => [...b]))
     }
   })
