@@ -59,6 +59,11 @@ export interface CollectRequest {
    * a card declined for the target within the last minute is not charged again (see the claim).
    */
   readonly duplicate?: boolean
+  /**
+   * The priced invoice this payment becomes once settled (a subscription's first payment), opaque to payments: kept
+   * with the attempt or its hosted page and handed to the purpose's effect, so the invoice has what was charged.
+   */
+  readonly invoiceQuote?: Record<string, unknown>
 }
 
 export type CollectResult =
@@ -332,7 +337,9 @@ export const PaymentsLive = Layer.effect(
                 checkedAt: null,
                 settledAt: null,
                 createdAt: now,
-                updatedAt: now
+                updatedAt: now,
+                invoiceQuote: request.invoiceQuote ?? null,
+                invoiceId: null
               }
               if (!(yield* repo.insertPayment(attempt))) return { kind: "lost" } satisfies Claimed
               return { kind: "charge", attempt, method } satisfies Claimed
@@ -356,7 +363,8 @@ export const PaymentsLive = Layer.effect(
               data: {
                 description: request.description,
                 callbackUrl: request.callbackUrl,
-                ...(key === undefined ? {} : { requestHash: key.requestHash })
+                ...(key === undefined ? {} : { requestHash: key.requestHash }),
+                ...(request.invoiceQuote === undefined ? {} : { invoiceQuote: request.invoiceQuote })
               },
               idempotencyKey: key?.key ?? null,
               createdAt: now,

@@ -31,6 +31,7 @@ import { newAttachProposal, type Proposal, withPricing } from "./changeProposal.
 import { PlanChanges } from "./changes.ts"
 import { CreditBalance } from "../creditBalance/CreditBalance.ts"
 import { toWireSubscription } from "./wire.ts"
+import { encodeInvoiceQuote, invoiceQuoteOf } from "../billing/invoiceQuote.ts"
 
 export interface AttachInput {
   readonly customer: string
@@ -91,10 +92,14 @@ export interface SubscriptionsShape {
     callbackUrl: string | null
   ) => Effect.Effect<Attached, AttachError>
   /**
-   * A confirmed first payment: pending → active from now (a payment effect, inside its transaction). `false` when
-   * it was no longer pending (canceled meanwhile, or activated by another payment).
+   * A confirmed first payment: pending → active from now (a payment effect, inside its transaction), answering the
+   * activated subscription and its plan. `null` when it was no longer pending (canceled meanwhile, or activated by
+   * another payment).
    */
-  readonly activate: (organizationId: string, id: string) => Effect.Effect<boolean>
+  readonly activate: (
+    organizationId: string,
+    id: string
+  ) => Effect.Effect<{ readonly subscription: SubscriptionRecord; readonly plan: Plan | undefined } | null>
   /** A paid renewal invoice: past_due → active (a payment effect, inside its transaction). */
   readonly renewalPaid: (organizationId: string, id: string) => Effect.Effect<void>
   /** The customer's subscriptions granting at `now`, oldest first, with their plans. */
@@ -292,6 +297,8 @@ export const SubscriptionsLive = Layer.effect(
           targetId: subscription.id,
           amount: toNumber(charge.total),
           currency: plan.currency ?? "NGN",
+          // Settled, the payment becomes the subscription's first invoice with exactly these numbers (h18).
+          invoiceQuote: encodeInvoiceQuote(invoiceQuoteOf(charge)),
           description: `${plan.name} subscription`,
           callbackUrl,
           provider: plan.provider,
@@ -509,7 +516,7 @@ export const SubscriptionsLive = Layer.effect(
         .withTransaction(
           Effect.gen(function* () {
             const current = yield* repo.getForUpdate(organizationId, id)
-            if (Option.isNone(current) || current.value.status !== "pending") return false
+            if (Option.isNone(current) || current.value.status !== "pending") return null
             const now = yield* Clock.currentTimeMillis
             const plan = yield* planOf(organizationId, current.value.planId)
             if (plan !== undefined) yield* replaceGroup(organizationId, current.value.customerId, plan, now, id)
@@ -527,7 +534,7 @@ export const SubscriptionsLive = Layer.effect(
             }
             yield* repo.update(activated)
             yield* announce("subscription.activated", activated, plan)
-            return true
+            return { subscription: activated, plan }
           })
         )
         .pipe(Effect.orDie)
