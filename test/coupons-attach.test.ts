@@ -197,7 +197,13 @@ for (const database of databases()) {
       await runDue()
       // The first payment is the first invoice (h18), discounted; the renewal is not.
       const [first, renewal] = await invoices("ada")
-      expect(first).toMatchObject({ subtotal: 10_000, discount: 5_000, total: 5_000, amountPaid: 5_000, status: "paid" })
+      expect(first).toMatchObject({
+        subtotal: 10_000,
+        discount: 5_000,
+        total: 5_000,
+        amountPaid: 5_000,
+        status: "paid"
+      })
       expect(renewal).toMatchObject({ subtotal: 10_000, discount: 0, total: 10_000 })
     })
 

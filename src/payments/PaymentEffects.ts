@@ -21,10 +21,7 @@ export interface PaidTarget {
  * `{invoiceId}` when it applied and wrote an invoice of the payment (a subscription's first payment), which the
  * payment then names.
  */
-export type PaymentEffect = (
-  org: string,
-  paid: PaidTarget
-) => Effect.Effect<boolean | { readonly invoiceId: string }>
+export type PaymentEffect = (org: string, paid: PaidTarget) => Effect.Effect<boolean | { readonly invoiceId: string }>
 
 /** Money of an applied payment that went back to the customer (a refund, a lost dispute). */
 export interface RefundedTarget extends PaidTarget {
