@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { CreditBalance } from "../src/creditBalance/CreditBalance.ts"
 import { formatMinor } from "../src/domain/majorUnits.ts"
 import { Payments } from "../src/payments/Payments.ts"
 import { ProviderAccounts } from "../src/payments/ProviderAccounts.ts"
@@ -85,7 +86,20 @@ for (const database of databases()) {
           (sql) => sql<{ type: string; data: string }>`SELECT type, data FROM outbound_events
             WHERE organization_id = ${org.id} AND subject_id = ${invoiceId} ORDER BY id`
         )
-      return { org, call, get, pay, customer, invoices, paymentsOf, eventsOf }
+      /** Puts `amount` on the customer's credit balance, as a plan change's surplus would. */
+      const credit = async (id: string, amount: number) => {
+        const customerId = (await get(`/v1/customers/${id}`)).customer?.id ?? (await get(`/v1/customers/${id}`)).id
+        expect(customerId).toStartWith("cus_")
+        await server.run(
+          Effect.flatMap(CreditBalance, (c) => c.add(org.id, customerId, "NGN", BigInt(amount), "plan_change", "test"))
+        )
+        return customerId as string
+      }
+      const balance = async (id: string) => {
+        const body = await get(`/v1/customers/${id}`)
+        return (body.customer ?? body).billing.creditBalance
+      }
+      return { org, call, get, pay, customer, invoices, paymentsOf, eventsOf, credit, balance }
     }
 
     test("checkout, then paid an hour later: one paid invoice with the preview's numbers, its events, PDF and page", async () => {
@@ -245,6 +259,84 @@ for (const database of databases()) {
       expect(await paymentsOf(attached.body.subscription.id)).toEqual([
         { amount: "10750", invoiceId: all[0].id, status: "succeeded" }
       ])
+    })
+
+    test("the credit balance pays first: the checkout charges the rest, the invoice shows both", async () => {
+      const { balance, call, credit, customer, invoices, pay, paymentsOf } = await setup()
+      await customer("fay")
+      await credit("fay", 3_000)
+      const preview = await call("/v1/attach/preview", { customer: "fay", product: "pro" })
+      expect(preview.body).toMatchObject({
+        total: 10_750,
+        creditApplied: 3_000,
+        amountDue: 7_750,
+        creditBalanceAfter: 0
+      })
+      const attached = await call("/v1/attach", { customer: "fay", product: "pro" })
+      expect(attached.body.subscription.status).toBe("pending")
+      await pay(attached.body.checkoutUrl)
+      const [invoice] = await invoices("fay")
+      expect(invoice).toMatchObject({
+        status: "paid",
+        total: 10_750,
+        creditApplied: 3_000,
+        amountPaid: 7_750,
+        amountDue: 0
+      })
+      expect(await paymentsOf(attached.body.subscription.id)).toEqual([
+        { amount: "7750", invoiceId: invoice.id, status: "succeeded" }
+      ])
+      expect(await balance("fay")).toEqual({})
+    })
+
+    test("a balance covering the first payment activates at once, with a paid invoice and nothing charged", async () => {
+      const { balance, call, credit, customer, invoices, paymentsOf } = await setup()
+      await customer("gus")
+      await credit("gus", 20_000)
+      const attached = await call("/v1/attach", { customer: "gus", product: "pro" })
+      expect(attached.body).toMatchObject({ checkoutUrl: null, subscription: { status: "active" } })
+      // The same attach again finds it attached and spends nothing more.
+      const again = await call("/v1/attach", { customer: "gus", product: "pro" })
+      expect(again.body.subscription).toMatchObject({ id: attached.body.subscription.id, status: "active" })
+      const all = await invoices("gus")
+      expect(all.map((i) => [i.number, i.status, i.total, i.creditApplied, i.amountPaid, i.amountDue])).toEqual([
+        ["INV-000001", "paid", 10_750, 10_750, 0, 0]
+      ])
+      expect(await paymentsOf(attached.body.subscription.id)).toEqual([])
+      expect(await balance("gus")).toEqual({ NGN: 9_250 })
+
+      // Concurrent identical attaches of a covered plan: one subscription, one invoice, the balance spent once.
+      await customer("ivy")
+      await credit("ivy", 20_000)
+      const answers = await Promise.all(
+        Array.from({ length: 6 }, () => call("/v1/attach", { customer: "ivy", product: "pro" }))
+      )
+      expect(answers.map((a) => a.status)).toEqual(Array(6).fill(200))
+      expect(new Set(answers.map((a) => a.body.subscription.id)).size).toBe(1)
+      expect((await invoices("ivy")).map((i) => [i.status, i.creditApplied])).toEqual([["paid", 10_750]])
+      expect(await balance("ivy")).toEqual({ NGN: 9_250 })
+    })
+
+    test("a balance spent elsewhere before the payment arrives: the shortfall stays due on an open invoice", async () => {
+      const { balance, call, credit, customer, get, invoices, org, pay } = await setup()
+      await customer("hal")
+      const customerId = await credit("hal", 3_000)
+      const attached = await call("/v1/attach", { customer: "hal", product: "pro" })
+      await server.run(
+        Effect.flatMap(CreditBalance, (c) => c.spend(org.id, customerId, "NGN", 3_000n, "inv_elsewhere"))
+      )
+      await pay(attached.body.checkoutUrl)
+      const [invoice] = await invoices("hal")
+      // The subscription is paid for what was charged; the 3,000 the balance no longer had is still owed.
+      expect(invoice).toMatchObject({
+        status: "open",
+        total: 10_750,
+        creditApplied: 0,
+        amountPaid: 7_750,
+        amountDue: 3_000
+      })
+      expect((await get("/v1/subscriptions?customer=hal")).subscriptions[0].status).toBe("active")
+      expect(await balance("hal")).toEqual({})
     })
 
     test("Paystack: checkout, then its webhook racing the reconciler's verify: one invoice", async () => {

@@ -111,8 +111,10 @@ export interface InvoicesShape {
   /**
    * A payment already collected, recorded as its invoice (a subscription's first payment, docs/decisions.md "The
    * first payment is an invoice (h18)"): numbered now (finalized and paid at once), with the quote's lines and sums
-   * and `amountPaid` = what was charged; `invoice.created` then `invoice.paid`. Spends no discount and no credit
-   * balance (the quote was priced, and its coupon counted, when the payment was claimed). The caller's transaction.
+   * and `amountPaid` = what was charged; `invoice.created` then `invoice.paid`. Spends no discount (the quote was
+   * priced, and its coupon counted, when the payment was claimed) and the credit balance the quote counted on: should
+   * the balance have been spent elsewhere meanwhile, the shortfall stays due and the invoice `open`. The caller's
+   * transaction.
    */
   readonly recordPaid: (org: string, paid: PaidInvoiceInput) => Effect.Effect<InvoiceRecord>
 }
@@ -489,18 +491,22 @@ export const InvoicesLive = Layer.effect(
     const recordPaid: InvoicesShape["recordPaid"] = (org, paid) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
-        if (paid.quote.total !== paid.amountPaid) {
+        const planned = BigInt(paid.quote.creditApplied)
+        if ((BigInt(paid.quote.total) - planned).toString() !== paid.amountPaid) {
           // Never by construction (the amount charged is the quote's total); if it happens the invoice still says
           // what was paid, and the difference is for a person to look at.
           yield* Effect.logError("a first payment's amount differs from its quote's total", {
             organization: org,
             subscription: paid.subscriptionId,
             total: paid.quote.total,
+            creditApplied: paid.quote.creditApplied,
             paid: paid.amountPaid
           })
         }
         const id = yield* ids.next("inv")
         const { invoicePrefix } = yield* profiles.get(org)
+        const applied = planned > 0n ? yield* credit.spend(org, paid.customerId, paid.currency, planned, id) : 0n
+        const settled = BigInt(paid.quote.total) - applied - BigInt(paid.amountPaid) <= 0n
         const record: InvoiceRecord = {
           organizationId: org,
           id,
@@ -509,7 +515,7 @@ export const InvoicesLive = Layer.effect(
           customerId: paid.customerId,
           subscriptionId: paid.subscriptionId,
           currency: paid.currency.toUpperCase(),
-          status: "paid",
+          status: settled ? "paid" : "open",
           lines: paid.quote.lines,
           subtotal: paid.quote.subtotal,
           discount: paid.quote.discount,
@@ -517,18 +523,18 @@ export const InvoicesLive = Layer.effect(
           taxNote: paid.quote.taxNote,
           total: paid.quote.total,
           amountPaid: paid.amountPaid,
-          creditApplied: "0",
+          creditApplied: applied.toString(),
           periodStart: paid.periodStart,
           periodEnd: paid.periodEnd,
           attempts: 0,
           nextAttemptAt: null,
           createdAt: now,
           updatedAt: now,
-          paidAt: now
+          paidAt: settled ? now : null
         }
         yield* repo.insert(record)
         yield* announce("invoice.created", record)
-        yield* announce("invoice.paid", record)
+        if (settled) yield* announce("invoice.paid", record)
         return record
       })
 

@@ -16,6 +16,11 @@ export interface InvoiceQuote {
   readonly tax: string
   readonly taxNote: string | null
   readonly total: string
+  /**
+   * Of `total`, what the customer's credit balance was to pay (decisions.md §14): spent when the invoice is written;
+   * the payment charged the rest.
+   */
+  readonly creditApplied: string
 }
 
 const InvoiceQuoteSchema = Schema.Struct({
@@ -24,17 +29,22 @@ const InvoiceQuoteSchema = Schema.Struct({
   discount: Schema.String,
   tax: Schema.String,
   taxNote: Schema.NullOr(Schema.String),
-  total: Schema.String
+  total: Schema.String,
+  creditApplied: Schema.optionalWith(Schema.String, { default: () => "0" })
 })
 
-/** The quote of a priced invoice; its total never below zero, as an invoice's (Invoices.insertInvoice). */
-export const invoiceQuoteOf = (priced: PricedInvoice): InvoiceQuote => ({
+/**
+ * The quote of a priced invoice; its total never below zero, as an invoice's (Invoices.insertInvoice), with the part of
+ * it the credit balance is to pay.
+ */
+export const invoiceQuoteOf = (priced: PricedInvoice, creditApplied: bigint): InvoiceQuote => ({
   lines: priced.lines,
   subtotal: format(priced.subtotal),
   discount: format(priced.discount),
   tax: format(priced.tax),
   taxNote: priced.taxNote,
-  total: format(max(priced.total, ZERO))
+  total: format(max(priced.total, ZERO)),
+  creditApplied: creditApplied.toString()
 })
 
 /** A stored quote back; null when there is none or it is not one (an attempt from before quotes were kept). */
