@@ -317,6 +317,30 @@ for (const database of databases()) {
       expect(await balance("ivy")).toEqual({ NGN: 9_250 })
     })
 
+    test("a pending subscription's checkout, once the balance covers it: activated directly, its open page closed", async () => {
+      const { balance, call, credit, customer, get, invoices, paymentsOf } = await setup()
+      await customer("jon")
+      const attached = await call("/v1/attach", { customer: "jon", product: "pro" })
+      expect(attached.body.subscription.status).toBe("pending")
+      await credit("jon", 10_750)
+      const checkout = await call(`/v1/subscriptions/${attached.body.subscription.id}/checkout`, {})
+      expect(checkout.body).toMatchObject({ activatedDirectly: true, checkoutUrl: null })
+      expect((await invoices("jon")).map((i) => [i.status, i.creditApplied, i.amountPaid])).toEqual([
+        ["paid", 10_750, 0]
+      ])
+      // The page the attach opened no longer takes a payment.
+      const page = await server.fetch(new URL(attached.body.checkoutUrl).pathname, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: "outcome=pay&card=ok"
+      })
+      expect(page.status).toBeLessThan(500)
+      expect(await paymentsOf(attached.body.subscription.id)).toEqual([])
+      expect((await invoices("jon")).length).toBe(1)
+      expect(await balance("jon")).toEqual({})
+      expect((await get("/v1/subscriptions?customer=jon")).subscriptions[0].status).toBe("active")
+    })
+
     test("a balance spent elsewhere before the payment arrives: the shortfall stays due on an open invoice", async () => {
       const { balance, call, credit, customer, get, invoices, org, pay } = await setup()
       await customer("hal")

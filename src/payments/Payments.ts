@@ -152,6 +152,11 @@ export interface PaymentsShape {
     targetId: string,
     request: RefundRequest
   ) => Effect.Effect<RefundOutcome, Unprocessable | ProviderFailure | ProviderNotConfigured>
+  /**
+   * The target was paid for without a payment (a first payment the credit balance covered): its open hosted pages are
+   * closed as `superseded`, as a saved-card charge closes them, so none is paid as well. The caller's transaction.
+   */
+  readonly supersedeCheckouts: (org: string, targetId: string) => Effect.Effect<void>
   /** What the payments of each target had refunded (refunds and lost disputes), for targets with any: minor units. */
   readonly refundedByTarget: (
     org: string,
@@ -721,6 +726,8 @@ export const PaymentsLive = Layer.effect(
       applyEvent: settlement.applyEvent,
       reconcile,
       refund,
+      supersedeCheckouts: (org, targetId) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => repo.supersedeCheckouts(org, targetId, now)),
       refundedByTarget: (org, targetIds) =>
         targetIds.length === 0 ? Effect.succeed(new Map()) : repo.refundedByTarget(org, targetIds)
     }

@@ -404,6 +404,8 @@ export const SubscriptionsLive = Layer.effect(
             Effect.gen(function* () {
               const done = yield* activate(organizationId, subscription.id)
               if (done === null) return null
+              // A page opened while the balance fell short is not to be paid as well.
+              yield* payments.supersedeCheckouts(organizationId, subscription.id)
               const currency = (plan.currency ?? "NGN").toUpperCase()
               yield* invoices.recordPaid(
                 organizationId,
