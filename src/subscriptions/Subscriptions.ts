@@ -558,7 +558,10 @@ export const SubscriptionsLive = Layer.effect(
           plan,
           input.callbackUrl ?? null,
           input.idempotency,
-          { attaching: true, duplicate: !created }
+          // The request that created it is a possible duplicate too: an identical attach that found it pending may
+          // claim first (the creator still pricing), have the card declined, and leave the creator to claim next. A
+          // new subscription has no other declines, so the one-minute hold only ever stops that second charge.
+          { attaching: true, duplicate: true }
         )
       })
 
