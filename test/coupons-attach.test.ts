@@ -195,7 +195,15 @@ for (const database of databases()) {
       await pay(attached.body.checkoutUrl)
       clock.advance(32 * DAY)
       await runDue()
-      const [renewal] = await invoices("ada")
+      // The first payment is the first invoice (h18), discounted; the renewal is not.
+      const [first, renewal] = await invoices("ada")
+      expect(first).toMatchObject({
+        subtotal: 10_000,
+        discount: 5_000,
+        total: 5_000,
+        amountPaid: 5_000,
+        status: "paid"
+      })
       expect(renewal).toMatchObject({ subtotal: 10_000, discount: 0, total: 10_000 })
     })
 
@@ -213,12 +221,15 @@ for (const database of databases()) {
         clock.advance(32 * DAY)
         await runDue()
       }
+      // The first payment's invoice (h18), then the three renewals.
       expect((await invoices("bo")).map((i) => [i.discount, i.total])).toEqual([
+        [8_000, 32_000],
         [8_000, 32_000],
         [0, 40_000],
         [0, 40_000]
       ])
       expect((await invoices("cy")).map((i) => [i.lines[0].discounts, i.total])).toEqual([
+        [[{ coupon: "naira", amount: 2_000 }], 8_000],
         [[{ coupon: "naira", amount: 2_000 }], 8_000],
         [[{ coupon: "naira", amount: 2_000 }], 8_000],
         [[{ coupon: "naira", amount: 2_000 }], 8_000]

@@ -76,8 +76,10 @@ if (url) {
       for (const w of waiting) {
         if (w.status !== 200) expect(w.body.code).toBe("change_in_progress")
       }
+      // Newest first: the change's invoice, then Basic's first payment's own (h18).
       const invoices = (await send(b, "GET", "/v1/billing/invoices?customer=waiting")).body.invoices
-      expect(invoices).toHaveLength(1)
+      expect(invoices).toHaveLength(2)
+      expect(invoices[1]).toMatchObject({ status: "paid", lines: [{ feature: "basic" }] })
       for (const w of waiting.filter((x) => x.status === 200)) {
         expect(w.body.subscription.pendingChange.invoiceId).toBe(invoices[0].id)
       }
@@ -98,13 +100,15 @@ if (url) {
         )
       )
       for (const r of racing) if (r.status !== 200) expect(r.body.code).toBe("change_in_progress")
+      // Newest first: the change's invoice, then Basic's first payment's own (h18); one invoice.paid each.
       const paid = (await send(a, "GET", "/v1/billing/invoices?customer=card")).body.invoices
-      expect(paid).toHaveLength(1)
+      expect(paid).toHaveLength(2)
       expect(paid[0]).toMatchObject({ status: "paid", lines: [{ feature: "basic" }, { feature: "pro" }] })
+      expect(paid[1]).toMatchObject({ status: "paid", lines: [{ feature: "basic" }] })
       const updated = (await send(a, "GET", "/v1/events?type=subscription.updated&customer=card")).body.data
       expect(updated).toHaveLength(1)
       const charged = (await send(b, "GET", "/v1/events?type=invoice.paid&customer=card")).body.data
-      expect(charged).toHaveLength(1)
+      expect(charged).toHaveLength(2)
     }, 120_000)
   })
 }

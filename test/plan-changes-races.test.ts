@@ -59,7 +59,10 @@ for (const database of databases()) {
         ((await get("/v1/subscriptions?customer=c1")).subscriptions as Array<any>).filter(
           (s) => s.status !== "canceled"
         )
-      const invoices = async () => (await get("/v1/billing/invoices?customer=c1")).invoices as Array<any>
+      const allInvoices = async () => (await get("/v1/billing/invoices?customer=c1")).invoices as Array<any>
+      // The first payments' own invoices (h18), checked by `subscribe`; the rest are the changes' and renewals'.
+      const firstPayments = new Set<string>()
+      const invoices = async () => (await allInvoices()).filter((i) => !firstPayments.has(i.id))
       const pay = (checkoutUrl: string) =>
         server.fetch(new URL(checkoutUrl).pathname, {
           method: "POST",
@@ -67,8 +70,15 @@ for (const database of databases()) {
           body: "outcome=pay&card=ok"
         })
       const subscribe = async (plan: string) => {
+        const before = new Set((await allInvoices()).map((i) => i.id))
         const attached = await call("/v1/attach", { customer: "c1", product: plan })
         if (attached.body.checkoutUrl !== null) await pay(attached.body.checkoutUrl)
+        // A paid first payment is one paid invoice of the plan; a free plan makes none.
+        const made = (await allInvoices()).filter((i) => !before.has(i.id))
+        expect(made.map((i) => [i.status, i.lines.map((l: any) => l.feature)])).toEqual(
+          attached.body.checkoutUrl === null ? [] : [["paid", [plan]]]
+        )
+        for (const i of made) firstPayments.add(i.id)
         return (await live())[0]
       }
       return { org, customerId: customer.body.id as string, call, get, live, invoices, pay, subscribe }

@@ -95,7 +95,10 @@ for (const database of databases()) {
       const get = async (path: string) => (await server.fetch(path, { apiKey: org.apiKey })).json() as Promise<any>
       const subscriptions = async () => (await get("/v1/subscriptions?customer=c1")).subscriptions as Array<any>
       const live = async () => (await subscriptions()).filter((s) => s.status !== "canceled")
-      const invoices = async () => (await get("/v1/billing/invoices?customer=c1")).invoices as Array<any>
+      const allInvoices = async () => (await get("/v1/billing/invoices?customer=c1")).invoices as Array<any>
+      // The first payments' own invoices (h18), checked by `subscribe`; the rest are the changes' and renewals'.
+      const firstPayments = new Set<string>()
+      const invoices = async () => (await allInvoices()).filter((i) => !firstPayments.has(i.id))
       const events = async (type: string) => (await get(`/v1/events?type=${type}&limit=100`)).data as Array<any>
       const pay = (checkoutUrl: string, card: "ok" | "declining" = "ok") =>
         server.fetch(new URL(checkoutUrl).pathname, {
@@ -105,11 +108,18 @@ for (const database of databases()) {
         })
       /** Subscribed to `plan`, paid at a checkout that saves the card. */
       const subscribe = async (plan: string, card: "ok" | "declining" = "ok") => {
+        const before = new Set((await allInvoices()).map((i) => i.id))
         const attached = await call("/v1/attach", { customer: "c1", product: plan })
         expect(attached.status).toBe(200)
         if (attached.body.checkoutUrl !== null) await pay(attached.body.checkoutUrl, card)
         const [s] = await live()
         expect(s).toMatchObject({ plan })
+        // A paid first payment is one paid invoice of the plan; a free plan makes none.
+        const made = (await allInvoices()).filter((i) => !before.has(i.id))
+        expect(made.map((i) => [i.status, i.lines.map((l: any) => l.feature)])).toEqual(
+          attached.body.checkoutUrl === null ? [] : [["paid", [plan]]]
+        )
+        for (const i of made) firstPayments.add(i.id)
         return s
       }
       return { org, call, get, subscriptions, live, invoices, events, pay, subscribe }

@@ -14,6 +14,7 @@ import { type InvoiceRecord, InvoicesRepo } from "./InvoicesRepo.ts"
 import { InvoiceLinks, type InvoiceLinksShape } from "./documents/links.ts"
 import { BillingProfiles } from "./profile/BillingProfiles.ts"
 import { type PricedInvoice, priceLines } from "./taxes.ts"
+import type { InvoiceQuote } from "./invoiceQuote.ts"
 import { TaxRates, toTerms } from "../catalog/taxRates.ts"
 import type { CouponRecord } from "../catalog/coupons.ts"
 import { couponTerms, CustomerDiscounts } from "../catalog/customerDiscounts.ts"
@@ -107,6 +108,27 @@ export interface InvoicesShape {
   readonly voidInvoice: (org: string, invoiceId: string) => Effect.Effect<boolean>
   /** A payment attempt of the invoice failed: `invoice.payment_failed`, in the caller's transaction. */
   readonly paymentFailed: (org: string, invoiceId: string, message: string) => Effect.Effect<void>
+  /**
+   * A payment already collected, recorded as its invoice (a subscription's first payment, docs/decisions.md "The
+   * first payment is an invoice (h18)"): numbered now (finalized and paid at once), with the quote's lines and sums
+   * and `amountPaid` = what was charged; `invoice.created` then `invoice.paid`. Spends no discount (the quote was
+   * priced, and its coupon counted, when the payment was claimed) and the credit balance the quote counted on: should
+   * the balance have been spent elsewhere meanwhile, the shortfall stays due and the invoice `open`. The caller's
+   * transaction.
+   */
+  readonly recordPaid: (org: string, paid: PaidInvoiceInput) => Effect.Effect<InvoiceRecord>
+}
+
+export interface PaidInvoiceInput {
+  readonly customerId: string
+  readonly subscriptionId: string
+  readonly currency: string
+  readonly quote: InvoiceQuote
+  /** Epoch milliseconds: the period the payment started. */
+  readonly periodStart: number
+  readonly periodEnd: number | null
+  /** Whole minor units the payment collected. */
+  readonly amountPaid: string
 }
 
 export class Invoices extends Context.Tag("Invoices")<Invoices, InvoicesShape>() {}
@@ -466,6 +488,68 @@ export const InvoicesLive = Layer.effect(
     const quote: InvoicesShape["quote"] = (org, customerId, currency, lines, options = {}) =>
       Effect.map(pricing(org, customerId, currency, lines, options), ({ priced }) => priced)
 
-    return { generate, list, unbilled, get, lockPayable, markPaid, createInvoice, quote, voidInvoice, paymentFailed }
+    const recordPaid: InvoicesShape["recordPaid"] = (org, paid) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const planned = BigInt(paid.quote.creditApplied)
+        if ((BigInt(paid.quote.total) - planned).toString() !== paid.amountPaid) {
+          // Never by construction (the amount charged is the quote's total); if it happens the invoice still says
+          // what was paid, and the difference is for a person to look at.
+          yield* Effect.logError("a first payment's amount differs from its quote's total", {
+            organization: org,
+            subscription: paid.subscriptionId,
+            total: paid.quote.total,
+            creditApplied: paid.quote.creditApplied,
+            paid: paid.amountPaid
+          })
+        }
+        const id = yield* ids.next("inv")
+        const { invoicePrefix } = yield* profiles.get(org)
+        const applied = planned > 0n ? yield* credit.spend(org, paid.customerId, paid.currency, planned, id) : 0n
+        const settled = BigInt(paid.quote.total) - applied - BigInt(paid.amountPaid) <= 0n
+        const record: InvoiceRecord = {
+          organizationId: org,
+          id,
+          // Taken from the organization's counter in the settling transaction: finalized (and paid) now.
+          number: invoiceNumber(yield* repo.nextNumber(org), invoicePrefix),
+          customerId: paid.customerId,
+          subscriptionId: paid.subscriptionId,
+          currency: paid.currency.toUpperCase(),
+          status: settled ? "paid" : "open",
+          lines: paid.quote.lines,
+          subtotal: paid.quote.subtotal,
+          discount: paid.quote.discount,
+          tax: paid.quote.tax,
+          taxNote: paid.quote.taxNote,
+          total: paid.quote.total,
+          amountPaid: paid.amountPaid,
+          creditApplied: applied.toString(),
+          periodStart: paid.periodStart,
+          periodEnd: paid.periodEnd,
+          attempts: 0,
+          nextAttemptAt: null,
+          createdAt: now,
+          updatedAt: now,
+          paidAt: settled ? now : null
+        }
+        yield* repo.insert(record)
+        yield* announce("invoice.created", record)
+        if (settled) yield* announce("invoice.paid", record)
+        return record
+      })
+
+    return {
+      generate,
+      list,
+      unbilled,
+      get,
+      lockPayable,
+      markPaid,
+      createInvoice,
+      quote,
+      voidInvoice,
+      paymentFailed,
+      recordPaid
+    }
   })
 )

@@ -95,7 +95,7 @@ const UnbilledEventRow = recordSchema<UnbilledEvent>()(
   })
 )
 
-const StoredLineJson = recordSchema<StoredLine>()(
+export const StoredLineJson = recordSchema<StoredLine>()(
   Schema.Struct({
     feature: Schema.String,
     description: Schema.String,

@@ -9,13 +9,19 @@ export interface PaidTarget {
   readonly amount: string
   readonly currency: string
   readonly reference: string
+  /** What the payment was priced as when it is to become an invoice (a first payment's quote); else null. */
+  readonly invoiceQuote: Record<string, unknown> | null
+  /** The invoice the payment was recorded as (a first payment, once settled); null otherwise. */
+  readonly invoiceId: string | null
 }
 
 /**
  * What a confirmed payment does to our objects: activate a subscription, add credits, pay an invoice. Runs inside
- * the settling transaction; `false` when the object was no longer payable (the money is then recorded, unapplied).
+ * the settling transaction; `false` when the object was no longer payable (the money is then recorded, unapplied);
+ * `{invoiceId}` when it applied and wrote an invoice of the payment (a subscription's first payment), which the
+ * payment then names.
  */
-export type PaymentEffect = (org: string, paid: PaidTarget) => Effect.Effect<boolean>
+export type PaymentEffect = (org: string, paid: PaidTarget) => Effect.Effect<boolean | { readonly invoiceId: string }>
 
 /** Money of an applied payment that went back to the customer (a refund, a lost dispute). */
 export interface RefundedTarget extends PaidTarget {

@@ -59,6 +59,11 @@ export interface CollectRequest {
    * a card declined for the target within the last minute is not charged again (see the claim).
    */
   readonly duplicate?: boolean
+  /**
+   * The priced invoice this payment becomes once settled (a subscription's first payment), opaque to payments: kept
+   * with the attempt or its hosted page and handed to the purpose's effect, so the invoice has what was charged.
+   */
+  readonly invoiceQuote?: Record<string, unknown>
 }
 
 export type CollectResult =
@@ -147,6 +152,11 @@ export interface PaymentsShape {
     targetId: string,
     request: RefundRequest
   ) => Effect.Effect<RefundOutcome, Unprocessable | ProviderFailure | ProviderNotConfigured>
+  /**
+   * The target was paid for without a payment (a first payment the credit balance covered): its open hosted pages are
+   * closed as `superseded`, as a saved-card charge closes them, so none is paid as well. The caller's transaction.
+   */
+  readonly supersedeCheckouts: (org: string, targetId: string) => Effect.Effect<void>
   /** What the payments of each target had refunded (refunds and lost disputes), for targets with any: minor units. */
   readonly refundedByTarget: (
     org: string,
@@ -332,7 +342,9 @@ export const PaymentsLive = Layer.effect(
                 checkedAt: null,
                 settledAt: null,
                 createdAt: now,
-                updatedAt: now
+                updatedAt: now,
+                invoiceQuote: request.invoiceQuote ?? null,
+                invoiceId: null
               }
               if (!(yield* repo.insertPayment(attempt))) return { kind: "lost" } satisfies Claimed
               return { kind: "charge", attempt, method } satisfies Claimed
@@ -356,7 +368,8 @@ export const PaymentsLive = Layer.effect(
               data: {
                 description: request.description,
                 callbackUrl: request.callbackUrl,
-                ...(key === undefined ? {} : { requestHash: key.requestHash })
+                ...(key === undefined ? {} : { requestHash: key.requestHash }),
+                ...(request.invoiceQuote === undefined ? {} : { invoiceQuote: request.invoiceQuote })
               },
               idempotencyKey: key?.key ?? null,
               createdAt: now,
@@ -713,6 +726,8 @@ export const PaymentsLive = Layer.effect(
       applyEvent: settlement.applyEvent,
       reconcile,
       refund,
+      supersedeCheckouts: (org, targetId) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => repo.supersedeCheckouts(org, targetId, now)),
       refundedByTarget: (org, targetIds) =>
         targetIds.length === 0 ? Effect.succeed(new Map()) : repo.refundedByTarget(org, targetIds)
     }

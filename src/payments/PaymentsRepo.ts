@@ -91,6 +91,13 @@ export interface PaymentRecord {
   readonly settledAt: number | null
   readonly createdAt: number
   readonly updatedAt: number
+  /**
+   * What the attempt pays for, priced, when it is to become an invoice once settled (a subscription's first payment:
+   * its lines, discounts, taxes and sums, opaque to payments); null otherwise.
+   */
+  readonly invoiceQuote: Record<string, unknown> | null
+  /** The invoice written from `invoiceQuote` when the payment settled (a first payment's own invoice). */
+  readonly invoiceId: string | null
 }
 
 export interface SettleAs {
@@ -144,7 +151,7 @@ export interface PaymentsRepoShape {
    */
   readonly insertPayment: (p: PaymentRecord) => Effect.Effect<boolean>
   readonly findPayment: (org: string, reference: string) => Effect.Effect<Option.Option<PaymentRecord>>
-  /** The succeeded payments of one target (an invoice), oldest first. */
+  /** The succeeded payments of one target (an invoice), or the first payment recorded as that invoice, oldest first. */
   readonly succeededPaymentsOf: (org: string, targetId: string) => Effect.Effect<ReadonlyArray<PaymentRecord>>
   readonly findPaymentByKey: (org: string, key: string) => Effect.Effect<Option.Option<PaymentRecord>>
   readonly findCheckoutByKey: (org: string, key: string) => Effect.Effect<Option.Option<CheckoutRecord>>
@@ -156,6 +163,8 @@ export interface PaymentsRepoShape {
   readonly settle: (org: string, reference: string, settlement: SettleAs) => Effect.Effect<boolean>
   /** A success that arrived for something no longer payable: kept, with `applied` false. */
   readonly markUnapplied: (org: string, reference: string) => Effect.Effect<void>
+  /** The settled payment became this invoice's payment, once: `false` when it already names one (nothing written). */
+  readonly linkInvoice: (org: string, reference: string, invoiceId: string) => Effect.Effect<boolean>
   /** The provider reported another amount or currency than the attempt's: noted, nothing applied. */
   readonly noteMismatch: (org: string, reference: string, note: string, now: number) => Effect.Effect<void>
   /** Notes what the provider said of a still-processing attempt (its own id for it, when it was last asked). */
@@ -277,7 +286,9 @@ const PaymentRow = recordSchema<PaymentRecord>()(
     checkedAt: NullableMillis,
     settledAt: NullableMillis,
     createdAt: Millis,
-    updatedAt: Millis
+    updatedAt: Millis,
+    invoiceQuote: Schema.NullOr(JsonObjectText),
+    invoiceId: NullableText
   })
 )
 
@@ -358,7 +369,8 @@ export const PaymentsRepoSql = Layer.effect(
         sql`INSERT INTO payments ${sql.insert({
           ...p,
           applied: p.applied ? 1 : 0,
-          disputed: p.disputed ? 1 : 0
+          disputed: p.disputed ? 1 : 0,
+          invoiceQuote: p.invoiceQuote === null ? null : JSON.stringify(p.invoiceQuote)
         })} ON CONFLICT DO NOTHING RETURNING id`.pipe(
           Effect.map((rows) => rows.length === 1),
           Effect.orDie
@@ -396,6 +408,12 @@ export const PaymentsRepoSql = Layer.effect(
       markUnapplied: (org, reference) =>
         sql`UPDATE payments SET applied = 0 WHERE organization_id = ${org} AND reference = ${reference}`.pipe(
           Effect.asVoid,
+          Effect.orDie
+        ),
+      linkInvoice: (org, reference, invoiceId) =>
+        sql<{ id: string }>`UPDATE payments SET invoice_id = ${invoiceId}
+            WHERE organization_id = ${org} AND reference = ${reference} AND invoice_id IS NULL RETURNING id`.pipe(
+          Effect.map((rows) => rows.length === 1),
           Effect.orDie
         ),
       noteMismatch: (org, reference, note, now) =>
@@ -442,7 +460,8 @@ export const PaymentsRepoSql = Layer.effect(
         sql`UPDATE payments SET disputed = 1, updated_at = ${now}
             WHERE organization_id = ${org} AND reference = ${reference}`.pipe(Effect.asVoid, Effect.orDie),
       succeededPaymentsOf: (org, targetId) =>
-        sql`SELECT * FROM payments WHERE organization_id = ${org} AND target_id = ${targetId} AND status = 'succeeded'
+        sql`SELECT * FROM payments WHERE organization_id = ${org} AND (target_id = ${targetId} OR invoice_id = ${targetId})
+              AND status = 'succeeded'
             ORDER BY created_at, reference`.pipe(Effect.flatMap(payments), Effect.orDie),
       lockPayment: (org, reference) =>
         sql`SELECT * FROM payments WHERE organization_id = ${org} AND reference = ${reference} ${forUpdate}`.pipe(
@@ -486,8 +505,14 @@ export const PaymentsRepoSql = Layer.effect(
           const sums = new Map<string, bigint>()
           // Chunked: one statement's parameters stay well under SQLite's and PostgreSQL's limits.
           for (let i = 0; i < targetIds.length; i += 500) {
-            const rows = yield* sql<{ targetId: string; amountRefunded: string }>`SELECT target_id, amount_refunded
-                FROM payments WHERE organization_id = ${org} AND ${sql.in("target_id", targetIds.slice(i, i + 500))}
+            // A first payment counts for the invoice it became (its target is the subscription it activated).
+            const chunk = targetIds.slice(i, i + 500)
+            const rows = yield* sql<{
+              targetId: string
+              amountRefunded: string
+            }>`SELECT COALESCE(invoice_id, target_id) AS target_id, amount_refunded
+                FROM payments WHERE organization_id = ${org}
+                  AND (${sql.in("target_id", chunk)} OR ${sql.in("invoice_id", chunk)})
                   AND amount_refunded <> '0'`
             for (const r of rows) sums.set(r.targetId, (sums.get(r.targetId) ?? 0n) + BigInt(r.amountRefunded))
           }

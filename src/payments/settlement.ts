@@ -69,7 +69,16 @@ export const makeSettlement = (
   const apply = (org: string, purpose: Purpose, paid: PaidTarget) =>
     Effect.gen(function* () {
       const effect = (yield* PaymentEffects).paid[purpose]
-      const applied = effect === undefined ? true : yield* effect(org, paid)
+      const outcome = effect === undefined ? true : yield* effect(org, paid)
+      if (typeof outcome === "object") {
+        // Settled once (the guarded settle above), so this is the payment's only invoice; a second would be a defect
+        // that rolls the whole settlement back rather than record money twice.
+        if (!(yield* repo.linkInvoice(org, paid.reference, outcome.invoiceId))) {
+          return yield* Effect.dieMessage("a first payment was recorded as a second invoice")
+        }
+        return true
+      }
+      const applied = outcome
       if (!applied) {
         yield* repo.markUnapplied(org, paid.reference)
         yield* Effect.logError("payment received for something no longer payable: recorded, not applied", {
@@ -87,8 +96,18 @@ export const makeSettlement = (
     quantity: r.quantity,
     amount: r.amount,
     currency: r.currency,
-    reference: r.reference
+    reference: r.reference,
+    invoiceQuote: "data" in r ? quoteOfCheckout(r) : r.invoiceQuote,
+    invoiceId: "data" in r ? null : r.invoiceId
   })
+
+  /** The quote a hosted page was opened with (a first payment's), which its payment carries. */
+  const quoteOfCheckout = (c: CheckoutRecord): Record<string, unknown> | null => {
+    const quote = c.data.invoiceQuote
+    return typeof quote === "object" && quote !== null && !Array.isArray(quote)
+      ? (quote as Record<string, unknown>)
+      : null
+  }
 
   /** The payment record of a hosted page's outcome (a succeeded payment unless the caller says otherwise). */
   const paymentOf = (org: string, c: CheckoutRecord, now: number): PaymentRecord => ({
@@ -114,7 +133,9 @@ export const makeSettlement = (
     checkedAt: null,
     settledAt: now,
     createdAt: now,
-    updatedAt: now
+    updatedAt: now,
+    invoiceQuote: quoteOfCheckout(c),
+    invoiceId: null
   })
 
   const succeeded: Settlement["succeeded"] = (org, attempt, found) =>

@@ -31,6 +31,9 @@ import { newAttachProposal, type Proposal, withPricing } from "./changeProposal.
 import { PlanChanges } from "./changes.ts"
 import { CreditBalance } from "../creditBalance/CreditBalance.ts"
 import { toWireSubscription } from "./wire.ts"
+import { encodeInvoiceQuote, type InvoiceQuote, invoiceQuoteOf } from "../billing/invoiceQuote.ts"
+import { creditToApply } from "../domain/planChange.ts"
+import { firstInvoiceOf } from "./firstInvoice.ts"
 
 export interface AttachInput {
   readonly customer: string
@@ -91,10 +94,14 @@ export interface SubscriptionsShape {
     callbackUrl: string | null
   ) => Effect.Effect<Attached, AttachError>
   /**
-   * A confirmed first payment: pending → active from now (a payment effect, inside its transaction). `false` when
-   * it was no longer pending (canceled meanwhile, or activated by another payment).
+   * A confirmed first payment: pending → active from now (a payment effect, inside its transaction), answering the
+   * activated subscription and its plan. `null` when it was no longer pending (canceled meanwhile, or activated by
+   * another payment).
    */
-  readonly activate: (organizationId: string, id: string) => Effect.Effect<boolean>
+  readonly activate: (
+    organizationId: string,
+    id: string
+  ) => Effect.Effect<{ readonly subscription: SubscriptionRecord; readonly plan: Plan | undefined } | null>
   /** A paid renewal invoice: past_due → active (a payment effect, inside its transaction). */
   readonly renewalPaid: (organizationId: string, id: string) => Effect.Effect<void>
   /** The customer's subscriptions granting at `now`, oldest first, with their plans. */
@@ -287,11 +294,20 @@ export const SubscriptionsLive = Layer.effect(
           subscription.createdAt,
           Option.match(bound, { onNone: () => null, onSome: (d) => d.coupon })
         )
+        // The customer's credit balance pays first (§14), the payment the rest; it is spent when the invoice is
+        // written, in the settling transaction (h18).
+        const currency = (plan.currency ?? "NGN").toUpperCase()
+        const total = BigInt(toNumber(charge.total))
+        const planned = creditToApply(yield* credit.balance(organizationId, customer.id, currency), total)
+        const quote = invoiceQuoteOf(charge, planned)
+        if (planned === total) return yield* coveredByCredit(organizationId, subscription, plan, quote, mode.attaching)
         const collected = yield* payments.collect(organizationId, customer, {
           purpose: "subscription",
           targetId: subscription.id,
-          amount: toNumber(charge.total),
+          amount: Number(total - planned),
           currency: plan.currency ?? "NGN",
+          // Settled, the payment becomes the subscription's first invoice with exactly these numbers (h18).
+          invoiceQuote: encodeInvoiceQuote(quote),
           description: `${plan.name} subscription`,
           callbackUrl,
           provider: plan.provider,
@@ -372,6 +388,48 @@ export const SubscriptionsLive = Layer.effect(
       })
 
     /**
+     * A first payment the credit balance covers whole: nothing to charge, so it is settled here as a payment would be
+     * (activated, and its invoice written with the balance spent), once however many requests get here.
+     */
+    const coveredByCredit = (
+      organizationId: string,
+      subscription: SubscriptionRecord,
+      plan: Plan,
+      quote: InvoiceQuote,
+      attaching: boolean
+    ): Effect.Effect<Attached, Conflict> =>
+      Effect.gen(function* () {
+        const activated = yield* sql
+          .withTransaction(
+            Effect.gen(function* () {
+              const done = yield* activate(organizationId, subscription.id)
+              if (done === null) return null
+              // A page opened while the balance fell short is not to be paid as well.
+              yield* payments.supersedeCheckouts(organizationId, subscription.id)
+              const currency = (plan.currency ?? "NGN").toUpperCase()
+              yield* invoices.recordPaid(
+                organizationId,
+                firstInvoiceOf(quote, done.subscription, done.plan, "0", currency)
+              )
+              return done.subscription
+            })
+          )
+          .pipe(Effect.orDie)
+        if (activated !== null) {
+          return {
+            ...alreadyAttached(activated, plan),
+            message: `Attached ${plan.slug}: paid with the credit balance`
+          }
+        }
+        const current = Option.getOrElse(yield* repo.get(organizationId, subscription.id), () => subscription)
+        if (attaching && isGranting(current, yield* Clock.currentTimeMillis)) return alreadyAttached(current, plan)
+        return yield* new Conflict({
+          code: "subscription_not_pending",
+          message: `The subscription is ${effectiveStatus(current, yield* Clock.currentTimeMillis)}, not pending`
+        })
+      })
+
+    /**
      * A new paid subscription's first charge, priced as an invoice of its first period would be (its coupon, then
      * taxes; the customer's discount is for invoices, and this is a payment): what the preview shows and what is
      * collected. Its amount is the priced total.
@@ -443,8 +501,8 @@ export const SubscriptionsLive = Layer.effect(
           return { subscription: null, from: null, to: plan, proposal: { ...proposal, creditBalanceAfter: balance } }
         }
         const priced = yield* firstCharge(organizationId, customer.id, plan, now, redeem?.coupon ?? null)
-        // The first charge is a payment, not an invoice: the credit balance does not pay it (§14's record).
-        return { subscription: null, from: null, to: plan, proposal: withPricing(proposal, priced, balance, false) }
+        // The first payment is an invoice (h18): the credit balance pays first, the payment the rest.
+        return { subscription: null, from: null, to: plan, proposal: withPricing(proposal, priced, balance) }
       })
 
     const attach = (organizationId: string, input: AttachInput): Effect.Effect<Attached, AttachError> =>
@@ -500,7 +558,10 @@ export const SubscriptionsLive = Layer.effect(
           plan,
           input.callbackUrl ?? null,
           input.idempotency,
-          { attaching: true, duplicate: !created }
+          // The request that created it is a possible duplicate too: an identical attach that found it pending may
+          // claim first (the creator still pricing), have the card declined, and leave the creator to claim next. A
+          // new subscription has no other declines, so the one-minute hold only ever stops that second charge.
+          { attaching: true, duplicate: true }
         )
       })
 
@@ -509,7 +570,7 @@ export const SubscriptionsLive = Layer.effect(
         .withTransaction(
           Effect.gen(function* () {
             const current = yield* repo.getForUpdate(organizationId, id)
-            if (Option.isNone(current) || current.value.status !== "pending") return false
+            if (Option.isNone(current) || current.value.status !== "pending") return null
             const now = yield* Clock.currentTimeMillis
             const plan = yield* planOf(organizationId, current.value.planId)
             if (plan !== undefined) yield* replaceGroup(organizationId, current.value.customerId, plan, now, id)
@@ -527,7 +588,7 @@ export const SubscriptionsLive = Layer.effect(
             }
             yield* repo.update(activated)
             yield* announce("subscription.activated", activated, plan)
-            return true
+            return { subscription: activated, plan }
           })
         )
         .pipe(Effect.orDie)

@@ -226,6 +226,10 @@ export const propose = (input: {
 export const isRefusal = (p: Proposal | Refusal): p is Refusal => "code" in p
 
 /** A new subscription's first charge as a preview shows it: the plan's price for its first period (none in a trial). */
+/** A plan fee line's description: the plan and, when the period ends, its days. */
+export const planLineDescription = (plan: Plan, start: number, end: number | null) =>
+  end === null ? plan.name : `${plan.name} (${day(start)} to ${day(end)})`
+
 export const newAttachProposal = (plan: Plan, now: number): Proposal => {
   const period = freshPeriod(plan, now)
   const price = BigDecimal.scale(roundHalfUp(toDecimal(plan.price)), 0).value
@@ -235,10 +239,7 @@ export const newAttachProposal = (plan: Plan, now: number): Proposal => {
         {
           feature: plan.slug,
           plan: plan.slug,
-          description:
-            period.currentPeriodEnd === null
-              ? plan.name
-              : `${plan.name} (${day(now)} to ${day(period.currentPeriodEnd)})`,
+          description: planLineDescription(plan, now, period.currentPeriodEnd),
           quantity: 1,
           unitPrice: plan.price,
           amount: price.toString(),

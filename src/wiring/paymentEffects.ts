@@ -4,7 +4,21 @@ import { PlanChanges } from "../subscriptions/changes.ts"
 import { CreditNotes } from "../billing/creditNotes/CreditNotes.ts"
 import { Subscriptions } from "../subscriptions/Subscriptions.ts"
 import { Addons } from "../payments/Addons.ts"
-import { PaymentEffects } from "../payments/Payments.ts"
+import { PaymentEffects, type RefundedTarget } from "../payments/Payments.ts"
+import { decodeInvoiceQuote } from "../billing/invoiceQuote.ts"
+import { firstInvoiceOf } from "../subscriptions/firstInvoice.ts"
+
+/** The credit note of money given back on an invoice (decisions.md §16). */
+const creditNoteOf = (r: RefundedTarget, invoiceId: string) => ({
+  invoiceId,
+  customerId: r.customerId,
+  currency: r.currency,
+  amount: r.refunded,
+  cause: r.cause,
+  reason: r.reason,
+  paymentReference: r.reference,
+  reversalKey: r.reversalKey
+})
 
 /** What each kind of confirmed payment does, wired to the features that own the paid-for objects. */
 export const PaymentEffectsLive = Layer.effect(
@@ -17,7 +31,20 @@ export const PaymentEffectsLive = Layer.effect(
     const creditNotes = yield* CreditNotes
     return {
       paid: {
-        subscription: (org, paid) => subscriptions.activate(org, paid.targetId),
+        // The first payment activates the subscription and is recorded as its first invoice, paid (h18); one from
+        // before payments carried their quote only activates it.
+        subscription: (org, paid) =>
+          Effect.gen(function* () {
+            const activated = yield* subscriptions.activate(org, paid.targetId)
+            if (activated === null) return false
+            const quote = decodeInvoiceQuote(paid.invoiceQuote)
+            if (quote === null) return true
+            const invoice = yield* invoices.recordPaid(
+              org,
+              firstInvoiceOf(quote, activated.subscription, activated.plan, paid.amount, paid.currency)
+            )
+            return { invoiceId: invoice.id }
+          }),
         addon: (org, paid) => Effect.as(addons.grant(org, paid.customerId, paid.targetId, paid.quantity), true),
         invoice: (org, paid) =>
           Effect.gen(function* () {
@@ -37,20 +64,11 @@ export const PaymentEffectsLive = Layer.effect(
       // decisions.md §7: a refunded pack gives back its credits in proportion; a subscription keeps its access and an
       // invoice stays paid (it shows `amountRefunded`).
       refunded: {
+        // A first payment recorded as its invoice is refunded as that invoice's payment: a credit note on it.
+        subscription: (org, r) =>
+          r.invoiceId === null ? Effect.void : Effect.asVoid(creditNotes.issue(org, creditNoteOf(r, r.invoiceId))),
         // decisions.md §16: every refund or lost dispute of an invoice's payment issues a credit note.
-        invoice: (org, r) =>
-          Effect.asVoid(
-            creditNotes.issue(org, {
-              invoiceId: r.targetId,
-              customerId: r.customerId,
-              currency: r.currency,
-              amount: r.refunded,
-              cause: r.cause,
-              reason: r.reason,
-              paymentReference: r.reference,
-              reversalKey: r.reversalKey
-            })
-          ),
+        invoice: (org, r) => Effect.asVoid(creditNotes.issue(org, creditNoteOf(r, r.targetId))),
         addon: (org, r) =>
           Effect.asVoid(
             addons.takeBack(org, r.customerId, r.targetId, r.quantity, {

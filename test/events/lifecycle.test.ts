@@ -86,12 +86,16 @@ for (const database of deliveryDatabases()) {
         "subscription.created", // the free plan, attached with the customer
         "subscription.created", // pro, pending
         "payment_method.saved",
-        "subscription.activated"
+        "subscription.activated",
+        // The first payment is the subscription's first invoice (h18), written in the same transaction.
+        "invoice.created",
+        "invoice.paid"
       ])
       expect(first[0].data).toMatchObject({ id: customerId, externalId: "sub", email: "sub@example.com" })
       expect(first[2].data).toMatchObject({ id: subscriptionId, plan: "pro", status: "pending" })
       expect(first[3].data).toMatchObject({ customerId, provider: "simulated", last4: "4242" })
       expect(first[4].data).toMatchObject({ id: subscriptionId, status: "active" })
+      expect(first[6].data).toMatchObject({ status: "paid", total: 300000, amountPaid: 300000, customerId })
 
       clock.advance(32 * DAY)
       await runDue()

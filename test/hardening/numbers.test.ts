@@ -990,6 +990,8 @@ describe("start-up after an upgrade: migration 0010 logs every stored value out 
     for (const column of ["discount", "tax", "tax_note"]) db.run(`ALTER TABLE invoices DROP COLUMN ${column}`)
     for (const table of ["credit_notes", "credit_note_sequences"]) db.run(`DROP TABLE ${table}`)
     db.run(`ALTER TABLE plans DROP COLUMN portal`)
+    db.run(`DROP INDEX payments_invoice`)
+    for (const column of ["invoice_quote", "invoice_id"]) db.run(`ALTER TABLE payments DROP COLUMN ${column}`)
     db.close()
 
     const service = await startService({ ...env, LOG_LEVEL: "warn" })

@@ -72,18 +72,19 @@ for (const database of databases()) {
       clock.advance(32 * DAY)
       const report = await runDue()
       expect(report).toMatchObject({ renewed: 2, pastDue: 1, canceled: 0 })
+      // Newest first: the renewal, then the first payment's own invoice (h18).
       for (const ok of [first, last]) {
         expect((await ok.subscription()).status).toBe("active")
-        expect((await ok.invoices()).map((i) => i.status)).toEqual(["paid"])
+        expect((await ok.invoices()).map((i) => i.status)).toEqual(["paid", "paid"])
       }
       expect((await broken.subscription()).status).toBe("past_due")
-      expect((await broken.invoices()).map((i) => i.status)).toEqual(["open"])
+      expect((await broken.invoices()).map((i) => i.status)).toEqual(["open", "paid"])
 
       // A later run retries it (past due a day later), and still renews nothing twice.
       clock.advance(DAY + 1_000)
       expect(await runDue()).toMatchObject({ renewed: 0, pastDue: 1, canceled: 0 })
       expect((await broken.subscription()).status).toBe("past_due")
-      expect((await first.invoices()).map((i) => i.status)).toEqual(["paid"])
+      expect((await first.invoices()).map((i) => i.status)).toEqual(["paid", "paid"])
     }, 60_000)
   })
 }

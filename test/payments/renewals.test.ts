@@ -58,7 +58,9 @@ for (const database of databases()) {
       expect(after.status).toBe("active")
       expect(after.currentPeriodStart).toBe(before.currentPeriodEnd)
       const { invoices } = await get("/v1/billing/invoices?customer=sub")
-      expect(invoices).toHaveLength(1)
+      // Newest first: the renewal, then the first payment's own invoice (h18).
+      expect(invoices).toHaveLength(2)
+      expect(invoices[1]).toMatchObject({ status: "paid", total: 300000, amountPaid: 300000, amountDue: 0 })
       expect(invoices[0]).toMatchObject({
         status: "paid",
         total: 300000,

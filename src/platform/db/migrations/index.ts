@@ -30,6 +30,7 @@ import m0052 from "./0052_coupons.ts"
 import m0053 from "./0053_customer_discounts.ts"
 import m0054 from "./0054_subscription_discounts.ts"
 import m0056 from "./0056_customer_portal.ts"
+import m0060 from "./0060_first_payment_invoices.ts"
 
 /**
  * The schema's versions in order, one file each. A migration that has landed is never edited: a change is a new file.
@@ -66,5 +67,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0052_coupons": m0052,
   "0053_customer_discounts": m0053,
   "0054_subscription_discounts": m0054,
-  "0056_customer_portal": m0056
+  "0056_customer_portal": m0056,
+  "0060_first_payment_invoices": m0060
 }
