@@ -200,7 +200,7 @@ export const makePortal = (deps: PortalDeps) => {
       const answer = await post("/v1/attach", { customer, product: plan.slug, callbackUrl: `${origin}/portal` })
       return audited(action, plan.slug, await withPageHeaders(answer))
     }
-    const change = /^\/subscriptions\/([^/]+)\/(cancel|resume|cancel-change)$/.exec(path)
+    const change = /^\/subscriptions\/([^/]+)\/(cancel|resume|cancel-change|checkout)$/.exec(path)
     if (change !== null) {
       const id = segment(change[1]!) ?? ""
       const action = `subscription.${change[2]!.replace("-", "_")}`
@@ -208,7 +208,9 @@ export const makePortal = (deps: PortalDeps) => {
       if (!(await subscriptions()).some((s) => s.id === id)) {
         return audited(action, id, apiError("NotFound", "subscription_not_found", "No such subscription"))
       }
-      const answer = await post(`/v1/subscriptions/${encodeURIComponent(id)}/${change[2]!}`, {})
+      // Paying a pending subscription's first payment: the provider's page brings the customer back to the overview.
+      const sent = change[2] === "checkout" ? { callbackUrl: `${origin}/portal` } : {}
+      const answer = await post(`/v1/subscriptions/${encodeURIComponent(id)}/${change[2]!}`, sent)
       return audited(action, id, await withPageHeaders(answer))
     }
     return apiError("NotFound", "not_found", "No such route")

@@ -5,7 +5,7 @@ import { CSP } from "../../src/web/pages.ts"
 import { makeShiftedClock } from "../support/clock.ts"
 import { post } from "../support/catalog.ts"
 import { databases, ok, startServer, type TestServer } from "../support/harness.ts"
-import { auditOf, HOSTILE, openPortal, type Org, saveCard, seedOrg } from "./support.ts"
+import { auditOf, HOSTILE, openPortal, type Org, portalCatalog, saveCard, seedOrg } from "./support.ts"
 
 /** The portal's routes without a browser: sessions, links, cookies, headers, what the pages are made of. */
 for (const database of databases()) {
@@ -339,6 +339,76 @@ for (const database of databases()) {
         ["subscription.resume", "refused 409"],
         ["plan.change", "ok"],
         ["subscription.cancel_change", "ok"]
+      ])
+    })
+
+    test("a pending subscription's first payment: checkout through /v1, its answer as it is; own only", async () => {
+      // An organization without a plan given to every new customer, so that Pro is a new subscription, not a change.
+      const org = await server.createOrg()
+      const noFree = { ...portalCatalog, plans: portalCatalog.plans.map((p) => ({ ...p, autoEnable: false })) }
+      await seedOrg(server, org, [], noFree)
+      const v1 = async (path: string) => (await server.fetch(path, { apiKey: org.apiKey })).json() as Promise<any>
+      const json = async (answer: Response) => ({ status: answer.status, body: (await answer.json()) as any })
+      const attachedUrl = new Map<string, string>()
+      for (const id of ["dan", "eve"]) {
+        const created = await post(server, org.apiKey, "/v1/customers", { id, name: id, email: `${id}@example.com` })
+        expect(created.status).toBe(200)
+        // No card: Pro waits for its first payment.
+        const attached = await post(server, org.apiKey, "/v1/attach", { customer: id, product: "pro" })
+        expect(attached.body.subscription.status).toBe("pending")
+        attachedUrl.set(id, attached.body.checkoutUrl)
+      }
+      const subOf = async (id: string) => (await v1(`/v1/subscriptions?customer=${id}`)).subscriptions[0]
+      const dan = await subOf("dan")
+      const portal = await openPortal(server, org, "dan")
+      // Another customer's pending subscription: as unknown as one that does not exist, and not paid.
+      const eve = await subOf("eve")
+      for (const id of [eve.id, "sub_nope"]) {
+        const refused = await json(await portal.post(`/portal/api/subscriptions/${id}/checkout`))
+        expect(refused).toMatchObject({ status: 404, body: { success: false, code: "subscription_not_found" } })
+      }
+      expect(await subOf("eve")).toEqual(eve)
+
+      // No card: /v1's answer, as it is. The attach opened a page already, and /v1 answers with it (one open page
+      // per pending subscription, §7, whatever callback the attach gave it; the portal's `<origin>/portal` is used
+      // when /v1 opens a new one).
+      const answer = async (path: string) => {
+        const response = await server.fetch(new URL(path).pathname, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: "outcome=pay&card=ok",
+          redirect: "manual"
+        })
+        return { status: response.status, location: response.headers.get("location") }
+      }
+      const first = await json(await portal.post(`/portal/api/subscriptions/${dan.id}/checkout`))
+      expect(first).toMatchObject({
+        status: 200,
+        body: { success: true, activatedDirectly: false, code: "checkout_required" }
+      })
+      expect(first.body.checkoutUrl).toBe(attachedUrl.get("dan"))
+      // Paid there, the subscription is active.
+      expect((await answer(first.body.checkoutUrl)).status).toBeOneOf([200, 303])
+      expect(await subOf("dan")).toMatchObject({ id: dan.id, status: "active" })
+      // Not pending any more: /v1's refusal, as it is.
+      const again = await json(await portal.post(`/portal/api/subscriptions/${dan.id}/checkout`))
+      expect(again).toMatchObject({ status: 409, body: { success: false, code: "subscription_not_pending" } })
+
+      // A saved card: the checkout charges it and activates at once.
+      await saveCard(server, org, "eve")
+      const evePortal = await openPortal(server, org, "eve")
+      const direct = await json(await evePortal.post(`/portal/api/subscriptions/${eve.id}/checkout`))
+      expect(direct).toMatchObject({ status: 200, body: { activatedDirectly: true, checkoutUrl: null } })
+      expect(await subOf("eve")).toMatchObject({ id: eve.id, status: "active" })
+      expect((await v1("/v1/events?type=subscription.activated&customer=eve")).data).toHaveLength(1)
+
+      const audit = (await auditOf(server, org.id)).filter((r) => r.action === "subscription.checkout")
+      expect(audit.map((r) => [r.objectId, r.outcome])).toEqual([
+        [eve.id, "refused 404"],
+        ["sub_nope", "refused 404"],
+        [dan.id, "ok"],
+        [dan.id, "refused 409"],
+        [eve.id, "ok"]
       ])
     })
 

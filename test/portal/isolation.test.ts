@@ -73,6 +73,7 @@ for (const database of databases()) {
       [`/portal/api/subscriptions/${sub}/cancel`, {}],
       [`/portal/api/subscriptions/${sub}/resume`, {}],
       [`/portal/api/subscriptions/${sub}/cancel-change`, {}],
+      [`/portal/api/subscriptions/${sub}/checkout`, {}],
       [`/portal/api/payment-methods/${card}/default`, {}],
       [`/portal/api/payment-methods/${card}/remove`, {}]
     ]

@@ -52,8 +52,13 @@ export interface Org {
   readonly apiKey: string
 }
 
-export const seedOrg = async (server: TestServer, org: Org, customers: ReadonlyArray<{ id: string; name: string }>) => {
-  await syncCatalog(server, org.apiKey, portalCatalog)
+export const seedOrg = async (
+  server: TestServer,
+  org: Org,
+  customers: ReadonlyArray<{ id: string; name: string }>,
+  catalog: Record<string, unknown> = portalCatalog
+) => {
+  await syncCatalog(server, org.apiKey, catalog)
   for (const c of customers) {
     const created = await post(server, org.apiKey, "/v1/customers", {
       id: c.id,
