@@ -183,7 +183,7 @@ for (const database of databases()) {
           value: 0
         })
         expect(await page.textContent('#balances [data-feature="api-calls"] .numbers')).toContain(
-          `${check.body.usage.toLocaleString("en")} of`
+          `Used ${check.body.usage.toLocaleString("en")} / `
         )
         expect(await chartPainted(page, "#customer-chart")).toBeGreaterThan(500)
         const zone = await page.$eval("#timezone", (s: any) => String(s.value))

@@ -3,6 +3,7 @@ import { copyFileSync, mkdirSync } from "node:fs"
 import { Clock, Effect } from "effect"
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { formatMinor } from "../../src/domain/majorUnits.ts"
+import { Credits } from "../../src/credits/Credits.ts"
 import { Renewals } from "../../src/subscriptions/Renewals.ts"
 import { launchBrowser, openView, watchedPage, type Watched } from "../support/browser.ts"
 import { post, syncCatalog } from "../support/catalog.ts"
@@ -41,6 +42,27 @@ const CATALOG = {
         { slug: "tokens", limit: 20000, reset: "monthly" },
         { slug: "support", enabled: true }
       ]
+    },
+    // Not offered in the portal: a vendor attaches them through /v1 (a trial; a second plan group's paid plan, so
+    // that attaching it makes a subscription waiting for its first payment rather than a change of Free).
+    {
+      slug: "trial-pro",
+      name: "Pro trial",
+      price: 500000,
+      currency: "NGN",
+      interval: "monthly",
+      planGroup: "trials",
+      trialDays: 14,
+      features: [{ slug: "tokens", limit: 5000, reset: "monthly" }]
+    },
+    {
+      slug: "extra",
+      name: "Extra seats",
+      price: 150000,
+      currency: "NGN",
+      interval: "monthly",
+      planGroup: "extras",
+      features: [{ slug: "support", enabled: true }]
     }
   ]
 }
@@ -240,7 +262,9 @@ for (const database of databases()) {
         const check = (await post(server, a.apiKey, "/v1/check", { customer: "ada", feature: "tokens", value: 0 })).body
         expect(check.usage).toBe(1234)
         const tokens = await text(page, '[data-feature="tokens"] .numbers')
-        expect(tokens).toStartWith(`${check.usage.toLocaleString("en")} of ${check.limit.toLocaleString("en")} token`)
+        expect(tokens).toStartWith(
+          `Used ${check.usage.toLocaleString("en")} / ${check.limit.toLocaleString("en")} token · `
+        )
         expect(await text(page, '[data-feature="tokens"] .muted')).toBe(`resets ${await whenIn(page, check.resetsAt)}`)
         expect(await text(page, '[data-feature="support"]')).toContain("enabled")
         // Credits by system, and the §14 credit balance (none yet).
@@ -743,6 +767,163 @@ for (const database of databases()) {
         } finally {
           shifted.set(Date.now())
         }
+      },
+      T
+    )
+
+    /** A customer of organization A made for one test (email and name as the others). */
+    const customerFor = async (id: string, name: string) => {
+      const created = await post(server, a.apiKey, "/v1/customers", { id, name, email: `${id}@example.com` })
+      expect(created.status).toBe(200)
+    }
+    const subsOf = async (customer: string) =>
+      (await v1(a.apiKey, `/v1/subscriptions?customer=${customer}`)).subscriptions as Array<any>
+
+    test(
+      "a trial: the overview says Trial and when it ends, as /v1 has it",
+      async () => {
+        await customerFor("gus", "Gus Trial")
+        const attached = await post(server, a.apiKey, "/v1/attach", { customer: "gus", product: "trial-pro" })
+        expect(attached.status).toBe(200)
+        const sub = (await subsOf("gus")).find((s) => s.plan === "trial-pro")
+        expect(sub).toMatchObject({ status: "trialing" })
+        expect(sub.trialEndsAt).not.toBeNull()
+        const { page, w } = await open(await sessionFor(a.apiKey, "gus"))
+        const card = `[data-subscription="${sub.id}"]`
+        expect(await text(page, `${card} .plan-name`)).toBe("Pro trial")
+        expect(await text(page, `${card} .status`)).toBe("Trial")
+        expect(await text(page, `${card} [data-fact="trial"]`)).toBe(await dayIn(page, sub.trialEndsAt))
+        expect(await page.$$eval(`${card} dt`, (dts) => dts.map((d) => d.textContent))).toContain("Trial ends")
+        await shot(page, "trial", database.name)
+        expect(w!.errors).toEqual([])
+      },
+      T
+    )
+
+    test(
+      "a change waiting for its payment: shown with its invoice to pay; withdrawn, /v1 shows none and the invoice void",
+      async () => {
+        // Eli has no card: moving up from Free makes an invoice to pay first, and the change waits for it (§14).
+        await customerFor("eli", "Eli Unpaid")
+        const changed = await post(server, a.apiKey, "/v1/attach", { customer: "eli", product: "pro" })
+        expect(changed.status).toBe(200)
+        expect(changed.body.checkoutUrl).not.toBeNull()
+        const pending = await subOf(a.apiKey, "eli")
+        expect(pending.plan).toBe("free")
+        expect(pending.pendingChange.plan).toBe("pro")
+        const invoiceOf = async () =>
+          ((await v1(a.apiKey, "/v1/billing/invoices?customer=eli")).invoices as Array<any>).find(
+            (i) => i.id === pending.pendingChange.invoiceId
+          )
+        const invoice = await invoiceOf()
+        expect(invoice).toMatchObject({ status: "open" })
+
+        const { page, w } = await open(await sessionFor(a.apiKey, "eli"))
+        const card = `[data-subscription="${pending.id}"]`
+        expect(await text(page, `${card} .plan-name`)).toBe("Free")
+        expect(await text(page, `${card} [data-fact="change"]`)).toBe(
+          `to Pro once its invoice is paid (until ${await whenIn(page, pending.pendingChange.expiresAt)}) ` +
+            `Pay ${formatMinor(invoice.amountDue, invoice.currency)}`
+        )
+        // Its pay link is the invoice's own hosted page.
+        expect(await page.getAttribute(`${card} a.pay-change`, "href")).toBe(invoice.hostedUrl)
+        expect(await page.locator(`${card} [data-fact="renews"]`).count()).toBe(0)
+        await shot(page, "pending-change", database.name)
+
+        // Withdrawn: §14's cancel-change removes the pending change and voids its invoice.
+        await page.click(`${card} .cancel-change`)
+        await until(async () => (await subOf(a.apiKey, "eli")).pendingChange === undefined, "the change withdrawn")
+        await page.waitForSelector(`${card} [data-fact="change"]`, { state: "detached" })
+        expect(await text(page, "#flash")).toBe("The plan change is withdrawn.")
+        const after = await subOf(a.apiKey, "eli")
+        expect(after).toMatchObject({ id: pending.id, plan: "free", status: "active" })
+        expect(after.scheduledChange).toBeUndefined()
+        expect((await invoiceOf()).status).toBe("void")
+        const canceled = (await v1(a.apiKey, "/v1/events?type=subscription.change_canceled&customer=eli")).data
+        expect(canceled).toHaveLength(1)
+        expect(await text(page, `${card} .plan-name`)).toBe("Free")
+        expect(w!.errors).toEqual([])
+      },
+      T
+    )
+
+    test(
+      "credit: a downgrade made now leaves account credit, and bonus credits; both shown as /v1 has them",
+      async () => {
+        // Fay pays Scale with a card, then moves down to Pro at once: the unused Scale is worth more than the rest of
+        // the period on Pro, and the surplus is her credit balance (§14).
+        await customerFor("fay", "Fay Credit")
+        const setup = await post(server, a.apiKey, "/v1/wallet/setup", { customer: "fay" })
+        await completeCheckout(setup.body.url)
+        const up = await post(server, a.apiKey, "/v1/attach", { customer: "fay", product: "scale" })
+        expect(up.status).toBe(200)
+        expect((await subOf(a.apiKey, "fay")).plan).toBe("scale")
+        const down = await post(server, a.apiKey, "/v1/attach", { customer: "fay", product: "pro", when: "now" })
+        expect(down.status).toBe(200)
+        expect((await subOf(a.apiKey, "fay")).plan).toBe("pro")
+        const balance = (await v1(a.apiKey, "/v1/customers/fay")).billing.creditBalance
+        expect(Object.keys(balance)).toEqual(["NGN"])
+        expect(balance.NGN).toBeGreaterThan(0)
+        // Bonus credits a vendor gives (the dashboard's grant goes through the same service).
+        const granted = await server.run(Effect.flatMap(Credits, (c) => c.grant(a.id, "fay", "credits", 250, "bonus")))
+        expect(granted.bonusBalance).toBe(250)
+
+        const { page, w } = await open(await sessionFor(a.apiKey, "fay"))
+        expect(await text(page, "#credit-balance")).toBe(formatMinor(balance.NGN, "NGN"))
+        expect(await text(page, '[data-credits="credits"]')).toBe("250")
+        await shot(page, "credit", database.name)
+        expect(w!.errors).toEqual([])
+      },
+      T
+    )
+
+    test(
+      "a subscription waiting for its first payment: Pay now goes to /v1's checkout; with a saved card it is paid at once",
+      async () => {
+        // Hal has no card: the vendor attached Extra seats, which waits for its first payment on a hosted page.
+        await customerFor("hal", "Hal Pending")
+        const attached = await post(server, a.apiKey, "/v1/attach", { customer: "hal", product: "extra" })
+        expect(attached.status).toBe(200)
+        expect(attached.body.subscription.status).toBe("pending")
+        const pending = attached.body.subscription
+        const { page, w } = await open(await sessionFor(a.apiKey, "hal"))
+        const card = `[data-subscription="${pending.id}"]`
+        expect(await text(page, `${card} .plan-name`)).toBe("Extra seats")
+        expect(await text(page, `${card} .status`)).toBe("Awaiting payment")
+        expect(await text(page, `${card} [data-fact="payment"]`)).toBe("Waiting for the first payment.")
+        await shot(page, "pending", database.name)
+        // Its checkout is the page /v1 answers with (the one the attach opened, still open: test/portal/http.test.ts
+        // checks the answer itself).
+        const [answer] = await Promise.all([
+          page.waitForResponse(`${server.baseUrl}/portal/api/subscriptions/${pending.id}/checkout`),
+          page.waitForURL(/\/simulated\/checkout\//),
+          page.click(`${card} .pay-now`)
+        ])
+        expect(answer.status()).toBe(200)
+        expect(page.url()).toBe(attached.body.checkoutUrl)
+        await Promise.all([page.waitForLoadState(), page.click('button[type="submit"]:not(.secondary)')])
+        await until(async () => (await subsOf("hal")).find((s) => s.id === pending.id)?.status === "active", "paid")
+        await openView(page, `${server.baseUrl}/portal`)
+        expect(await text(page, `${card} .status`)).toBe("Active")
+        expect(await page.locator(`${card} .pay-now`).count()).toBe(0)
+
+        // Ivy saved a card after the attach: Pay now charges it, and the page shows the plan active.
+        await customerFor("ivy", "Ivy Card")
+        const second = await post(server, a.apiKey, "/v1/attach", { customer: "ivy", product: "extra" })
+        expect(second.body.subscription.status).toBe("pending")
+        const setup = await post(server, a.apiKey, "/v1/wallet/setup", { customer: "ivy" })
+        await completeCheckout(setup.body.url)
+        const ivy = await open(await sessionFor(a.apiKey, "ivy"))
+        const ivyCard = `[data-subscription="${second.body.subscription.id}"]`
+        expect(await text(ivy.page, `${ivyCard} .status`)).toBe("Awaiting payment")
+        await ivy.page.click(`${ivyCard} .pay-now`)
+        await ivy.page.waitForSelector(`${ivyCard} [data-fact="renews"]`)
+        expect(await text(ivy.page, "#flash")).toBe("Paid: your Extra seats plan is active.")
+        expect(await text(ivy.page, `${ivyCard} .status`)).toBe("Active")
+        expect((await subsOf("ivy")).find((s) => s.id === second.body.subscription.id)?.status).toBe("active")
+        expect(new URL(ivy.page.url()).pathname).toBe("/portal")
+        expect(w!.errors).toEqual([])
+        expect(ivy.w!.errors).toEqual([])
       },
       T
     )

@@ -18,6 +18,7 @@ import { creditBalanceText, day, money, num, when } from "../../web/client/forma
 import { usageRow } from "../../web/client/usage.ts"
 import type {
   ChangeResult,
+  CheckoutResult,
   Invoice,
   Overview,
   PaymentMethod,
@@ -154,6 +155,10 @@ const overview = async () => {
   ])
   const names = new Map(catalog.plans.map((p) => [p.slug, p.name]))
   const live = o.subscriptions.filter(isLive)
+  // A change waiting for its payment is paid on its invoice's page: read only when there is one.
+  const owed = live.some((s) => s.pendingChange !== undefined)
+    ? new Map(((await api.get("/invoices")) as { invoices: ReadonlyArray<Invoice> }).invoices.map((i) => [i.id, i]))
+    : new Map<string, Invoice>()
   const who = o.customer.name ?? o.customer.email ?? o.customer.id
   fill(
     main(),
@@ -165,7 +170,7 @@ const overview = async () => {
           h("p", { id: "no-plan" }, "You have no plan at the moment."),
           link("/portal/plans", "See the plans")
         )
-      : live.map((s) => subscriptionCard(s, names)),
+      : live.map((s) => subscriptionCard(s, names, owed)),
     section(
       "Usage",
       o.features.length === 0
@@ -195,7 +200,11 @@ const overview = async () => {
 }
 
 /** One subscription: plan, price, period and state, with what the customer can do about it. */
-const subscriptionCard = (s: PortalSubscription, names: ReadonlyMap<string, string>) => {
+const subscriptionCard = (
+  s: PortalSubscription,
+  names: ReadonlyMap<string, string>,
+  invoices: ReadonlyMap<string, Invoice>
+) => {
   const nameOf = (slug: string) => names.get(slug) ?? slug
   const facts: Array<readonly [string, Child, string?]> = [
     ["Price", h("span", { class: "money" }, priceText(s.price)), "price"],
@@ -206,29 +215,38 @@ const subscriptionCard = (s: PortalSubscription, names: ReadonlyMap<string, stri
     ]
   ]
   if (s.status === "trialing" && s.trialEndsAt !== null) facts.push(["Trial ends", day(s.trialEndsAt), "trial"])
-  // A renewal that was not paid (or a first payment still to make): where to pay it.
-  if (s.status === "past_due" || s.status === "pending")
+  // A renewal that was not paid: where to pay it. A first payment still to make: paid from here (below).
+  if (s.status === "past_due")
     facts.push([
       "Payment",
-      h(
-        "span",
-        null,
-        s.status === "past_due" ? "The last payment did not go through. " : "Waiting for the first payment. ",
-        link("/portal/invoices", "See the invoice to pay")
-      ),
+      h("span", null, "The last payment did not go through. ", link("/portal/invoices", "See the invoice to pay")),
       "payment"
     ])
+  if (s.status === "pending") facts.push(["Payment", "Waiting for the first payment.", "payment"])
   if (s.cancelAtPeriodEnd) facts.push(["Ends", `on ${day(s.currentPeriodEnd)} (canceled)`, "ends"])
   else if (s.currentPeriodEnd !== null && s.pendingChange === undefined && s.status !== "pending")
     facts.push(["Renews", `on ${day(s.currentPeriodEnd)}`, "renews"])
   if (s.scheduledChange !== undefined)
     facts.push(["Plan change", `to ${nameOf(s.scheduledChange.plan)} on ${day(s.scheduledChange.at)}`, "change"])
-  if (s.pendingChange !== undefined)
+  if (s.pendingChange !== undefined) {
+    const invoice = invoices.get(s.pendingChange.invoiceId)
     facts.push([
       "Plan change",
-      `to ${nameOf(s.pendingChange.plan)} once its invoice is paid (until ${when(s.pendingChange.expiresAt)})`,
+      h(
+        "span",
+        null,
+        `to ${nameOf(s.pendingChange.plan)} once its invoice is paid (until ${when(s.pendingChange.expiresAt)}) `,
+        invoice === undefined || invoice.status !== "open"
+          ? null
+          : h(
+              "a",
+              { href: invoice.hostedUrl, class: "pay-change" },
+              `Pay ${money(invoice.amountDue, invoice.currency)}`
+            )
+      ),
       "change"
     ])
+  }
 
   const id = encodeURIComponent(s.id)
   const undo = async (path: string, done: string) => {
@@ -237,6 +255,20 @@ const subscriptionCard = (s: PortalSubscription, names: ReadonlyMap<string, stri
     await show()
   }
   const actions: Array<Child> = []
+  // The first payment: a saved card may settle it at once (the overview is read again), else the provider's page,
+  // which brings the customer back here.
+  if (s.status === "pending")
+    actions.push(
+      Object.assign(
+        button("Pay now", "pay-now", async () => {
+          const r = (await api.post(`/subscriptions/${id}/checkout`)) as CheckoutResult
+          if (r.checkoutUrl !== null) return location.assign(r.checkoutUrl)
+          flash(r.activatedDirectly ? `Paid: your ${s.planName} plan is active.` : r.message)
+          await show()
+        }),
+        { className: "pay-now" }
+      )
+    )
   if (s.cancelAtPeriodEnd)
     actions.push(button("Keep my plan", "resume", () => undo("resume", `Your ${s.planName} plan continues.`)))
   if (s.scheduledChange !== undefined || s.pendingChange !== undefined)

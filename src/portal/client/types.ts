@@ -119,3 +119,11 @@ export interface ChangeResult {
   readonly invoice?: { readonly currency: string; readonly amountDue: number; readonly number: string }
   readonly message: string
 }
+
+/** `POST /v1/subscriptions/{id}/checkout`'s answer: a pending subscription's first payment. */
+export interface CheckoutResult {
+  readonly checkoutUrl: string | null
+  readonly activatedDirectly: boolean
+  readonly code: "activated" | "checkout_required" | "payment_processing"
+  readonly message: string
+}

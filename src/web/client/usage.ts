@@ -40,7 +40,9 @@ export const usageRow = (b: FeatureState) => {
     h(
       "span",
       { class: "numbers" },
-      `${num(used)} of ${limit === null ? "unlimited" : num(limit)}${unit} used · balance ${s.balance === null ? "∞" : num(s.balance)}${credits}`
+      // The catalog's unit as given, after the numbers as a measure's unit ("1,234 / 5,000 token"): made plural it
+      // would read right for "token" and wrong for "GB" or "kWh", so it is never changed.
+      `Used ${num(used)}${limit === null ? `${unit} (no limit)` : ` / ${num(limit)}${unit}`} · balance ${s.balance === null ? "∞" : num(s.balance)}${credits}`
     ),
     h("span", { class: "muted" }, s.resetsAt ? `resets ${when(s.resetsAt)}` : "no reset")
   )
