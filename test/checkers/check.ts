@@ -1,0 +1,164 @@
+/**
+ * One customer's invoices judged against §15–§16 from the scenario alone: line amounts from the catalog's pricing,
+ * discounts from the customer's coupon, taxes from the synced rates and the buyer's address, totals from both.
+ * Answers a list of discrepancies (empty when every number agrees), each naming the invoice and what differed.
+ */
+import {
+  type Buyer,
+  halfUp,
+  lineDiscounts,
+  lineTax,
+  matchingRates,
+  max,
+  ratedAmount,
+  tierShares,
+  sum,
+  type TaxRate
+} from "./rules.ts"
+import type { Coupon, CustomerSpec, Scenario } from "./scenario.ts"
+
+const big = (n: unknown): bigint => {
+  if (typeof n !== "number" || !Number.isSafeInteger(n)) throw new Error(`not a whole minor-unit amount: ${n}`)
+  return BigInt(n)
+}
+
+export const checkCustomerInvoices = (
+  s: Scenario,
+  customer: CustomerSpec,
+  invoices: ReadonlyArray<any>,
+  /** What the invoices exercised (`percent discount`, `inclusive tax`, `JPY`, …), so a run cannot pass vacuously. */
+  seen: Set<string> = new Set()
+): Array<string> => {
+  const problems: Array<string> = []
+  const planOf = new Map<string, string>()
+  for (const p of s.plans) {
+    if (p.price > 0) planOf.set(p.slug, p.slug)
+    for (const f of p.features) planOf.set(f.slug, p.slug)
+  }
+  const featureOf = new Map(s.plans.flatMap((p) => p.features.map((f) => [f.slug, f] as const)))
+  const coupon: Coupon | undefined = customer.discount === undefined ? undefined : s.coupons[customer.discount.coupon]
+  const buyer: Buyer = {
+    ...(customer.country === undefined ? {} : { country: customer.country }),
+    ...(customer.state === undefined ? {} : { state: customer.state }),
+    taxExempt: customer.taxExempt
+  }
+  const rates: ReadonlyArray<TaxRate> = matchingRates(s.taxRates, buyer)
+  let discountUses = 0
+  let eligible = 0
+
+  for (const invoice of [...invoices].sort((a, b) => (a.id < b.id ? -1 : 1))) {
+    const where = `${customer.id} ${invoice.number} (${invoice.currency})`
+    const expect = (what: string, actual: unknown, expected: unknown) => {
+      if (String(actual) !== String(expected)) problems.push(`${where}: ${what} is ${actual}, expected ${expected}`)
+    }
+    const lines: ReadonlyArray<any> = invoice.lines
+    // Line amounts from the catalog's pricing (§1: half-up once per line).
+    for (const line of lines) {
+      const feature = featureOf.get(line.feature)
+      const plan = s.plans.find((p) => p.slug === line.feature && p.price > 0)
+      if (feature !== undefined) {
+        if (!Number.isInteger(line.quantity)) problems.push(`${where}: line ${line.feature} quantity ${line.quantity}`)
+        else {
+          const units = BigInt(line.quantity)
+          expect(`line ${line.feature} amount`, line.amount, ratedAmount(feature.pricing, units))
+          if (feature.pricing.kind !== "flat") {
+            const shares = tierShares(feature.pricing, units).map((t) => `${t.tier}:${t.units}:${t.amount}`)
+            const given = (line.tierBreakdown ?? []).map((t: any) => `${t.tier}:${t.units}:${t.amount}`)
+            expect(`line ${line.feature} tierBreakdown (tier:units:amount)`, given.join(" "), shares.join(" "))
+          }
+        }
+      } else if (plan !== undefined) {
+        expect(`line ${line.feature} (plan fee) amount`, line.amount, plan.price)
+      } else problems.push(`${where}: a line of nothing the catalog has: ${JSON.stringify(line)}`)
+      if (plan === undefined && feature === undefined) continue
+      const currency = s.plans.find((p) => p.slug === planOf.get(line.feature))!.currency
+      expect(`line ${line.feature} currency`, invoice.currency, currency)
+    }
+
+    // Discounts (§15): with the customer's coupon on the lines it covers, or none.
+    const facts = lines.map((l) => ({ amount: big(l.amount), plan: planOf.get(l.feature) }))
+    const none = lines.map(() => 0n)
+    const withCoupon = coupon === undefined ? none : lineDiscounts(coupon, invoice.currency, facts)
+    const couponTakes = sum(withCoupon) > 0n
+    if (couponTakes) eligible++
+    const actualDiscounts = lines.map((l) => sum((l.discounts ?? []).map((d: any) => big(d.amount))))
+    const matches = (expected: ReadonlyArray<bigint>) => expected.every((d, i) => d === actualDiscounts[i])
+    let expectedDiscounts: ReadonlyArray<bigint>
+    if (!couponTakes || coupon === undefined) expectedDiscounts = none
+    else if (coupon.duration === "forever") expectedDiscounts = withCoupon
+    else {
+      // A `once` or `repeating` discount lasts that many invoices: this one either is one of them or comes after.
+      const limit = coupon.duration === "once" ? 1 : coupon.durationInCycles!
+      expectedDiscounts = matches(withCoupon) && discountUses < limit ? withCoupon : none
+    }
+    if (expectedDiscounts === withCoupon && couponTakes) {
+      discountUses++
+      seen.add(coupon !== undefined && "percentOff" in coupon ? "percent discount" : "amount-off discount")
+      if (coupon?.plans !== undefined) seen.add("plan-restricted discount")
+      if (coupon !== undefined && "amountOff" in coupon && sum(withCoupon) < BigInt(coupon.amountOff)) seen.add("amount off capped")
+      if (expectedDiscounts.filter((d) => d > 0n).length > 1) seen.add("discount over several lines")
+    } else if (couponTakes) seen.add(`${coupon?.duration} discount used up`)
+    seen.add(invoice.currency)
+    if (lines.some((l) => planOf.get(l.feature) !== undefined && s.plans.some((p) => p.slug === l.feature))) seen.add("renewal")
+    if (lines.some((l) => featureOf.get(l.feature)?.pricing.kind === "graduated")) seen.add("graduated")
+    if (lines.some((l) => featureOf.get(l.feature)?.pricing.kind === "volume")) seen.add("volume")
+    lines.forEach((line, i) => {
+      expect(`line ${line.feature} discount`, actualDiscounts[i], expectedDiscounts[i])
+      for (const d of line.discounts ?? [])
+        if (coupon === undefined || d.coupon !== coupon.slug)
+          problems.push(`${where}: line ${line.feature} names coupon ${d.coupon}, the customer's is ${coupon?.slug}`)
+    })
+
+    // Taxes (§16): per line on the amount after its discounts, each matching rate, half-up once.
+    let tax = 0n
+    let exclusive = 0n
+    lines.forEach((line, i) => {
+      const net = big(line.amount) - expectedDiscounts[i]!
+      const given = new Map<string, bigint>()
+      for (const t of line.taxes ?? []) {
+        if (given.has(t.rate)) problems.push(`${where}: line ${line.feature} lists rate ${t.rate} twice`)
+        given.set(t.rate, big(t.amount))
+        if (!rates.some((r) => r.slug === t.rate))
+          problems.push(`${where}: line ${line.feature} taxed by ${t.rate}, which does not match the buyer`)
+      }
+      for (const rate of rates) {
+        const expected = lineTax(rate, net, buyer)
+        expect(`line ${line.feature} tax ${rate.slug} (${rate.percentage}%${rate.inclusive ? " incl." : ""} of ${net})`, given.get(rate.slug) ?? 0n, expected)
+        tax += expected
+        if (expected > 0n) seen.add(rate.inclusive ? "inclusive tax" : rate.state !== undefined ? "state tax" : "exclusive tax")
+        if (!rate.inclusive) exclusive += expected
+      }
+    })
+
+    // Totals (§16) and what is due.
+    const subtotal = sum(facts.map((f) => f.amount))
+    const discount = sum(expectedDiscounts)
+    const total = max(0n, subtotal - discount + exclusive)
+    expect("subtotal", invoice.subtotal, subtotal)
+    expect("discount", invoice.discount, discount)
+    expect("tax", invoice.tax, tax)
+    expect("total", invoice.total, total)
+    const paid = big(invoice.amountPaid)
+    const credit = big(invoice.creditApplied ?? 0)
+    expect("amountDue", invoice.amountDue, max(0n, total - credit - paid))
+    if (invoice.status === "paid" && big(invoice.amountDue) !== 0n) problems.push(`${where}: paid with something due`)
+    if (invoice.status === "open" && total - credit - paid <= 0n) problems.push(`${where}: open with nothing due`)
+
+    // The note for an exempt or reverse-charge buyer, and none otherwise.
+    const note: string | undefined = invoice.taxNote
+    if (customer.taxExempt === "none" || rates.length === 0) {
+      if (customer.taxExempt === "none" && note !== undefined) problems.push(`${where}: taxNote ${note} for a taxed buyer`)
+    } else if (note === undefined) problems.push(`${where}: no taxNote for a ${customer.taxExempt} buyer`)
+    else if (seen.add(`${customer.taxExempt} note`) && !new RegExp(customer.taxExempt === "exempt" ? "exempt" : "reverse charge", "i").test(note))
+      problems.push(`${where}: taxNote "${note}" does not say why (${customer.taxExempt})`)
+  }
+
+  if (coupon !== undefined && coupon.duration !== "forever") {
+    const limit = coupon.duration === "once" ? 1 : coupon.durationInCycles!
+    if (discountUses !== Math.min(limit, eligible))
+      problems.push(
+        `${customer.id}: coupon ${coupon.slug} (${coupon.duration}, ${limit}) discounted ${discountUses} invoices of ${eligible} it could`
+      )
+  }
+  return problems
+}
