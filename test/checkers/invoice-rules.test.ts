@@ -17,7 +17,8 @@ import { makeShiftedClock } from "../support/clock.ts"
 import { databases, SLOW_HOOK_MS, startServer, type TestServer } from "../support/harness.ts"
 import { pdfText } from "../support/pdf.ts"
 import { checkCustomerInvoices } from "./check.ts"
-import { missingFrom } from "./documents.ts"
+import { majorDigits } from "./rules.ts"
+import { missingFrom, normalize, showsNumber } from "./documents.ts"
 import { anonymous, api, hostedPath } from "./http.ts"
 import { CURRENCIES, type Scenario, catalogOf, scenario } from "./scenario.ts"
 
@@ -188,5 +189,218 @@ for (const database of databases()) {
       },
       120_000
     )
+
+    /** An organization with one NGN usage plan (3 per call, 7.5% VAT in NG) and `customers` customers with usage. */
+    const usageOrg = async (prefix: string | undefined, customers: ReadonlyArray<{ id: string; name?: string }>) => {
+      const org = await server.createOrg()
+      const v1 = api(server, org.apiKey)
+      const synced = await v1.post("/v1/sync", {
+        features: [{ slug: "calls", name: "Calls", type: "metered" }],
+        plans: [
+          {
+            slug: "payg",
+            name: "Pay as you go",
+            currency: "NGN",
+            autoEnable: true,
+            features: [{ slug: "calls", usageModel: "usage_based", pricePerUnit: 3 }]
+          }
+        ],
+        taxRates: [{ slug: "vat-ng", name: "VAT", percentage: 7.5, country: "NG" }],
+        coupons: [
+          { slug: "ten-left", name: "Ten left", percentOff: 50, duration: "forever", maxRedemptions: 10 },
+          { slug: "open", name: "Open", percentOff: 5, duration: "once" }
+        ],
+        promotionCodes: [{ code: "TENONLY", coupon: "open", maxRedemptions: 10 }]
+      })
+      if (synced.status !== 200) throw fail("sync", synced)
+      if (prefix !== undefined) expect((await v1.post("/v1/billing/profile", { invoicePrefix: prefix })).status).toBe(200)
+      for (const c of customers) {
+        const created = await v1.post("/v1/customers", {
+          id: c.id,
+          email: `${c.id}@example.com`,
+          ...(c.name === undefined ? {} : { name: c.name }),
+          address: { line1: "1 Marina", city: "Lagos", country: "NG" }
+        })
+        if (created.status !== 200) throw fail(`customer ${c.id}`, created)
+      }
+      const track = async (customer: string, value: number) =>
+        expect((await v1.post("/v1/track", { customer, feature: "calls", value })).status).toBe(200)
+      const generate = (customer: string) => v1.post("/v1/billing/invoice", { customer })
+      /** Pays an open invoice through the sandbox's simulated checkout. */
+      const pay = async (id: string) => {
+        const started = await v1.post(`/v1/billing/invoice/${id}/pay`)
+        expect(started.status).toBe(200)
+        if (started.body.paid !== true) {
+          const done = await server.fetch(new URL(started.body.checkoutUrl).pathname, { method: "POST" })
+          expect(done.status).toBeLessThan(400)
+        }
+      }
+      return { org, v1, track, generate, pay }
+    }
+
+    const ids = (n: number, prefix = "c") => Array.from({ length: n }, (_, i) => ({ id: `${prefix}${i}` }))
+
+    test("numbers: 30 concurrent finalizations in two organizations at once; a new prefix; credit notes", async () => {
+      const a = await usageOrg("RACE", ids(30))
+      const b = await usageOrg(undefined, ids(10))
+      for (let i = 0; i < 30; i++) await a.track(`c${i}`, i + 1)
+      for (let i = 0; i < 10; i++) await b.track(`c${i}`, i + 1)
+      const answers = await Promise.all([
+        ...ids(30).map((c) => a.generate(c.id).then((r) => ({ org: "a", ...r }))),
+        ...ids(10).map((c) => b.generate(c.id).then((r) => ({ org: "b", ...r })))
+      ])
+      expect(answers.filter((r) => r.status !== 200)).toEqual([])
+      const numbersOf = (org: string) =>
+        answers
+          .filter((r) => r.org === org)
+          .map((r) => r.body.invoice.number as string)
+          .sort()
+      expect(numbersOf("a")).toEqual(Array.from({ length: 30 }, (_, i) => number("RACE", i + 1)))
+      expect(numbersOf("b")).toEqual(Array.from({ length: 10 }, (_, i) => number("INV", i + 1)))
+      // Nothing left to invoice: 409, and no number spent.
+      expect((await a.generate("c0")).status).toBe(409)
+
+      // A new prefix numbers later invoices only; the sequence goes on, earlier numbers stay as they were.
+      expect((await a.v1.post("/v1/billing/profile", { invoicePrefix: "NEXT2" })).status).toBe(200)
+      await a.track("c0", 5)
+      await a.track("c1", 7)
+      const later = [(await a.generate("c0")).body.invoice, (await a.generate("c1")).body.invoice]
+      expect(later.map((i) => i.number)).toEqual([number("NEXT2", 31), number("NEXT2", 32)])
+      const c0 = (await a.v1.get("/v1/billing/invoices?customer=c0")).body.invoices.map((i: any) => i.number).sort()
+      // c0's first invoice keeps its RACE number (answers[0] is c0's generation).
+      expect(c0).toEqual([answers[0]!.body.invoice.number, number("NEXT2", 31)].sort())
+      const allA = new Set<string>()
+      for (const c of ids(30)) for (const i of (await a.v1.get(`/v1/billing/invoices?customer=${c.id}`)).body.invoices) allA.add(i.number)
+      expect(allA.size).toBe(32)
+      expect([...allA].sort()).toEqual([
+        ...Array.from({ length: 30 }, (_, i) => number("RACE", i + 1)),
+        number("NEXT2", 31),
+        number("NEXT2", 32)
+      ].sort())
+
+      // Credit notes: refunds of paid invoices, concurrently, each its own `{prefix}-CN-` number, consecutive.
+      const paidA = answers.filter((r) => r.org === "a").slice(0, 8).map((r) => r.body.invoice)
+      for (const invoice of paidA) await a.pay(invoice.id)
+      const refunds = await Promise.all(
+        paidA.map((invoice) => a.v1.post(`/v1/billing/invoices/${invoice.id}/refund`, { amount: 1, reason: "Müller's refund" }))
+      )
+      expect(refunds.filter((r) => r.status !== 200)).toEqual([])
+      const noteNumbers = refunds.flatMap((r) => r.body.creditNotes.map((n: any) => n.number as string)).sort()
+      expect(noteNumbers).toEqual(Array.from({ length: 8 }, (_, i) => number("NEXT2-CN", i + 1)))
+      // The rest of the first invoice: the next number; past what was paid: 422 and no note.
+      const rest = await a.v1.post(`/v1/billing/invoices/${paidA[0].id}/refund`, {})
+      expect(rest.status).toBe(200)
+      expect(rest.body.amount).toBe(paidA[0].total - 1)
+      const notes = await a.v1.get(`/v1/billing/credit-notes?invoice=${paidA[0].id}`)
+      expect(notes.body.creditNotes.map((n: any) => [n.number, n.amount, n.invoiceNumber])).toEqual([
+        [expect.stringMatching(/^NEXT2-CN-00000[1-8]$/), 1, paidA[0].number],
+        [number("NEXT2-CN", 9), paidA[0].total - 1, paidA[0].number]
+      ])
+      expect((await a.v1.post(`/v1/billing/invoices/${paidA[0].id}/refund`, { amount: 1 })).status).toBe(422)
+      expect((await a.v1.get(`/v1/billing/credit-notes?invoice=${paidA[0].id}`)).body.creditNotes).toHaveLength(2)
+      // The other organization's credit notes start at 1 with its own prefix.
+      const paidB = answers.find((r) => r.org === "b")!.body.invoice
+      await b.pay(paidB.id)
+      const refundB = await b.v1.post(`/v1/billing/invoices/${paidB.id}/refund`, {})
+      expect(refundB.body.creditNotes.map((n: any) => n.number)).toEqual([number("INV-CN", 1)])
+    }, 60_000)
+
+    test("documents: every API number in the PDF and the hosted PDF, Unicode names, the hosted page without a key", async () => {
+      const names = ["Ọlájídé Àdìgún", "Jürgen Müller", "山田 太郎"]
+      const a = await usageOrg("DOC", names.map((name, i) => ({ id: `u${i}`, name })))
+      expect(
+        (await a.v1.post("/v1/billing/profile", { legalName: "山田 Müller Ọlájídé Ltd", address: { line1: "1 Marina", city: "Lagos", country: "NG" } }))
+          .status
+      ).toBe(200)
+      expect((await a.v1.post("/v1/customers/u1/discount", { coupon: "open" })).status).toBe(200)
+      const invoices: Array<any> = []
+      for (const [i] of names.entries()) {
+        await a.track(`u${i}`, 123_457 + i * 1_000_000)
+        invoices.push((await a.generate(`u${i}`)).body.invoice)
+      }
+      expect(invoices[1].discount).toBeGreaterThan(0)
+      expect(invoices.every((i) => i.tax > 0)).toBe(true)
+
+      const textOf = async (bytes: Uint8Array) => {
+        expect(new TextDecoder().decode(bytes.slice(0, 5))).toBe("%PDF-")
+        return pdfText(bytes)
+      }
+      for (const [i, invoice] of invoices.entries()) {
+        const pdf = await a.v1.bytes(`/v1/billing/invoices/${invoice.id}/pdf`)
+        expect([pdf.status, pdf.type]).toEqual([200, "application/pdf"])
+        const text = await textOf(pdf.bytes)
+        expect(missingFrom(text, invoice, [names[i]!, "山田 Müller Ọlájídé Ltd"])).toEqual([])
+        // The hosted page and its PDF: no key, no cookie.
+        const path = hostedPath(invoice.hostedUrl)
+        const page = await anonymous(server, path)
+        expect(page.status).toBe(200)
+        expect(page.headers.get("content-type")).toContain("text/html")
+        const html = await page.text()
+        expect(html).toMatch(/action="[^"]*\/pay"/)
+        expect(html).toMatch(/href="[^"]*\/pdf"/)
+        const hostedPdf = await anonymous(server, `${path}/pdf`)
+        expect(hostedPdf.status).toBe(200)
+        expect(missingFrom(await textOf(new Uint8Array(await hostedPdf.arrayBuffer())), invoice, [names[i]!])).toEqual([])
+        // A wrong token is an unknown invoice, for the page, its PDF and its Pay.
+        const token = path.split("/").pop()!
+        const wrong = path.replace(/[^/]+$/, (token[0] === "A" ? "B" : "A") + token.slice(1))
+        expect((await anonymous(server, wrong)).status).toBe(404)
+        expect((await anonymous(server, `${wrong}/pdf`)).status).toBe(404)
+        expect((await anonymous(server, `${wrong}/pay`, { method: "POST" })).status).toBe(404)
+      }
+
+      // Once paid: no Pay button; the documents show what was paid and nothing due.
+      await a.pay(invoices[0].id)
+      const paid = (await a.v1.get("/v1/billing/invoices?customer=u0")).body.invoices[0]
+      expect(paid).toMatchObject({ status: "paid", amountDue: 0, amountPaid: invoices[0].total })
+      const path = hostedPath(paid.hostedUrl)
+      expect(await (await anonymous(server, path)).text()).not.toMatch(/action="[^"]*\/pay"/)
+      const paidText = await textOf(new Uint8Array(await (await anonymous(server, `${path}/pdf`)).arrayBuffer()))
+      expect(missingFrom(paidText, paid, [names[0]!])).toEqual([])
+
+      // A credit note's PDF: its number, the invoice's number and the amount.
+      const refund = await a.v1.post(`/v1/billing/invoices/${paid.id}/refund`, { amount: 1234, reason: "Partial refund" })
+      expect(refund.status).toBe(200)
+      const note = refund.body.creditNotes[0]
+      expect(note).toMatchObject({ number: number("DOC-CN", 1), invoiceNumber: paid.number, amount: 1234 })
+      const notePdf = await a.v1.bytes(`/v1/billing/credit-notes/${note.id}/pdf`)
+      expect([notePdf.status, notePdf.type]).toEqual([200, "application/pdf"])
+      const noteText = normalize(await textOf(notePdf.bytes))
+      for (const expected of [note.number, paid.number, names[0]!]) expect(noteText).toContain(expected)
+      expect(showsNumber(noteText, majorDigits(1234n, "NGN"))).toBe(true)
+      // The refund shows on the invoice's documents.
+      const refunded = (await a.v1.get("/v1/billing/invoices?customer=u0")).body.invoices[0]
+      expect(refunded.amountRefunded).toBe(1234)
+      const refundedText = normalize(await textOf((await a.v1.bytes(`/v1/billing/invoices/${paid.id}/pdf`)).bytes))
+      expect(showsNumber(refundedText, majorDigits(1234n, "NGN"))).toBe(true)
+    }, 60_000)
+
+    test("100 concurrent redemptions of a code limited to 10 (and of a coupon limited to 10): exactly 10 each", async () => {
+      const a = await usageOrg(undefined, ids(200, "r"))
+      const race = async (body: (i: number) => unknown, offset: number) => {
+        const answers = await Promise.all(
+          Array.from({ length: 100 }, (_, i) => a.v1.post(`/v1/customers/r${offset + i}/discount`, body(i)))
+        )
+        return {
+          ok: answers.filter((r) => r.status === 200).length,
+          refused: answers.filter((r) => r.status === 422 && r.body.code === "coupon_invalid").length,
+          other: answers.filter((r) => r.status !== 200 && !(r.status === 422 && r.body.code === "coupon_invalid"))
+        }
+      }
+      // The code in other letters is the same code (case-insensitive).
+      expect(await race((i) => ({ promotionCode: i % 2 === 0 ? "tenonly" : "TenOnly" }), 0)).toEqual({ ok: 10, refused: 90, other: [] })
+      expect(await race(() => ({ coupon: "ten-left" }), 100)).toEqual({ ok: 10, refused: 90, other: [] })
+      // Exhausted: the reason says so, and the customers refused have no discount (their invoices show none).
+      const again = await a.v1.post("/v1/customers/r0/discount", { promotionCode: "TENONLY" })
+      expect([again.status, again.body.code]).toEqual([422, "coupon_invalid"])
+      expect(typeof again.body.message).toBe("string")
+      let discounted = 0
+      for (const c of ids(200, "r")) {
+        await a.track(c.id, 10)
+        const invoice = (await a.generate(c.id)).body.invoice
+        if (invoice.discount > 0) discounted++
+      }
+      expect(discounted).toBe(20)
+    }, 60_000)
   })
 }
