@@ -38,6 +38,27 @@ export const halfUp = (x: Q): bigint => {
   return negative ? -rounded : rounded
 }
 
+export const sub = (a: Q, b: Q): Q => add(a, { num: -b.num, den: b.den })
+/** Negative, zero or positive as `a` is below, at or above `b`. */
+export const cmp = (a: Q, b: Q): number => {
+  const d = a.num * b.den - b.num * a.den
+  return d < 0n ? -1 : d > 0n ? 1 : 0
+}
+const minQ = (a: Q, b: Q): Q => (cmp(a, b) <= 0 ? a : b)
+/** A rational as a plain decimal when it is one (units of usage have at most 6 places). */
+export const show = (x: Q): string => {
+  for (let places = 0; places <= 12; places++) {
+    const scale = 10n ** BigInt(places)
+    if ((x.num * scale) % x.den === 0n) {
+      const v = (x.num * scale) / x.den
+      const neg = v < 0n
+      const digits = (neg ? -v : v).toString().padStart(places + 1, "0")
+      return (neg ? "-" : "") + (places === 0 ? digits : `${digits.slice(0, -places)}.${digits.slice(-places)}`)
+    }
+  }
+  return `${x.num}/${x.den}`
+}
+
 export const sum = (values: ReadonlyArray<bigint>): bigint => values.reduce((s, v) => s + v, 0n)
 export const min = (a: bigint, b: bigint): bigint => (a < b ? a : b)
 export const max = (a: bigint, b: bigint): bigint => (a > b ? a : b)
@@ -50,14 +71,27 @@ export interface Tier {
   readonly flatFee: number
 }
 
+/**
+ * A usage feature's pricing. `billingUnits` (default 1) is the package size: the catalog's `package` model bills whole
+ * packages, so units are rounded up to whole packages (per tier for tiered pricing) before they are priced. This is the
+ * service's rating (the peer API's package semantics, §3), not a rule of §15–§16; the checker follows it to reach the
+ * line amounts that discounts and taxes start from.
+ */
 export type Pricing =
-  | { readonly kind: "flat"; readonly pricePerUnit: number }
-  | { readonly kind: "graduated" | "volume"; readonly tiers: ReadonlyArray<Tier> }
+  | { readonly kind: "flat"; readonly pricePerUnit: number; readonly billingUnits?: number }
+  | { readonly kind: "graduated" | "volume"; readonly tiers: ReadonlyArray<Tier>; readonly billingUnits?: number }
+
+/** Whole packages of `size` units in `units`, rounded up. */
+export const packages = (units: Q, size: number): Q => {
+  const per = div(units, q(size))
+  const whole = per.num / per.den
+  return q(per.num % per.den === 0n ? whole : whole + 1n)
+}
 
 /** One tier's share of a quantity: its units and amount, the amount rounded half-up (§1 rounds each tier amount). */
 export interface TierShare {
   readonly tier: number
-  readonly units: bigint
+  readonly units: Q
   readonly amount: bigint
 }
 
@@ -66,28 +100,31 @@ export interface TierShare {
  * into it; volume, every unit at the price of the tier the whole quantity falls in. §1 lists the tier amount among the
  * computed amounts rounded half-up, so the line is the sum of its rounded tier amounts.
  */
-export const tierShares = (pricing: Exclude<Pricing, { kind: "flat" }>, units: bigint): ReadonlyArray<TierShare> => {
+export const tierShares = (pricing: Exclude<Pricing, { kind: "flat" }>, units: Q): ReadonlyArray<TierShare> => {
   const tiers = pricing.tiers
-  const amount = (tier: Tier, n: bigint) => halfUp(add(mul(q(n), q(tier.unitPrice)), q(tier.flatFee)))
+  const size = pricing.billingUnits ?? 1
+  const amount = (tier: Tier, n: Q) => halfUp(add(mul(packages(n, size), q(tier.unitPrice)), q(tier.flatFee)))
   if (pricing.kind === "volume") {
-    const index = tiers.findIndex((t) => t.upTo === null || units <= BigInt(t.upTo))
+    const index = tiers.findIndex((t) => t.upTo === null || cmp(units, q(t.upTo)) <= 0)
     const at = index === -1 ? tiers.length - 1 : index
     return [{ tier: at, units, amount: amount(tiers[at]!, units) }]
   }
   const shares: Array<TierShare> = []
-  let from = 0n
+  let from = q(0)
   for (const [index, tier] of tiers.entries()) {
-    if (units <= from) break
-    const to = tier.upTo === null ? units : min(units, BigInt(tier.upTo))
-    shares.push({ tier: index, units: to - from, amount: amount(tier, to - from) })
+    if (cmp(units, from) <= 0) break
+    const to = tier.upTo === null ? units : minQ(units, q(tier.upTo))
+    shares.push({ tier: index, units: sub(to, from), amount: amount(tier, sub(to, from)) })
     from = to
   }
   return shares
 }
 
 /** A usage line's amount: units × price half-up once, or the sum of its rounded tier amounts. */
-export const ratedAmount = (pricing: Pricing, units: bigint): bigint =>
-  pricing.kind === "flat" ? halfUp(mul(q(units), q(pricing.pricePerUnit))) : sum(tierShares(pricing, units).map((t) => t.amount))
+export const ratedAmount = (pricing: Pricing, units: Q): bigint =>
+  pricing.kind === "flat"
+    ? halfUp(mul(packages(units, pricing.billingUnits ?? 1), q(pricing.pricePerUnit)))
+    : sum(tierShares(pricing, units).map((t) => t.amount))
 
 // --- Discounts (§15) ---------------------------------------------------------------------------------------------
 

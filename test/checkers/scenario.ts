@@ -35,6 +35,8 @@ export interface CustomerSpec {
   readonly taxExempt: "none" | "exempt" | "reverse_charge"
   /** Index into the coupons, and whether it is applied by its promotion code. */
   readonly discount?: { readonly coupon: number; readonly byCode: boolean }
+  /** After the first round and the renewal: the discount kept, removed (`DELETE`) or replaced by another coupon. */
+  readonly change: { readonly kind: "keep" } | { readonly kind: "remove" } | { readonly kind: "replace"; readonly coupon: number }
   readonly subscribes: boolean
   /** Units per usage feature per round (0: nothing tracked). */
   readonly usage: ReadonlyArray<ReadonlyArray<number>>
@@ -65,10 +67,15 @@ const tiers = fc
     { upTo: null, unitPrice: prices[2]!, flatFee: fees[2]! }
   ])
 
+const size = fc.constantFrom(undefined, undefined, 1, 100, 1000)
+const withSize = <A extends object>(a: A, billingUnits: number | undefined) =>
+  billingUnits === undefined ? a : { ...a, billingUnits }
 const pricing: fc.Arbitrary<Pricing> = fc.oneof(
-  decimal(1, 500_000, 4).map((pricePerUnit) => ({ kind: "flat" as const, pricePerUnit })),
-  tiers.map((t) => ({ kind: "graduated" as const, tiers: t })),
-  tiers.map((t) => ({ kind: "volume" as const, tiers: t }))
+  fc
+    .tuple(decimal(1, 500_000, 4), size)
+    .map(([pricePerUnit, bu]) => withSize({ kind: "flat" as const, pricePerUnit }, bu)),
+  fc.tuple(tiers, size).map(([t, bu]) => withSize({ kind: "graduated" as const, tiers: t }, bu)),
+  fc.tuple(tiers, size).map(([t, bu]) => withSize({ kind: "volume" as const, tiers: t }, bu))
 )
 
 /** Tax jurisdictions; state rates are exclusive (US sales taxes), a country's state-less rate may be inclusive. */
@@ -110,7 +117,7 @@ export const scenario: fc.Arbitrary<Scenario> = fc
     ),
     coupons: fc.array(
       fc.record({
-        percent: fc.option(decimal(1, 10_000, 2), { nil: undefined }),
+        percent: fc.option(fc.oneof(decimal(1, 10_000, 2), fc.constant(100)), { nil: undefined }),
         amountOff: fc.integer({ min: 1, max: 300_000 }),
         currencyIndex: fc.nat(),
         duration: fc.constantFrom("once" as const, "repeating" as const, "forever" as const),
@@ -134,8 +141,10 @@ export const scenario: fc.Arbitrary<Scenario> = fc
         name: fc.constantFrom(...NAMES),
         taxExempt: fc.constantFrom("none" as const, "none" as const, "none" as const, "exempt" as const, "reverse_charge" as const),
         discount: fc.option(fc.record({ coupon: fc.nat(), byCode: fc.boolean() }), { nil: undefined }),
+        change: fc.constantFrom("keep" as const, "keep" as const, "remove" as const, "replace" as const),
+        replacement: fc.nat(),
         subscribes: fc.boolean(),
-        usage: fc.array(fc.array(fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 5000 })), { minLength: 6, maxLength: 6 }), {
+        usage: fc.array(fc.array(fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 5000 }), decimal(1, 5_000_000, 3)), { minLength: 6, maxLength: 6 }), {
           minLength: 2,
           maxLength: 2
         })
@@ -204,6 +213,12 @@ export const scenario: fc.Arbitrary<Scenario> = fc
                 byCode: c.discount.byCode && coupons[c.discount.coupon % coupons.length]!.code !== undefined
               }
             }),
+        change:
+          c.change === "replace"
+            ? { kind: "replace", coupon: c.replacement % coupons.length }
+            : c.change === "remove" && c.discount !== undefined
+              ? { kind: "remove" }
+              : { kind: "keep" },
         subscribes: c.subscribes && raw.fixedPlans.length > 0,
         usage: c.usage.map((round) => round.slice(0, featureCount))
       })
@@ -224,8 +239,11 @@ export const catalogOf = (s: Scenario) => ({
           planGroup: p.slug,
           features: p.features.map((f) =>
             f.pricing.kind === "flat"
-              ? { slug: f.slug, usageModel: "usage_based", pricePerUnit: f.pricing.pricePerUnit }
-              : { slug: f.slug, usageModel: "usage_based", ratingModel: f.pricing.kind, tiers: f.pricing.tiers }
+              ? withSize({ slug: f.slug, usageModel: "usage_based", pricePerUnit: f.pricing.pricePerUnit }, f.pricing.billingUnits)
+              : withSize(
+                  { slug: f.slug, usageModel: "usage_based", ratingModel: f.pricing.kind, tiers: f.pricing.tiers },
+                  f.pricing.billingUnits
+                )
           )
         }
       : {
