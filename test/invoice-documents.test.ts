@@ -165,6 +165,19 @@ for (const database of databases()) {
       expect(paidText).toContain("Paid on")
     })
 
+    test("letters the font draws as a base and a mark (Yoruba ṣ ẹ ọ) are extracted as themselves, as is a plain s", async () => {
+      const apiKey = await setup()
+      // NFD input too: a vendor's system may send "s" + U+0323; the document shows (and extracts) the letter.
+      const name = "Olúwaṣeun Adéọlá Ẹniọlá s"
+      const invoice = await invoiceFor(apiKey, { id: "seun", email: "s@x.test", name: name.normalize("NFD") }, 7)
+      const text = await pdfText(
+        new Uint8Array(await (await server.fetch(`/v1/billing/invoices/${invoice.id}/pdf`, { apiKey })).arrayBuffer())
+      )
+      expect(text).toContain(name)
+      // The seller's plain "s" letters stay plain (one glyph is never read back as another letter).
+      expect(text).toContain("Thank you. Payment within 14 days.")
+    })
+
     test("another organization's invoice and an unknown one: 404", async () => {
       const apiKey = await setup()
       const invoice = await invoiceFor(apiKey, { id: "a", email: "a@x.test" }, 5)

@@ -19,6 +19,14 @@ interface TextOptions {
 }
 
 /**
+ * Shaping without `ccmp`: Noto Sans's ccmp draws ṣ, ẹ, ọ (Yoruba) as a base letter and a dot-below mark, and a PDF's
+ * text layer maps each glyph to one text, so an `s` glyph read back either ṣ as "s" or every later "s" as "ṣ"
+ * (pdftotext, copy and search). With ccmp off the font's precomposed glyphs are drawn (each its own letter); marks
+ * are still placed by `mark`/`mkmk`. PDFKit passes this object to fontkit as is; its types only know tag arrays.
+ */
+const SHAPING = { features: { ccmp: false } as unknown as Array<PDFKit.Mixins.OpenTypeFeatures> }
+
+/**
  * Drawing on one PDFKit document: every string goes through `runsOf`, so each character is drawn in a face that
  * has it, and measured the same way (alignment and wrapping see the real widths).
  */
@@ -28,7 +36,10 @@ const makeCanvas = (pdf: PDFKit.PDFDocument) => {
   const facesOf = (bold: boolean): ReadonlyArray<FontFace> => (bold ? set.bold : set.regular)
 
   const width = (text: string, size: number, bold: boolean) =>
-    runsOf(text, facesOf(bold)).reduce((sum, run) => sum + pdf.font(run.font).fontSize(size).widthOfString(run.text), 0)
+    runsOf(text, facesOf(bold)).reduce(
+      (sum, run) => sum + pdf.font(run.font).fontSize(size).widthOfString(run.text, SHAPING),
+      0
+    )
 
   const fit = (text: string, max: number, size: number, bold: boolean) => {
     if (width(text, size, bold) <= max) return text
@@ -40,20 +51,22 @@ const makeCanvas = (pdf: PDFKit.PDFDocument) => {
   const text = (value: string, x: number, y: number, options: TextOptions = {}) => {
     const size = options.size ?? 9
     const bold = options.bold ?? false
-    const shown = options.width === undefined ? value : fit(value, options.width, size, bold)
+    // NFC: a name sent decomposed (s + U+0323) is drawn with the letter's own glyph, as the text layer needs.
+    const normalized = value.normalize("NFC")
+    const shown = options.width === undefined ? normalized : fit(normalized, options.width, size, bold)
     let cx = options.align === "right" && options.width !== undefined ? x + options.width - width(shown, size, bold) : x
     pdf.fillColor(options.color ?? INK)
     for (const run of runsOf(shown, facesOf(bold))) {
       pdf.font(run.font).fontSize(size)
-      pdf.text(run.text, cx, y, { lineBreak: false })
-      cx += pdf.widthOfString(run.text)
+      pdf.text(run.text, cx, y, { lineBreak: false, ...SHAPING })
+      cx += pdf.widthOfString(run.text, SHAPING)
     }
   }
 
   /** Lines of at most `max` points, broken at spaces (a word longer than a line is cut). */
   const wrap = (value: string, max: number, size: number, bold = false): Array<string> => {
     const out: Array<string> = []
-    for (const paragraph of value.split(/\r?\n/)) {
+    for (const paragraph of value.normalize("NFC").split(/\r?\n/)) {
       let line = ""
       for (const word of paragraph.split(/\s+/).filter((w) => w !== "")) {
         const next = line === "" ? word : `${line} ${word}`
