@@ -336,10 +336,18 @@ for (const database of databases()) {
     test("documents: every API number in the PDF and the hosted PDF, Unicode names, the hosted page without a key", async () => {
       const names = ["Ọlájídé Àdìgún", "Jürgen Müller", "山田 太郎"]
       const a = await usageOrg("DOC", names.map((name, i) => ({ id: `u${i}`, name })))
-      expect(
-        (await a.v1.post("/v1/billing/profile", { legalName: "山田 Müller Ọlájídé Ltd", address: { line1: "1 Marina", city: "Lagos", country: "NG" } }))
-          .status
-      ).toBe(200)
+      const seller = {
+        legalName: "山田 Müller Ọlájídé Ltd",
+        address: { line1: "12 Adeola Odeku Street", city: "Lagos", postalCode: "101241", country: "NG" },
+        email: "billing@olajide.example",
+        taxId: "NG-TIN-55501234",
+        footer: "Ẹ ṣé — Danke — ありがとう. Payment within 14 days."
+      }
+      expect((await a.v1.post("/v1/billing/profile", seller)).status).toBe(200)
+      // The buyers' details: tax ids for one, reverse charge for another (a note instead of tax).
+      const u0 = await a.v1.post("/v1/customers", { id: "u0", email: "u0@example.com", taxIds: [{ type: "ng_tin", value: "TIN-7788-99" }] })
+      expect(u0.status).toBe(200)
+      expect((await a.v1.post("/v1/customers", { id: "u2", email: "u2@example.com", taxExempt: "reverse_charge" })).status).toBe(200)
       expect((await a.v1.post("/v1/customers/u1/discount", { coupon: "open" })).status).toBe(200)
       const invoices: Array<any> = []
       for (const [i] of names.entries()) {
@@ -347,7 +355,13 @@ for (const database of databases()) {
         invoices.push((await a.generate(`u${i}`)).body.invoice)
       }
       expect(invoices[1].discount).toBeGreaterThan(0)
-      expect(invoices.every((i) => i.tax > 0)).toBe(true)
+      expect(invoices.map((i) => i.tax > 0)).toEqual([true, true, false])
+      expect(invoices[2].taxNote).toMatch(/reverse charge/i)
+      const details: Array<Array<string>> = [
+        ["12 Adeola Odeku Street", "NG-TIN-55501234", seller.footer, "TIN-7788-99"],
+        [],
+        [invoices[2].taxNote]
+      ]
 
       const textOf = async (bytes: Uint8Array) => {
         expect(new TextDecoder().decode(bytes.slice(0, 5))).toBe("%PDF-")
@@ -357,13 +371,16 @@ for (const database of databases()) {
         const pdf = await a.v1.bytes(`/v1/billing/invoices/${invoice.id}/pdf`)
         expect([pdf.status, pdf.type]).toEqual([200, "application/pdf"])
         const text = await textOf(pdf.bytes)
-        expect(missingFrom(text, invoice, [names[i]!, "山田 Müller Ọlájídé Ltd"])).toEqual([])
+        expect(missingFrom(text, invoice, [names[i]!, seller.legalName, ...details[i]!])).toEqual([])
         // The hosted page and its PDF: no key, no cookie.
         const path = hostedPath(invoice.hostedUrl)
         const page = await anonymous(server, path)
         expect(page.status).toBe(200)
         expect(page.headers.get("content-type")).toContain("text/html")
         const html = await page.text()
+        // The page shows the same numbers (its text, tags and entities aside).
+        const pageText = html.replace(/<[^>]*>/g, " ").replace(/&amp;/g, "&").replace(/&#39;|&apos;/g, "'")
+        expect(missingFrom(pageText, invoice, [names[i]!])).toEqual([])
         expect(html).toMatch(/action="[^"]*\/pay"/)
         expect(html).toMatch(/href="[^"]*\/pdf"/)
         const hostedPdf = await anonymous(server, `${path}/pdf`)
@@ -429,6 +446,103 @@ for (const database of databases()) {
         if (invoice.discount > 0) discounted++
       }
       expect(discounted).toBe(20)
+    }, 60_000)
+
+    test("refused codes change nothing: expired, inactive, past redeemBy, unknown", async () => {
+      const a = await usageOrg(undefined, ids(2, "x"))
+      const synced = await a.v1.post("/v1/sync", {
+        features: [{ slug: "calls", name: "Calls", type: "metered" }],
+        plans: [
+          {
+            slug: "payg",
+            name: "Pay as you go",
+            currency: "NGN",
+            autoEnable: true,
+            features: [{ slug: "calls", usageModel: "usage_based", pricePerUnit: 3 }]
+          }
+        ],
+        taxRates: [{ slug: "vat-ng", name: "VAT", percentage: 7.5, country: "NG" }],
+        coupons: [
+          { slug: "late", name: "Late", percentOff: 10, duration: "forever", redeemBy: "2020-01-01T00:00:00Z" },
+          { slug: "fine", name: "Fine", percentOff: 10, duration: "forever" }
+        ],
+        promotionCodes: [
+          { code: "GONE", coupon: "fine", expiresAt: "2020-01-01T00:00:00Z" },
+          { code: "OFF", coupon: "fine", active: false },
+          { code: "LATE", coupon: "late" }
+        ]
+      })
+      expect(synced.status).toBe(200)
+      for (const body of [
+        { promotionCode: "GONE" },
+        { promotionCode: "off" },
+        { promotionCode: "LATE" },
+        { coupon: "late" },
+        { promotionCode: "NOPE" },
+        { coupon: "nope" }
+      ]) {
+        const refused = await a.v1.post("/v1/customers/x0/discount", body)
+        expect({ body, status: refused.status, code: refused.body.code }).toEqual({ body, status: 422, code: "coupon_invalid" })
+        expect(refused.body.message.length).toBeGreaterThan(0)
+      }
+      await a.track("x0", 100)
+      const invoice = (await a.generate("x0")).body.invoice
+      expect(invoice).toMatchObject({ subtotal: 300, discount: 0, tax: 23, total: 323 })
+    })
+
+    if (database.name === "postgresql")
+      test("across two service instances on one PostgreSQL: 100 concurrent redemptions of a limit of 10 redeem 10", async () => {
+        const second = await startServer(database.config, { clock: clock.clock })
+        try {
+          const a = await usageOrg(undefined, ids(100, "p"))
+          const other = api(second, a.org.apiKey)
+          const answers = await Promise.all(
+            Array.from({ length: 100 }, (_, i) =>
+              (i % 2 === 0 ? a.v1 : other).post(`/v1/customers/p${i}/discount`, { promotionCode: "TENONLY" })
+            )
+          )
+          expect(answers.filter((r) => r.status === 200).length).toBe(10)
+          expect(answers.filter((r) => r.status === 422 && r.body.code === "coupon_invalid").length).toBe(90)
+        } finally {
+          await second.close()
+        }
+      }, 60_000)
+
+    test("refunds race: 6 concurrent full refunds under different keys refund once; one key refunds once", async () => {
+      const a = await usageOrg("RFD", ids(2, "f"))
+      await a.track("f0", 1000)
+      await a.track("f1", 1000)
+      const first = (await a.generate("f0")).body.invoice
+      const second = (await a.generate("f1")).body.invoice
+      await a.pay(first.id)
+      await a.pay(second.id)
+      const refund = (id: string, key: string, amount?: number) =>
+        server
+          .fetch(`/v1/billing/invoices/${id}/refund`, {
+            method: "POST",
+            apiKey: a.org.apiKey,
+            headers: { "idempotency-key": key },
+            body: JSON.stringify(amount === undefined ? {} : { amount })
+          })
+          .then(async (r) => ({ status: r.status, body: (await r.json()) as any }))
+      const whole = await Promise.all(Array.from({ length: 6 }, (_, i) => refund(first.id, `k-${i}`)))
+      expect(whole.map((r) => r.status).sort()).toEqual([200, 422, 422, 422, 422, 422])
+      const sameKey = await Promise.all(Array.from({ length: 6 }, () => refund(second.id, "same", 100)))
+      expect(sameKey.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200])
+      const listed = async (customer: string) => (await a.v1.get(`/v1/billing/invoices?customer=${customer}`)).body.invoices[0]
+      expect(await listed("f0")).toMatchObject({ amountPaid: first.total, amountRefunded: first.total })
+      expect(await listed("f1")).toMatchObject({ amountPaid: second.total, amountRefunded: 100 })
+      const notes = [
+        ...(await a.v1.get(`/v1/billing/credit-notes?invoice=${first.id}`)).body.creditNotes,
+        ...(await a.v1.get(`/v1/billing/credit-notes?invoice=${second.id}`)).body.creditNotes
+      ]
+      expect(notes.map((n: any) => [n.amount, n.number]).sort()).toEqual(
+        [
+          [100, expect.stringMatching(/^RFD-CN-00000[12]$/)],
+          [first.total, expect.stringMatching(/^RFD-CN-00000[12]$/)]
+        ].sort()
+      )
+      expect(new Set(notes.map((n: any) => n.number)).size).toBe(2)
     }, 60_000)
   })
 }

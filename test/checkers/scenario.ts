@@ -99,7 +99,7 @@ export const BUYER_PLACES: ReadonlyArray<{ country?: string; state?: string }> =
   { country: "FR" },
   {}
 ]
-export const NAMES = ["Ọlájídé Àdìgún", "Jürgen Müller", "山田 太郎", "Chidinma Okafor", "Zoë Østergaard"]
+export const NAMES = ["Ọlájídé Àdìgún", "Olúwaṣeun Adéọlá", "Jürgen Müller", "山田 太郎", "Chidinma Okafor", "Zoë Østergaard"]
 
 export const scenario: fc.Arbitrary<Scenario> = fc
   .record({
