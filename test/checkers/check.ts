@@ -5,7 +5,6 @@
  */
 import {
   type Buyer,
-  halfUp,
   lineDiscounts,
   lineTax,
   matchingRates,
@@ -19,6 +18,12 @@ import {
 } from "./rules.ts"
 import type { Coupon, CustomerSpec, Scenario } from "./scenario.ts"
 
+export interface Place {
+  readonly country?: string
+  readonly state?: string
+  readonly taxExempt: CustomerSpec["taxExempt"]
+}
+
 const big = (n: unknown): bigint => {
   if (typeof n !== "number" || !Number.isSafeInteger(n)) throw new Error(`not a whole minor-unit amount: ${n}`)
   return BigInt(n)
@@ -30,6 +35,8 @@ export const checkCustomerInvoices = (
   invoices: ReadonlyArray<any>,
   /** The customer's discount while these invoices were made (none when undefined). */
   coupon: Coupon | undefined,
+  /** The customer's address and tax status when an invoice was finalized (tax is decided then, §16). */
+  placeOf: (invoice: any) => Place,
   /** What the invoices exercised (`percent discount`, `inclusive tax`, `JPY`, …), so a run cannot pass vacuously. */
   seen: Set<string> = new Set()
 ): Array<string> => {
@@ -40,17 +47,18 @@ export const checkCustomerInvoices = (
     for (const f of p.features) planOf.set(f.slug, p.slug)
   }
   const featureOf = new Map(s.plans.flatMap((p) => p.features.map((f) => [f.slug, f] as const)))
-  const buyer: Buyer = {
-    ...(customer.country === undefined ? {} : { country: customer.country }),
-    ...(customer.state === undefined ? {} : { state: customer.state }),
-    taxExempt: customer.taxExempt
-  }
-  const rates: ReadonlyArray<TaxRate> = matchingRates(s.taxRates, buyer)
   let discountUses = 0
   let eligible = 0
 
   for (const invoice of [...invoices].sort((a, b) => (a.id < b.id ? -1 : 1))) {
     const where = `${customer.id} ${invoice.number} (${invoice.currency})`
+    const place = placeOf(invoice)
+    const buyer: Buyer = {
+      ...(place.country === undefined ? {} : { country: place.country }),
+      ...(place.state === undefined ? {} : { state: place.state }),
+      taxExempt: place.taxExempt
+    }
+    const rates: ReadonlyArray<TaxRate> = matchingRates(s.taxRates, buyer)
     const expect = (what: string, actual: unknown, expected: unknown) => {
       if (String(actual) !== String(expected)) problems.push(`${where}: ${what} is ${actual}, expected ${expected}`)
     }
@@ -97,11 +105,13 @@ export const checkCustomerInvoices = (
       discountUses++
       seen.add(coupon !== undefined && "percentOff" in coupon ? "percent discount" : "amount-off discount")
       if (coupon?.plans !== undefined) seen.add("plan-restricted discount")
-      if (coupon !== undefined && "amountOff" in coupon && sum(withCoupon) < BigInt(coupon.amountOff)) seen.add("amount off capped")
+      if (coupon !== undefined && "amountOff" in coupon && sum(withCoupon) < BigInt(coupon.amountOff))
+        seen.add("amount off capped")
       if (expectedDiscounts.filter((d) => d > 0n).length > 1) seen.add("discount over several lines")
     } else if (couponTakes) seen.add(`${coupon?.duration} discount used up`)
     seen.add(invoice.currency)
-    if (lines.some((l) => planOf.get(l.feature) !== undefined && s.plans.some((p) => p.slug === l.feature))) seen.add("renewal")
+    if (lines.some((l) => planOf.get(l.feature) !== undefined && s.plans.some((p) => p.slug === l.feature)))
+      seen.add("renewal")
     if (lines.some((l) => featureOf.get(l.feature)?.pricing.kind === "graduated")) seen.add("graduated")
     if (lines.some((l) => featureOf.get(l.feature)?.pricing.kind === "volume")) seen.add("volume")
     lines.forEach((line, i) => {
@@ -125,9 +135,14 @@ export const checkCustomerInvoices = (
       }
       for (const rate of rates) {
         const expected = lineTax(rate, net, buyer)
-        expect(`line ${line.feature} tax ${rate.slug} (${rate.percentage}%${rate.inclusive ? " incl." : ""} of ${net})`, given.get(rate.slug) ?? 0n, expected)
+        expect(
+          `line ${line.feature} tax ${rate.slug} (${rate.percentage}%${rate.inclusive ? " incl." : ""} of ${net})`,
+          given.get(rate.slug) ?? 0n,
+          expected
+        )
         tax += expected
-        if (expected > 0n) seen.add(rate.inclusive ? "inclusive tax" : rate.state !== undefined ? "state tax" : "exclusive tax")
+        if (expected > 0n)
+          seen.add(rate.inclusive ? "inclusive tax" : rate.state !== undefined ? "state tax" : "exclusive tax")
         if (!rate.inclusive) exclusive += expected
       }
     })
@@ -149,11 +164,14 @@ export const checkCustomerInvoices = (
 
     // The note for an exempt or reverse-charge buyer, and none otherwise.
     const note: string | undefined = invoice.taxNote
-    if (customer.taxExempt === "none" || rates.length === 0) {
-      if (customer.taxExempt === "none" && note !== undefined) problems.push(`${where}: taxNote ${note} for a taxed buyer`)
-    } else if (note === undefined) problems.push(`${where}: no taxNote for a ${customer.taxExempt} buyer`)
-    else if (seen.add(`${customer.taxExempt} note`) && !new RegExp(customer.taxExempt === "exempt" ? "exempt" : "reverse charge", "i").test(note))
-      problems.push(`${where}: taxNote "${note}" does not say why (${customer.taxExempt})`)
+    if (buyer.taxExempt === "none" || rates.length === 0) {
+      if (buyer.taxExempt === "none" && note !== undefined) problems.push(`${where}: taxNote ${note} for a taxed buyer`)
+    } else if (note === undefined) problems.push(`${where}: no taxNote for a ${buyer.taxExempt} buyer`)
+    else if (
+      seen.add(`${buyer.taxExempt} note`) &&
+      !new RegExp(buyer.taxExempt === "exempt" ? "exempt" : "reverse charge", "i").test(note)
+    )
+      problems.push(`${where}: taxNote "${note}" does not say why (${buyer.taxExempt})`)
   }
 
   if (coupon !== undefined && coupon.duration !== "forever") {

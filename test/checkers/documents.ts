@@ -12,7 +12,10 @@ export const showsNumber = (text: string, digits: string) =>
 
 /** Every number the API gives for an invoice, as §13 money (major units by exponent), with what it is. */
 export const invoiceFigures = (invoice: any): Array<{ what: string; digits: string }> => {
-  const money = (what: string, minor: number) => ({ what, digits: majorDigits(BigInt(Math.abs(minor)), invoice.currency) })
+  const money = (what: string, minor: number) => ({
+    what,
+    digits: majorDigits(BigInt(Math.abs(minor)), invoice.currency)
+  })
   return [
     money("subtotal", invoice.subtotal),
     money("discount", invoice.discount),

@@ -22,7 +22,11 @@ export const api = (server: TestServer, apiKey: string) => {
     del: (path: string) => call("DELETE", path),
     bytes: async (path: string) => {
       const response = await server.fetch(path, { apiKey })
-      return { status: response.status, type: response.headers.get("content-type"), bytes: new Uint8Array(await response.arrayBuffer()) }
+      return {
+        status: response.status,
+        type: response.headers.get("content-type"),
+        bytes: new Uint8Array(await response.arrayBuffer())
+      }
     }
   }
 }

@@ -213,8 +213,7 @@ export const lineTax = (rate: TaxRate, net: bigint, buyer: Buyer): bigint => {
 // --- Documents (§13 money) ----------------------------------------------------------------------------------------
 
 /** The exponents §13 names; every other currency of the checker's catalogs has 2. */
-export const exponent = (currency: string): number =>
-  ({ JPY: 0, KWD: 3 })[currency.toUpperCase() as "JPY" | "KWD"] ?? 2
+export const exponent = (currency: string): number => ({ JPY: 0, KWD: 3 })[currency.toUpperCase() as "JPY" | "KWD"] ?? 2
 
 /** Minor units in major units by the currency's exponent, digits only (`1231` NGN → `12.31`, `7` JPY → `7`). */
 export const majorDigits = (minor: bigint, currency: string): string => {

@@ -36,7 +36,14 @@ export interface CustomerSpec {
   /** Index into the coupons, and whether it is applied by its promotion code. */
   readonly discount?: { readonly coupon: number; readonly byCode: boolean }
   /** After the first round and the renewal: the discount kept, removed (`DELETE`) or replaced by another coupon. */
-  readonly change: { readonly kind: "keep" } | { readonly kind: "remove" } | { readonly kind: "replace"; readonly coupon: number }
+  readonly change:
+    { readonly kind: "keep" } | { readonly kind: "remove" } | { readonly kind: "replace"; readonly coupon: number }
+  /** After the first round: the customer's new address and tax status (tax is decided when an invoice is finalized). */
+  readonly moveTo?: {
+    readonly country?: string
+    readonly state?: string
+    readonly taxExempt: CustomerSpec["taxExempt"]
+  }
   readonly subscribes: boolean
   /** Units per usage feature per round (0: nothing tracked). */
   readonly usage: ReadonlyArray<ReadonlyArray<number>>
@@ -99,7 +106,14 @@ export const BUYER_PLACES: ReadonlyArray<{ country?: string; state?: string }> =
   { country: "FR" },
   {}
 ]
-export const NAMES = ["Ọlájídé Àdìgún", "Olúwaṣeun Adéọlá", "Jürgen Müller", "山田 太郎", "Chidinma Okafor", "Zoë Østergaard"]
+export const NAMES = [
+  "Ọlájídé Àdìgún",
+  "Olúwaṣeun Adéọlá",
+  "Jürgen Müller",
+  "山田 太郎",
+  "Chidinma Okafor",
+  "Zoë Østergaard"
+]
 
 export const scenario: fc.Arbitrary<Scenario> = fc
   .record({
@@ -139,15 +153,34 @@ export const scenario: fc.Arbitrary<Scenario> = fc
       fc.record({
         place: fc.nat({ max: BUYER_PLACES.length - 1 }),
         name: fc.constantFrom(...NAMES),
-        taxExempt: fc.constantFrom("none" as const, "none" as const, "none" as const, "exempt" as const, "reverse_charge" as const),
+        taxExempt: fc.constantFrom(
+          "none" as const,
+          "none" as const,
+          "none" as const,
+          "exempt" as const,
+          "reverse_charge" as const
+        ),
         discount: fc.option(fc.record({ coupon: fc.nat(), byCode: fc.boolean() }), { nil: undefined }),
         change: fc.constantFrom("keep" as const, "keep" as const, "remove" as const, "replace" as const),
         replacement: fc.nat(),
+        moveTo: fc.option(
+          fc.record({
+            place: fc.nat({ max: BUYER_PLACES.length - 1 }),
+            taxExempt: fc.constantFrom("none" as const, "exempt" as const, "reverse_charge" as const)
+          }),
+          { nil: undefined, freq: 3 }
+        ),
         subscribes: fc.boolean(),
-        usage: fc.array(fc.array(fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 5000 }), decimal(1, 5_000_000, 3)), { minLength: 6, maxLength: 6 }), {
-          minLength: 2,
-          maxLength: 2
-        })
+        usage: fc.array(
+          fc.array(fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 5000 }), decimal(1, 5_000_000, 3)), {
+            minLength: 6,
+            maxLength: 6
+          }),
+          {
+            minLength: 2,
+            maxLength: 2
+          }
+        )
       }),
       { minLength: 2, maxLength: 4 }
     )
@@ -199,36 +232,39 @@ export const scenario: fc.Arbitrary<Scenario> = fc
       }
     })
     const featureCount = plans.reduce((n, p) => n + p.features.length, 0)
-    const customers = raw.customers.map(
-      (c, i): CustomerSpec => ({
-        id: `cust-${i}`,
-        name: c.name,
-        ...BUYER_PLACES[c.place]!,
-        taxExempt: c.taxExempt,
-        ...(c.discount === undefined
-          ? {}
-          : {
-              discount: {
-                coupon: c.discount.coupon % coupons.length,
-                byCode: c.discount.byCode && coupons[c.discount.coupon % coupons.length]!.code !== undefined
-              }
-            }),
-        change:
-          c.change === "replace"
-            ? { kind: "replace", coupon: c.replacement % coupons.length }
-            : c.change === "remove" && c.discount !== undefined
-              ? { kind: "remove" }
-              : { kind: "keep" },
-        subscribes: c.subscribes && raw.fixedPlans.length > 0,
-        usage: c.usage.map((round) => round.slice(0, featureCount))
-      })
-    )
+    const customers = raw.customers.map((c, i): CustomerSpec => ({
+      id: `cust-${i}`,
+      name: c.name,
+      ...BUYER_PLACES[c.place]!,
+      taxExempt: c.taxExempt,
+      ...(c.discount === undefined
+        ? {}
+        : {
+            discount: {
+              coupon: c.discount.coupon % coupons.length,
+              byCode: c.discount.byCode && coupons[c.discount.coupon % coupons.length]!.code !== undefined
+            }
+          }),
+      change:
+        c.change === "replace"
+          ? { kind: "replace", coupon: c.replacement % coupons.length }
+          : c.change === "remove" && c.discount !== undefined
+            ? { kind: "remove" }
+            : { kind: "keep" },
+      ...(c.moveTo === undefined
+        ? {}
+        : { moveTo: { ...BUYER_PLACES[c.moveTo.place]!, taxExempt: c.moveTo.taxExempt } }),
+      subscribes: c.subscribes && raw.fixedPlans.length > 0,
+      usage: c.usage.map((round) => round.slice(0, featureCount))
+    }))
     return { prefix: raw.prefix, plans, coupons, taxRates, customers }
   })
 
 /** The catalog a vendor would sync for a scenario. */
 export const catalogOf = (s: Scenario) => ({
-  features: s.plans.flatMap((p) => p.features.map((f) => ({ slug: f.slug, name: `Feature ${f.slug}`, type: "metered" }))),
+  features: s.plans.flatMap((p) =>
+    p.features.map((f) => ({ slug: f.slug, name: `Feature ${f.slug}`, type: "metered" }))
+  ),
   plans: s.plans.map((p) =>
     p.price === 0
       ? {
@@ -239,7 +275,10 @@ export const catalogOf = (s: Scenario) => ({
           planGroup: p.slug,
           features: p.features.map((f) =>
             f.pricing.kind === "flat"
-              ? withSize({ slug: f.slug, usageModel: "usage_based", pricePerUnit: f.pricing.pricePerUnit }, f.pricing.billingUnits)
+              ? withSize(
+                  { slug: f.slug, usageModel: "usage_based", pricePerUnit: f.pricing.pricePerUnit },
+                  f.pricing.billingUnits
+                )
               : withSize(
                   { slug: f.slug, usageModel: "usage_based", ratingModel: f.pricing.kind, tiers: f.pricing.tiers },
                   f.pricing.billingUnits
