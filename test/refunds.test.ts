@@ -122,6 +122,27 @@ for (const database of databases()) {
         expect(text).toContain(expected)
     })
 
+    test("concurrent refunds under different keys: what was paid is refunded once, every other caller 422", async () => {
+      const { apiKey, invoice } = await paidInvoice()
+      // Six whole refunds at once, then seven partial ones of 500 against the 2150 paid.
+      const whole = await Promise.all(Array.from({ length: 6 }, (_, i) => refund(apiKey, invoice.id, {}, `w-${i}`)))
+      expect(whole.map((r) => r.status).sort()).toEqual([200, 422, 422, 422, 422, 422])
+      expect(whole.filter((r) => r.status === 422).every((r) => r.body.code === "refund_exceeds_paid")).toBe(true)
+      const notes = (await get(apiKey, `/v1/billing/credit-notes?invoice=${invoice.id}`)).body.creditNotes
+      expect(notes.map((n: any) => [n.number, n.amount])).toEqual([["ACME-CN-000001", 2150]])
+
+      const second = await paidInvoice()
+      const partial = await Promise.all(
+        Array.from({ length: 7 }, (_, i) => refund(second.apiKey, second.invoice.id, { amount: 500 }, `p-${i}`))
+      )
+      // 4 × 500 fit in 2150; the others are refused whole, never recorded in part.
+      expect(partial.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 422, 422, 422])
+      const listed = (await get(second.apiKey, `/v1/billing/invoices?customer=c`)).body.invoices[0]
+      expect(listed.amountRefunded).toBe(2000)
+      const partialNotes = (await get(second.apiKey, `/v1/billing/credit-notes?invoice=${second.invoice.id}`)).body
+      expect(partialNotes.creditNotes.map((n: any) => n.amount)).toEqual([500, 500, 500, 500])
+    })
+
     test("nothing paid: 422 invoice_not_refundable; another organization's invoice: 404", async () => {
       const { apiKey, invoice } = await paidInvoice(false)
       const unpaid = await refund(apiKey, invoice.id, {})

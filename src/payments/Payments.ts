@@ -649,9 +649,33 @@ export const PaymentsLive = Layer.effect(
       return { settled: settled + paymentsSettled, stillProcessing: stale.payments.length - paymentsSettled }
     })
 
+    /**
+     * A refund through the simulated provider is decided and recorded in one transaction over the invoice's payments,
+     * locked (PostgreSQL; SQLite serializes writers): concurrent refunds under different keys see each other, so what
+     * was paid is refunded once and the rest are 422, never answered 200 for money the record then caps away.
+     * Paystack's and Stripe's are asked of the provider outside any transaction (a network call must not hold locks).
+     */
     const refund: PaymentsShape["refund"] = (org, targetId, request) =>
+      Effect.flatMap(repo.succeededPaymentsOf(org, targetId), (found) =>
+        found.length > 0 && found.every((p) => p.provider === "simulated")
+          ? sql
+              .withTransaction(
+                Effect.flatMap(
+                  Effect.forEach(found, (p) => repo.lockPayment(org, p.reference)),
+                  (locked) =>
+                    refundOf(
+                      org,
+                      request,
+                      locked.flatMap((p) => (Option.isSome(p) ? [p.value] : []))
+                    )
+                )
+              )
+              .pipe(Effect.catchTag("SqlError", Effect.die))
+          : refundOf(org, request, found)
+      )
+
+    const refundOf = (org: string, request: RefundRequest, paid: ReadonlyArray<PaymentRecord>) =>
       Effect.gen(function* () {
-        const paid = yield* repo.succeededPaymentsOf(org, targetId)
         if (paid.length === 0) {
           return yield* new Unprocessable({ code: "invoice_not_refundable", message: "Nothing was paid on it" })
         }
