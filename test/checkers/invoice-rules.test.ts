@@ -589,6 +589,7 @@ for (const database of databases()) {
           })
           .then(async (r) => ({ status: r.status, body: (await r.json()) as any }))
       const whole = await Promise.all(Array.from({ length: 6 }, (_, i) => refund(first.id, `k-${i}`)))
+
       expect(whole.map((r) => r.status).sort()).toEqual([200, 422, 422, 422, 422, 422])
       const sameKey = await Promise.all(Array.from({ length: 6 }, () => refund(second.id, "same", 100)))
       expect(sameKey.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200])
