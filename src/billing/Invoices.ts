@@ -212,23 +212,28 @@ export const InvoicesLive = Layer.effect(
      */
     const couponsFor = (org: string, customerId: string, options: QuoteOptions) =>
       Effect.gen(function* () {
-        const out: Array<{ readonly terms: CouponTerms; readonly use: Effect.Effect<void> }> = []
+        // `use` answers whether the use was taken: a concurrent invoice may have taken a customer discount's last one.
+        const out: Array<{ readonly terms: CouponTerms; readonly use: Effect.Effect<boolean> }> = []
         const subscriptionId = options.subscriptionId
         if (options.coupon !== undefined) {
           if (options.coupon !== null) {
             const use = subscriptionId === undefined ? Effect.void : subscriptionDiscounts.used(org, subscriptionId)
-            out.push({ terms: couponTerms(options.coupon), use })
+            out.push({ terms: couponTerms(options.coupon), use: Effect.as(use, true) })
           }
         } else if (subscriptionId !== undefined) {
           const bound = yield* subscriptionDiscounts.active(org, subscriptionId)
           if (Option.isSome(bound)) {
-            out.push({ terms: couponTerms(bound.value.coupon), use: subscriptionDiscounts.used(org, subscriptionId) })
+            out.push({
+              terms: couponTerms(bound.value.coupon),
+              use: Effect.as(subscriptionDiscounts.used(org, subscriptionId), true)
+            })
           }
         }
         if (options.customerDiscount !== false) {
           const active = yield* customerDiscounts.active(org, customerId)
           if (Option.isSome(active)) {
-            out.push({ terms: couponTerms(active.value.coupon), use: customerDiscounts.used(org, customerId) })
+            const use = customerDiscounts.used(org, customerId, active.value.invoicesLeft)
+            out.push({ terms: couponTerms(active.value.coupon), use })
           }
         }
         return out
@@ -267,9 +272,26 @@ export const InvoicesLive = Layer.effect(
       now: number
     ) =>
       Effect.gen(function* () {
-        const { coupons, priced } = yield* pricing(org, customerId, currency, lines, options)
-        // An invoice that got something off a `once` or `repeating` discount uses one of its invoices.
-        for (const [i, c] of coupons.entries()) if (priced.took[i] === true) yield* c.use
+        // The number first: the organization's counter row is the one lock every finalization shares, so it is taken
+        // before the customer's own rows (its discount's uses, its credit balance). A renewal run finalizing several
+        // customers' invoices in one transaction holds the counter; a usage invoice of one of them taken at the same
+        // moment then waits for it holding none of that customer's rows, instead of the two waiting on each other
+        // (PostgreSQL's "deadlock detected", which ended the renewal run or answered the request 500).
+        const number = yield* repo.nextNumber(org)
+        let { coupons, priced } = yield* pricing(org, customerId, currency, lines, options)
+        // An invoice that got something off a `once` or `repeating` discount uses one of its invoices. The discount
+        // was read without a lock: when a concurrent invoice (a renewal beside a usage invoice) took the customer's
+        // last use since, the guarded decrement refuses and this invoice is priced again without it. The customer's
+        // discount is the last coupon, so the uses already taken stand (their takes only grow without it).
+        for (const [i, c] of coupons.entries()) {
+          if (priced.took[i] === true && !(yield* c.use)) {
+            ;({ coupons, priced } = yield* pricing(org, customerId, currency, lines, {
+              ...options,
+              customerDiscount: false
+            }))
+            break
+          }
+        }
         // Generation refuses such usage with a 422 first; any other caller (a renewal's plan price is at most 10^12)
         // passing money no JSON number carries is a defect, not an invoice to send rounded.
         for (const l of priced.lines)
@@ -280,7 +302,7 @@ export const InvoicesLive = Layer.effect(
         // surplus on the credit balance, decisions.md §14).
         const total = max(priced.total, ZERO)
         const id = yield* ids.next("inv")
-        // The number is taken in this transaction from the organization's counter row (locked by its upsert until
+        // The number was taken in this transaction from the organization's counter row (locked by its upsert until
         // the commit): a rollback gives it back, so finalized invoices stay consecutive, and two finalizations at
         // once wait for each other instead of sharing it.
         const { invoicePrefix } = yield* profiles.get(org)
@@ -290,7 +312,7 @@ export const InvoicesLive = Layer.effect(
         const record: InvoiceRecord = {
           organizationId: org,
           id,
-          number: invoiceNumber(yield* repo.nextNumber(org), invoicePrefix),
+          number: invoiceNumber(number, invoicePrefix),
           customerId,
           subscriptionId: options.subscriptionId ?? null,
           currency: currency.toUpperCase(),

@@ -37,8 +37,12 @@ export interface CustomerDiscountsShape {
   ) => Effect.Effect<ActiveDiscount, Unprocessable>
   readonly remove: (org: string, customerId: string) => Effect.Effect<boolean>
   readonly active: (org: string, customerId: string) => Effect.Effect<Option.Option<ActiveDiscount>>
-  /** One invoice took the discount (in the invoice's transaction): a `once` or `repeating` one has one fewer left. */
-  readonly used: (org: string, customerId: string) => Effect.Effect<void>
+  /**
+   * One invoice takes the discount (in the invoice's transaction): a `once` or `repeating` one has one fewer left.
+   * `false` when none was left (a concurrent invoice took the last; PostgreSQL re-checks the guard on the locked row,
+   * SQLite serializes writers): that invoice gets no discount. A `forever` one is always `true`.
+   */
+  readonly used: (org: string, customerId: string, invoicesLeft: number | null) => Effect.Effect<boolean>
 }
 
 export class CustomerDiscounts extends Context.Tag("CustomerDiscounts")<CustomerDiscounts, CustomerDiscountsShape>() {}
@@ -99,12 +103,15 @@ export const CustomerDiscountsLive = Layer.effect(
         return Option.some<ActiveDiscount>({ coupon, promotionCode: row.promotionCode, invoicesLeft: row.invoicesLeft })
       }).pipe(Effect.orDie)
 
-    const used = (org: string, customerId: string) =>
-      sql`UPDATE customer_discounts SET invoices_left = invoices_left - 1
-          WHERE organization_id = ${org} AND customer_id = ${customerId} AND invoices_left > 0`.pipe(
-        Effect.asVoid,
-        Effect.orDie
-      )
+    const used = (org: string, customerId: string, invoicesLeft: number | null) =>
+      invoicesLeft === null
+        ? Effect.succeed(true)
+        : sql`UPDATE customer_discounts SET invoices_left = invoices_left - 1
+              WHERE organization_id = ${org} AND customer_id = ${customerId} AND invoices_left > 0
+              RETURNING customer_id`.pipe(
+            Effect.map((rows) => rows.length > 0),
+            Effect.orDie
+          )
 
     return { apply, remove, active, used }
   })
