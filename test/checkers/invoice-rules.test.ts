@@ -609,5 +609,59 @@ for (const database of databases()) {
       )
       expect(new Set(notes.map((n: any) => n.number)).size).toBe(2)
     }, 60_000)
+
+    test("a once coupon under concurrent renewals and usage invoices: one invoice each takes it; numbers stay consecutive", async () => {
+      const org = await server.createOrg()
+      const v1 = api(server, org.apiKey)
+      const synced = await v1.post("/v1/sync", {
+        features: [{ slug: "calls", name: "Calls", type: "metered" }],
+        plans: [
+          { slug: "base", name: "Base", price: 10_000, currency: "NGN", interval: "monthly", planGroup: "base" },
+          {
+            slug: "payg",
+            name: "Pay as you go",
+            currency: "NGN",
+            autoEnable: true,
+            planGroup: "payg",
+            features: [{ slug: "calls", usageModel: "usage_based", pricePerUnit: 7 }]
+          }
+        ],
+        coupons: [{ slug: "half-once", name: "Half, once", percentOff: 50, duration: "once" }]
+      })
+      expect(synced.status).toBe(200)
+      expect((await v1.post("/v1/billing/profile", { invoicePrefix: "ONCE" })).status).toBe(200)
+      const customers = ids(10, "o").map((c) => c.id)
+      for (const id of customers) {
+        expect((await v1.post("/v1/customers", { id, email: `${id}@example.com` })).status).toBe(200)
+        const attached = await v1.post("/v1/attach", { customer: id, product: "base" })
+        const paid = await server.fetch(new URL(attached.body.checkoutUrl).pathname, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: "outcome=pay&card=ok"
+        })
+        expect(paid.status).toBeLessThan(400)
+        expect((await v1.post(`/v1/customers/${id}/discount`, { coupon: "half-once" })).status).toBe(200)
+        expect((await v1.post("/v1/track", { customer: id, feature: "calls", value: 1000 })).status).toBe(200)
+      }
+      clock.advance(32 * DAY)
+      // The renewal run and every customer's usage invoice at once.
+      const [_, ...generated] = await Promise.all([
+        server.run(Effect.flatMap(Renewals, (r) => r.runDue)),
+        ...customers.map((id) => v1.post("/v1/billing/invoice", { customer: id }))
+      ])
+      expect(generated.map((g) => g.status)).toEqual(customers.map(() => 200))
+      const numbers: Array<string> = []
+      for (const id of customers) {
+        const invoices: Array<any> = (await v1.get(`/v1/billing/invoices?customer=${id}`)).body.invoices
+        numbers.push(...invoices.map((i) => i.number))
+        // A renewal (10,000) and a usage invoice (7,000): exactly one of them is halved.
+        expect(invoices.map((i) => i.subtotal).sort()).toEqual([10_000, 7_000].sort())
+        expect({ id, discounted: invoices.filter((i) => i.discount > 0).map((i) => i.discount / i.subtotal) }).toEqual({
+          id,
+          discounted: [0.5]
+        })
+      }
+      expect(numbers.sort()).toEqual(Array.from({ length: 20 }, (_, i) => number("ONCE", i + 1)))
+    }, 60_000)
   })
 }
