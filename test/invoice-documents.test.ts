@@ -178,6 +178,28 @@ for (const database of databases()) {
       expect(text).toContain("Thank you. Payment within 14 days.")
     })
 
+    test("inclusive and exclusive taxes on one invoice: each, and the invoice's tax (their sum), on PDF and page", async () => {
+      const apiKey = await setup()
+      await syncCatalog(server, apiKey, {
+        ...catalog,
+        taxRates: [...catalog.taxRates, { slug: "levy-de", name: "Levy", percentage: 2, country: "DE" }]
+      })
+      const invoice = await invoiceFor(apiKey, { id: "de", email: "de@x.test", address: { country: "DE" } }, 1000)
+      // 3300: 19% carved out (527) and 2% on top (66); tax 593, total 3366.
+      expect([invoice.subtotal, invoice.tax, invoice.total]).toEqual([3300, 593, 3366])
+      const text = await pdfText(
+        new Uint8Array(await (await server.fetch(`/v1/billing/invoices/${invoice.id}/pdf`, { apiKey })).arrayBuffer())
+      )
+      const html = await (await server.fetch(new URL(invoice.hostedUrl).pathname)).text()
+      for (const expected of [...figures(invoice), formatMinor(invoice.tax, "NGN"), "Total tax"]) {
+        expect({ expected, pdf: text.includes(expected), page: html.includes(expected) }).toEqual({
+          expected,
+          pdf: true,
+          page: true
+        })
+      }
+    })
+
     test("another organization's invoice and an unknown one: 404", async () => {
       const apiKey = await setup()
       const invoice = await invoiceFor(apiKey, { id: "a", email: "a@x.test" }, 5)

@@ -132,6 +132,10 @@ export const invoiceDocument = (invoice: Invoice, seller: ProfileRecord, buyer: 
         ? []
         : [{ label: "Tax", amount: money(exclusiveTax), strong: false }]),
       ...(inclusiveTax === 0 ? [] : [{ label: "Tax included in amounts", amount: money(inclusiveTax), strong: false }]),
+      // Both kinds: the invoice's `tax` (their sum, §16) is shown too, so the document has the API's figure.
+      ...(exclusiveTax !== 0 && inclusiveTax !== 0
+        ? [{ label: "Total tax", amount: money(invoice.tax), strong: false }]
+        : []),
       { label: "Total", amount: money(invoice.total), strong: true },
       { label: "Amount paid", amount: money(invoice.amountPaid), strong: false },
       ...(refunded === 0 ? [] : [{ label: "Amount refunded", amount: money(refunded), strong: false }]),
