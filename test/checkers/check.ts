@@ -16,7 +16,7 @@ import {
   sum,
   type TaxRate
 } from "./rules.ts"
-import type { Coupon, CustomerSpec, Scenario } from "./scenario.ts"
+import { attachedCoupon, type Coupon, type CustomerSpec, type Scenario } from "./scenario.ts"
 
 export interface Place {
   readonly country?: string
@@ -85,13 +85,25 @@ export const checkCustomerInvoices = (
       expect(`line ${line.feature} currency`, invoice.currency, currency)
     }
 
-    // Discounts (§15): with the customer's coupon on the lines it covers, or none.
+    // Discounts (§15). A renewal takes the subscription's coupon first (the project's order: the subscription's, then
+    // the customer's on what is left); its first charge already spent one use, so a `once` coupon, or `repeating`
+    // for 1, leaves the renewal at full price. Then the customer's coupon on the lines it covers, or none.
     const facts = lines.map((l) => ({ amount: big(l.amount), plan: planOf.get(l.feature) }))
     const none = lines.map(() => 0n)
-    const withCoupon = coupon === undefined ? none : lineDiscounts(coupon, invoice.currency, facts)
+    const renewal = lines.some((l) => s.plans.some((p) => p.price > 0 && p.slug === l.feature))
+    const bound = renewal ? attachedCoupon(s, customer) : undefined
+    const subscriptionShares =
+      bound !== undefined && (bound.duration === "forever" || (bound.durationInCycles ?? 1) >= 2)
+        ? lineDiscounts(bound, invoice.currency, facts)
+        : none
+    if (sum(subscriptionShares) > 0n) seen.add("attach coupon on a renewal")
+    const left = facts.map((f, i) => ({ ...f, amount: f.amount - subscriptionShares[i]! }))
+    const withCoupon = coupon === undefined ? none : lineDiscounts(coupon, invoice.currency, left)
     const couponTakes = sum(withCoupon) > 0n
     if (couponTakes) eligible++
-    const actualDiscounts = lines.map((l) => sum((l.discounts ?? []).map((d: any) => big(d.amount))))
+    const actualDiscounts = lines.map(
+      (l, i) => sum((l.discounts ?? []).map((d: any) => big(d.amount))) - subscriptionShares[i]!
+    )
     const matches = (expected: ReadonlyArray<bigint>) => expected.every((d, i) => d === actualDiscounts[i])
     let expectedDiscounts: ReadonlyArray<bigint>
     if (!couponTakes || coupon === undefined) expectedDiscounts = none
@@ -108,24 +120,28 @@ export const checkCustomerInvoices = (
       if (coupon !== undefined && "amountOff" in coupon && sum(withCoupon) < BigInt(coupon.amountOff))
         seen.add("amount off capped")
       if (expectedDiscounts.filter((d) => d > 0n).length > 1) seen.add("discount over several lines")
+      if (sum(subscriptionShares) > 0n) seen.add("attach and customer coupons stacked")
     } else if (couponTakes) seen.add(`${coupon?.duration} discount used up`)
     seen.add(invoice.currency)
-    if (lines.some((l) => planOf.get(l.feature) !== undefined && s.plans.some((p) => p.slug === l.feature)))
-      seen.add("renewal")
+    if (renewal) seen.add("renewal")
     if (lines.some((l) => featureOf.get(l.feature)?.pricing.kind === "graduated")) seen.add("graduated")
     if (lines.some((l) => featureOf.get(l.feature)?.pricing.kind === "volume")) seen.add("volume")
     lines.forEach((line, i) => {
-      expect(`line ${line.feature} discount`, actualDiscounts[i], expectedDiscounts[i])
-      for (const d of line.discounts ?? [])
-        if (coupon === undefined || d.coupon !== coupon.slug)
-          problems.push(`${where}: line ${line.feature} names coupon ${d.coupon}, the customer's is ${coupon?.slug}`)
+      // Each line's discounts in order: the subscription's, then the customer's, each only when it took something.
+      const expectedList = [
+        ...(subscriptionShares[i]! > 0n ? [`${bound!.slug}:${subscriptionShares[i]}`] : []),
+        ...(expectedDiscounts[i]! > 0n ? [`${coupon!.slug}:${expectedDiscounts[i]}`] : [])
+      ]
+      const actualList = (line.discounts ?? []).map((d: any) => `${d.coupon}:${d.amount}`)
+      expect(`line ${line.feature} discounts`, actualList.join(" "), expectedList.join(" "))
     })
+    const allDiscounts = lines.map((_, i) => subscriptionShares[i]! + expectedDiscounts[i]!)
 
     // Taxes (§16): per line on the amount after its discounts, each matching rate, half-up once.
     let tax = 0n
     let exclusive = 0n
     lines.forEach((line, i) => {
-      const net = big(line.amount) - expectedDiscounts[i]!
+      const net = big(line.amount) - allDiscounts[i]!
       const given = new Map<string, bigint>()
       for (const t of line.taxes ?? []) {
         if (given.has(t.rate)) problems.push(`${where}: line ${line.feature} lists rate ${t.rate} twice`)
@@ -149,7 +165,7 @@ export const checkCustomerInvoices = (
 
     // Totals (§16) and what is due.
     const subtotal = sum(facts.map((f) => f.amount))
-    const discount = sum(expectedDiscounts)
+    const discount = sum(allDiscounts)
     const total = max(0n, subtotal - discount + exclusive)
     if (total === 0n && subtotal > 0n) seen.add("total zero")
     expect("subtotal", invoice.subtotal, subtotal)

@@ -45,6 +45,8 @@ export interface CustomerSpec {
     readonly taxExempt: CustomerSpec["taxExempt"]
   }
   readonly subscribes: boolean
+  /** The coupon (index) the subscriber attaches the fixed plan with, if any (§15: `coupon` on `POST /v1/attach`). */
+  readonly attachCoupon?: number
   /** Units per usage feature per round (0: nothing tracked). */
   readonly usage: ReadonlyArray<ReadonlyArray<number>>
 }
@@ -99,6 +101,7 @@ export const BUYER_PLACES: ReadonlyArray<{ country?: string; state?: string }> =
   { country: "NG" },
   { country: "DE" },
   { country: "US", state: "NY" },
+  { country: "US", state: "NY" },
   { country: "US", state: "CA" },
   { country: "US", state: "TX" },
   { country: "KW" },
@@ -127,7 +130,7 @@ export const scenario: fc.Arbitrary<Scenario> = fc
     ),
     fixedPlans: fc.array(
       fc.record({ currency: fc.constantFrom(...CURRENCIES), price: fc.integer({ min: 1, max: 2_000_000 }) }),
-      { minLength: 0, maxLength: 1 }
+      { minLength: 1, maxLength: 1 }
     ),
     coupons: fc.array(
       fc.record({
@@ -147,7 +150,7 @@ export const scenario: fc.Arbitrary<Scenario> = fc
         percentage: decimal(0, 1_000_000, 4),
         inclusive: fc.boolean()
       }),
-      { minLength: 0, maxLength: 6 }
+      { minLength: 2, maxLength: 6 }
     ),
     customers: fc.array(
       fc.record({
@@ -171,6 +174,7 @@ export const scenario: fc.Arbitrary<Scenario> = fc
           { nil: undefined, freq: 3 }
         ),
         subscribes: fc.boolean(),
+        attachCoupon: fc.option(fc.nat(), { nil: undefined }),
         usage: fc.array(
           fc.array(fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 5000 }), decimal(1, 5_000_000, 3)), {
             minLength: 6,
@@ -255,10 +259,26 @@ export const scenario: fc.Arbitrary<Scenario> = fc
         ? {}
         : { moveTo: { ...BUYER_PLACES[c.moveTo.place]!, taxExempt: c.moveTo.taxExempt } }),
       subscribes: c.subscribes && raw.fixedPlans.length > 0,
+      ...(c.subscribes && raw.fixedPlans.length > 0 && c.attachCoupon !== undefined
+        ? { attachCoupon: c.attachCoupon % coupons.length }
+        : {}),
       usage: c.usage.map((round) => round.slice(0, featureCount))
     }))
     return { prefix: raw.prefix, plans, coupons, taxRates, customers }
   })
+
+/** Whether §15 lets `coupon` be attached with `plan`: it covers the plan, and an amount off is in its currency. */
+export const appliesToPlan = (coupon: Coupon, plan: PlanSpec): boolean =>
+  (coupon.plans === undefined || coupon.plans.includes(plan.slug)) &&
+  (!("amountOff" in coupon) || coupon.currency.toUpperCase() === plan.currency.toUpperCase())
+
+/** The coupon a subscriber's fixed plan is bound to, when the attach could take it. */
+export const attachedCoupon = (s: Scenario, c: CustomerSpec): Coupon | undefined => {
+  const fixed = s.plans.find((p) => p.price > 0)
+  if (c.attachCoupon === undefined || fixed === undefined) return undefined
+  const coupon = s.coupons[c.attachCoupon]!
+  return appliesToPlan(coupon, fixed) ? coupon : undefined
+}
 
 /** The catalog a vendor would sync for a scenario. */
 export const catalogOf = (s: Scenario) => ({
