@@ -20,8 +20,8 @@ interface TextOptions {
 
 /**
  * Shaping without `ccmp`: Noto Sans's ccmp draws ṣ, ẹ, ọ (Yoruba) as a base letter and a dot-below mark, and a PDF's
- * text layer maps each glyph to one text, so an `s` glyph read back either ṣ as "s" or every later "s" as "ṣ"
- * (pdftotext, copy and search). With ccmp off the font's precomposed glyphs are drawn (each its own letter); marks
+ * text layer maps each glyph to one text, so the `s` glyph read ṣ back as "s" (pdftotext, copy and search lost the
+ * letter). With ccmp off the font's precomposed glyphs are drawn (each its own letter); marks
  * are still placed by `mark`/`mkmk`. PDFKit passes this object to fontkit as is; its types only know tag arrays.
  */
 const SHAPING = { features: { ccmp: false } as unknown as Array<PDFKit.Mixins.OpenTypeFeatures> }
