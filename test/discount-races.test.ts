@@ -59,7 +59,8 @@ for (const database of databases()) {
         server.run(Effect.flatMap(Renewals, (r) => r.runDue)),
         ...customers.map((id) => post(server, apiKey, "/v1/billing/invoice", { customer: id }))
       ])
-      expect(report).toMatchObject({ renewed: customers.length })
+      // The run renews every due subscription of the database (other suites' too, on a shared PostgreSQL).
+      expect(report.renewed).toBeGreaterThanOrEqual(customers.length)
       expect(generated.map((g) => g.status)).toEqual(customers.map(() => 200))
       const numbers: Array<string> = []
       for (const id of customers) {
