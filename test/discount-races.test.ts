@@ -54,6 +54,11 @@ for (const database of databases()) {
           200
         )
       }
+      // Each first payment is an invoice (h18), made before the race; only the race's invoices are judged below.
+      const list = async (id: string) =>
+        (await (await server.fetch(`/v1/billing/invoices?customer=${id}`, { apiKey })).json()) as any
+      const firstPayments = new Set<string>()
+      for (const id of customers) for (const i of (await list(id)).invoices) firstPayments.add(i.id)
       clock.advance(32 * DAY)
       const [report, ...generated] = await Promise.all([
         server.run(Effect.flatMap(Renewals, (r) => r.runDue)),
@@ -64,10 +69,9 @@ for (const database of databases()) {
       expect(generated.map((g) => g.status)).toEqual(customers.map(() => 200))
       const numbers: Array<string> = []
       for (const id of customers) {
-        const invoices: Array<any> = (
-          (await (await server.fetch(`/v1/billing/invoices?customer=${id}`, { apiKey })).json()) as any
-        ).invoices
-        numbers.push(...invoices.map((i) => i.number))
+        const all: Array<any> = (await list(id)).invoices
+        numbers.push(...all.map((i) => i.number))
+        const invoices = all.filter((i) => !firstPayments.has(i.id))
         expect({ id, discounts: invoices.map((i) => i.discount).sort((a, b) => a - b) }).toEqual({
           id,
           discounts: [0, invoices.find((i) => i.discount > 0)?.subtotal / 2]
@@ -75,7 +79,7 @@ for (const database of databases()) {
       }
       expect(numbers.sort()).toEqual(
         customers
-          .flatMap((_, i) => [2 * i + 1, 2 * i + 2])
+          .flatMap((_, i) => [3 * i + 1, 3 * i + 2, 3 * i + 3])
           .map((n) => `INV-${String(n).padStart(6, "0")}`)
           .sort()
       )

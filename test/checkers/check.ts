@@ -37,6 +37,8 @@ export const checkCustomerInvoices = (
   coupon: Coupon | undefined,
   /** The customer's address and tax status when an invoice was finalized (tax is decided then, §16). */
   placeOf: (invoice: any) => Place,
+  /** The invoices of a subscription's first payment (h18: the first charge is an invoice, priced at the attach). */
+  firstPayments: ReadonlySet<string>,
   /** What the invoices exercised (`percent discount`, `inclusive tax`, `JPY`, …), so a run cannot pass vacuously. */
   seen: Set<string> = new Set()
 ): Array<string> => {
@@ -91,14 +93,20 @@ export const checkCustomerInvoices = (
     const facts = lines.map((l) => ({ amount: big(l.amount), plan: planOf.get(l.feature) }))
     const none = lines.map(() => 0n)
     const renewal = lines.some((l) => s.plans.some((p) => p.price > 0 && p.slug === l.feature))
+    const first = firstPayments.has(invoice.id)
     const bound = renewal ? attachedCoupon(s, customer) : undefined
+    // The first payment spends the subscription coupon's first use; the (one) renewal its second.
     const subscriptionShares =
-      bound !== undefined && (bound.duration === "forever" || (bound.durationInCycles ?? 1) >= 2)
+      bound !== undefined && (first || bound.duration === "forever" || (bound.durationInCycles ?? 1) >= 2)
         ? lineDiscounts(bound, invoice.currency, facts)
         : none
-    if (sum(subscriptionShares) > 0n) seen.add("attach coupon on a renewal")
+    if (sum(subscriptionShares) > 0n)
+      seen.add(first ? "attach coupon on a first payment" : "attach coupon on a renewal")
+    if (first) seen.add("first payment invoice")
     const left = facts.map((f, i) => ({ ...f, amount: f.amount - subscriptionShares[i]! }))
-    const withCoupon = coupon === undefined ? none : lineDiscounts(coupon, invoice.currency, left)
+    // The customer's own discount is not on a first payment's invoice (h13/h18: the first charge is priced at the
+    // attach without it). §15 says "every later invoice": reported to the lead as an open question, not judged here.
+    const withCoupon = coupon === undefined || first ? none : lineDiscounts(coupon, invoice.currency, left)
     const couponTakes = sum(withCoupon) > 0n
     if (couponTakes) eligible++
     const actualDiscounts = lines.map(
