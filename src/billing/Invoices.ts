@@ -20,6 +20,7 @@ import type { CouponRecord } from "../catalog/coupons.ts"
 import { couponTerms, CustomerDiscounts } from "../catalog/customerDiscounts.ts"
 import { SubscriptionDiscounts } from "../catalog/subscriptionDiscounts.ts"
 import type { CouponTerms } from "../domain/discounts.ts"
+import { usageDiscountTerms } from "./usageDiscounts.ts"
 import { groupFitsJson, type LineInput, rateUnbilled, wireLine, wireTiers } from "./lines.ts"
 
 export type { InvoiceRecord } from "./InvoicesRepo.ts"
@@ -36,6 +37,11 @@ export interface QuoteOptions {
   readonly coupon?: CouponRecord | null | undefined
   /** false: the customer's discount does not apply (a first charge, which is not an invoice). Default true. */
   readonly customerDiscount?: boolean | undefined
+  /**
+   * A usage invoice's subscription discounts, each narrowed to its subscription's lines (`usageDiscountTerms`): before
+   * the customer's, and spending none of their cycles (docs/decisions.md h19).
+   */
+  readonly usageDiscounts?: ReadonlyArray<CouponTerms> | undefined
 }
 
 export interface CreateInvoiceOptions extends QuoteOptions {
@@ -229,6 +235,7 @@ export const InvoicesLive = Layer.effect(
             })
           }
         }
+        for (const terms of options.usageDiscounts ?? []) out.push({ terms, use: Effect.void })
         if (options.customerDiscount !== false) {
           const active = yield* customerDiscounts.active(org, customerId)
           if (Option.isSome(active)) {
@@ -369,6 +376,9 @@ export const InvoicesLive = Layer.effect(
             // exact money or none (issue 37 item 5).
             for (const group of groups) yield* groupFitsJson(group)
             const now = yield* Clock.currentTimeMillis
+            // The subscriptions' discounts reach their usage lines (§15); read only when some subscription has one.
+            const bound = yield* subscriptionDiscounts.ofCustomer(org, customerId)
+            const earlier = bound.length === 0 ? [] : yield* repo.list(org, customerId)
             const invoices: Array<InvoiceRecord> = []
             for (const group of groups) {
               const invoice = yield* insertInvoice(
@@ -378,7 +388,8 @@ export const InvoicesLive = Layer.effect(
                 group.lines,
                 {
                   periodStart: group.periodStart,
-                  periodEnd: group.periodEnd
+                  periodEnd: group.periodEnd,
+                  usageDiscounts: usageDiscountTerms(group.lines, bound, snapshot.plansById, earlier)
                 },
                 now
               )

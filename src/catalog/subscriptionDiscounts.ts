@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { decodeRows, NullableDbInt } from "../platform/db/rowSchemas.ts"
+import { decodeRows, Millis, NullableDbInt, NullableMillis } from "../platform/db/rowSchemas.ts"
 import { Coupons } from "./coupons.ts"
 import type { ActiveDiscount } from "./customerDiscounts.ts"
 import type { Redeemable } from "./redemption.ts"
@@ -25,6 +25,21 @@ export interface SubscriptionDiscountsShape {
   readonly active: (org: string, subscriptionId: string) => Effect.Effect<Option.Option<ActiveDiscount>>
   /** One invoice of the subscription took the discount (in the invoice's transaction). */
   readonly used: (org: string, subscriptionId: string) => Effect.Effect<void>
+  /**
+   * The customer's live subscriptions (active, trialing, past due) that have a discount bound, spent or not, oldest
+   * first: what a usage invoice reads to cover each subscription's usage lines (docs/decisions.md h19).
+   */
+  readonly ofCustomer: (org: string, customerId: string) => Effect.Effect<ReadonlyArray<BoundDiscount>>
+}
+
+/** A live subscription's bound discount, with what a usage invoice needs to know whether it is still in force. */
+export interface BoundDiscount {
+  readonly subscriptionId: string
+  readonly planId: string
+  readonly currentPeriodEnd: number | null
+  /** Epoch ms the coupon was bound: only the subscription's invoices from then on can have spent it. */
+  readonly boundAt: number
+  readonly discount: ActiveDiscount
 }
 
 export class SubscriptionDiscounts extends Context.Tag("SubscriptionDiscounts")<
@@ -38,6 +53,17 @@ const Row = Schema.Struct({
   invoicesLeft: NullableDbInt
 })
 const rows = decodeRows("subscription_discounts", Row)
+
+const BoundRow = Schema.Struct({
+  subscriptionId: Schema.String,
+  planId: Schema.String,
+  currentPeriodEnd: NullableMillis,
+  couponId: Schema.String,
+  promotionCode: Schema.NullOr(Schema.String),
+  invoicesLeft: NullableDbInt,
+  createdAt: Millis
+})
+const boundRows = decodeRows("subscription_discounts", BoundRow)
 
 export const SubscriptionDiscountsLive = Layer.effect(
   SubscriptionDiscounts,
@@ -80,8 +106,36 @@ export const SubscriptionDiscountsLive = Layer.effect(
         Effect.orDie
       )
 
+    const ofCustomer: SubscriptionDiscountsShape["ofCustomer"] = (org, customerId) =>
+      Effect.gen(function* () {
+        const found = yield* sql`SELECT s.id AS subscription_id, s.plan_id, s.current_period_end, d.coupon_id,
+              p.code AS promotion_code, d.invoices_left, d.created_at
+            FROM subscriptions s
+            JOIN subscription_discounts d ON d.organization_id = s.organization_id AND d.subscription_id = s.id
+            LEFT JOIN promotion_codes p ON p.organization_id = d.organization_id AND p.id = d.promotion_code_id
+            WHERE s.organization_id = ${org} AND s.customer_id = ${customerId}
+              AND s.status IN ('active', 'trialing', 'past_due')
+            ORDER BY s.started_at, s.id`.pipe(Effect.flatMap(boundRows))
+        if (found.length === 0) return []
+        const all = yield* coupons.list(org)
+        return found.flatMap((row): Array<BoundDiscount> => {
+          const coupon = all.find((c) => c.id === row.couponId)
+          if (coupon === undefined) return []
+          return [
+            {
+              subscriptionId: row.subscriptionId,
+              planId: row.planId,
+              currentPeriodEnd: row.currentPeriodEnd,
+              boundAt: row.createdAt,
+              discount: { coupon, promotionCode: row.promotionCode, invoicesLeft: row.invoicesLeft }
+            }
+          ]
+        })
+      }).pipe(Effect.orDie)
+
     return {
       bind,
+      ofCustomer,
       find: (org, id) => read(org, id, false),
       active: (org, id) => read(org, id, true),
       used

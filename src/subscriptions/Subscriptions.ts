@@ -540,10 +540,20 @@ export const SubscriptionsLive = Layer.effect(
         // Run again when the database gave up on it before writing anything (a SQLite file shared by processes).
         const { created, subscription } = yield* retryWriteConflicts(
           sql.withTransaction(
-            Effect.zipRight(
-              repo.lockCustomer(organizationId, customer.id),
-              start(organizationId, customer.id, plan, now, paid, discount)
-            )
+            Effect.gen(function* () {
+              yield* repo.lockCustomer(organizationId, customer.id)
+              const started = yield* start(organizationId, customer.id, plan, now, paid, discount)
+              // A first charge the coupon took to zero is still a sale: its paid invoice of total 0 (the discount on
+              // its line) is written with the subscription, so only the request that created it writes one.
+              if (started.created && first !== undefined && !paid) {
+                const currency = (plan.currency ?? "NGN").toUpperCase()
+                yield* invoices.recordPaid(
+                  organizationId,
+                  firstInvoiceOf(invoiceQuoteOf(first, 0n), started.subscription, plan, "0", currency)
+                )
+              }
+              return started
+            })
           )
         ).pipe(Effect.catchTag("SqlError", Effect.die))
         if (!paid || (!created && subscription.status !== "pending")) {
