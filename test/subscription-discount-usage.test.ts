@@ -39,7 +39,10 @@ const catalog = {
       interval: "monthly",
       trialDays: 7,
       planGroup: "trial",
-      features: [{ slug: "calls", usageModel: "usage_based", pricePerUnit: 3 }]
+      features: [
+        { slug: "calls", usageModel: "usage_based", pricePerUnit: 3 },
+        { slug: "renders", usageModel: "usage_based", pricePerUnit: 7 }
+      ]
     },
     {
       slug: "other",
@@ -198,23 +201,34 @@ for (const database of databases()) {
       expect(unbilled.customers.map((u: any) => u.total)).toEqual([invoice.subtotal])
     })
 
-    test("amount off: spread over the plan's usage lines in proportion, the last takes the remainder; capped", async () => {
-      const { byFeature, customer, generate, left, subscribe, track } = await setup()
+    test("amount off: one budget per period, spread over the plan's usage lines in proportion, capped", async () => {
+      const { byFeature, customer, generate, invoices, left, subscribe, track } = await setup()
       await customer("bo")
-      const id = await subscribe("bo", "pro", "thousand")
+      // A trial: no plan fee has taken the amount off yet this period.
+      const id = await subscribe("bo", "trial", "thousand")
+      // Less usage than the amount off: capped at the lines, a total of 0, settled at once.
+      await track("bo", { calls: 10 })
+      expect(await generate("bo")).toMatchObject({ subtotal: 30, discount: 30, total: 0, status: "paid" })
+      // The rest of the period's 1,000 spread in proportion, half-up, the last covered line taking the remainder.
       await track("bo", { calls: 1234, renders: 101 })
       const invoice = await generate("bo")
-      const [calls, renders] = spread(1_000, [1234 * 3, 101 * 7])
-      expect([calls, renders]).toEqual([840, 160])
+      const [calls, renders] = spread(1_000 - 30, [1234 * 3, 101 * 7])
+      expect([calls, renders]).toEqual([814, 156])
       expect(byFeature(invoice)).toEqual({
         calls: { amount: 3702, discounts: [{ coupon: "thousand", amount: calls }] },
         renders: { amount: 707, discounts: [{ coupon: "thousand", amount: renders }] }
       })
-      expect(invoice).toMatchObject({ subtotal: 4409, discount: 1_000, total: 3409, status: "open" })
-      // Less usage than the amount off: capped at the lines, a total of 0, settled at once.
-      await track("bo", { calls: 10 })
-      const small = await generate("bo")
-      expect(small).toMatchObject({ subtotal: 30, discount: 30, total: 0, status: "paid" })
+      expect(invoice).toMatchObject({ subtotal: 4409, discount: 970, total: 3439, status: "open" })
+      // The period's 1,000 is spent: no more off its usage.
+      await track("bo", { calls: 100 })
+      expect(await generate("bo")).toMatchObject({ subtotal: 300, discount: 0 })
+      // The next period: its plan fee takes the 1,000, so its usage gets nothing, as on one invoice of fee and usage.
+      clock.advance(32 * DAY)
+      await runDue()
+      const fee = (await invoices("bo")).find((i) => i.lines[0]?.feature === "trial")
+      expect(fee).toMatchObject({ subtotal: 10_000, discount: 1_000, total: 9_000 })
+      await track("bo", { calls: 100 })
+      expect(await generate("bo")).toMatchObject({ subtotal: 300, discount: 0 })
       expect(await left(id)).toBeNull()
     })
 

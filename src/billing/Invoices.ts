@@ -378,9 +378,14 @@ export const InvoicesLive = Layer.effect(
             const now = yield* Clock.currentTimeMillis
             // The subscriptions' discounts reach their usage lines (§15); read only when some subscription has one.
             const bound = yield* subscriptionDiscounts.ofCustomer(org, customerId)
-            // The customer's invoices only tell whether a spent coupon still covers its current period.
-            const spent = bound.some((b) => b.discount.invoicesLeft !== null && b.discount.invoicesLeft <= 0)
-            const earlier = spent ? yield* repo.list(org, customerId) : []
+            // The customer's invoices tell whether a spent coupon still covers its current period, and what an amount
+            // off already took off it.
+            const needed = bound.some(
+              (b) =>
+                b.discount.coupon.amountOff !== null ||
+                (b.discount.invoicesLeft !== null && b.discount.invoicesLeft <= 0)
+            )
+            const earlier = needed ? yield* repo.list(org, customerId) : []
             const invoices: Array<InvoiceRecord> = []
             for (const group of groups) {
               const invoice = yield* insertInvoice(

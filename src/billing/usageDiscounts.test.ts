@@ -3,7 +3,7 @@ import type { Plan } from "../catalog/model.ts"
 import type { CouponRecord } from "../catalog/coupons.ts"
 import type { BoundDiscount } from "../catalog/subscriptionDiscounts.ts"
 import type { InvoiceRecord } from "./InvoicesRepo.ts"
-import { inForce, usageDiscountTerms } from "./usageDiscounts.ts"
+import { inForce, takenThisPeriod, usageDiscountTerms } from "./usageDiscounts.ts"
 
 const plan = (id: string, planGroup: string | null, isAddon = false) => ({ id, planGroup, isAddon }) as unknown as Plan
 const plans = new Map<string, Plan>([
@@ -37,6 +37,7 @@ const bound = (
 ): BoundDiscount => ({
   subscriptionId,
   planId,
+  currentPeriodStart: 1_000,
   currentPeriodEnd,
   boundAt: 100,
   discount: { coupon: c, promotionCode: null, invoicesLeft }
@@ -98,5 +99,29 @@ describe("usage lines covered by subscription discounts (h19)", () => {
     expect(inForce(spent, [invoice("s1", 2_000, "b")])).toBe(false)
     expect(inForce(spent, [invoice("s1", 2_000, "a", { status: "void" })])).toBe(false)
     expect(inForce(spent, [invoice("s1", 2_000, "a", { createdAt: 50 })])).toBe(false)
+  })
+
+  test("an amount off is one budget per period: the period's fee and usage invoices share it", () => {
+    const amount = { ...coupon("flat"), percentOff: null, amountOff: "1000", currency: "NGN" }
+    const b = bound("s1", "p_pro", amount, null, 2_000)
+    const took = (n: string) => [{ discounts: [{ coupon: "flat", amount: n }] }] as unknown as InvoiceRecord["lines"]
+    const invoices = [
+      invoice("s1", 2_000, "flat", { lines: took("600") }),
+      invoice("s1", 1_000, "flat", { lines: took("1000") }),
+      invoice("x", 0, "flat", { subscriptionId: null, createdAt: 1_500, lines: took("100") }),
+      invoice("x", 0, "flat", { subscriptionId: null, createdAt: 900, lines: took("50") }),
+      invoice("x", 0, "flat", {
+        subscriptionId: null,
+        createdAt: 1_600,
+        status: "void",
+        lines: took("70")
+      })
+    ]
+    // The current period's fee (600) and a usage invoice since it started (100); not the earlier period's, not void.
+    expect(String(Number(takenThisPeriod(b, invoices).value))).toBe("700")
+    const terms = usageDiscountTerms([{ planId: "p_pro", plan: "pro" }], [b], plans, invoices)
+    expect(terms.map((t) => Number(t.amountOff?.value))).toEqual([300])
+    const all = [...invoices, invoice("s1", 2_000, "flat", { lines: took("300") })]
+    expect(usageDiscountTerms([{ planId: "p_pro", plan: "pro" }], [b], plans, all)).toEqual([])
   })
 })

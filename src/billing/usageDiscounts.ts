@@ -5,12 +5,15 @@
  * subscription's); add-on lines only to a subscription of that very add-on. Each subscription's coupon covers only
  * its own lines (still limited by the coupon's `plans`), and only while it is in force for the subscription's current
  * period: invoices left, or spent by an invoice of that period (a `once` coupon covers the usage of the cycle its
- * plan fee was discounted in). A usage invoice never spends one of its cycles: cycles are counted by plan fees.
+ * plan fee was discounted in). A usage invoice never spends one of its cycles: cycles are counted by plan fees; an
+ * amount off is one budget per period, shared by the period's fee and usage invoices.
  */
+import { BigDecimal } from "effect"
 import type { Plan } from "../catalog/model.ts"
 import { couponTerms } from "../catalog/customerDiscounts.ts"
 import type { BoundDiscount } from "../catalog/subscriptionDiscounts.ts"
 import type { CouponTerms } from "../domain/discounts.ts"
+import { sumAll, toDecimal, ZERO } from "../domain/money.ts"
 import type { InvoiceRecord } from "./InvoicesRepo.ts"
 
 export interface UsageLineRef {
@@ -45,6 +48,28 @@ export const spentOnCurrentPeriod = (bound: BoundDiscount, invoices: ReadonlyArr
       i.lines.some((l) => (l.discounts ?? []).some((d) => d.coupon === bound.discount.coupon.slug))
   )
 
+/**
+ * What the coupon already took off the current period: the subscription's invoices of that period (its plan fee) and
+ * the usage invoices made since the period started (or the coupon was bound). An amount off is one budget per
+ * period, as it would be were the fee and the usage on one invoice: usage invoices share what the fee left.
+ */
+export const takenThisPeriod = (bound: BoundDiscount, invoices: ReadonlyArray<InvoiceRecord>) => {
+  const since = Math.max(bound.currentPeriodStart, bound.boundAt)
+  const ofPeriod = (i: InvoiceRecord) =>
+    i.status !== "void" &&
+    i.createdAt >= bound.boundAt &&
+    (i.subscriptionId === bound.subscriptionId
+      ? i.periodEnd !== null && bound.currentPeriodEnd !== null && i.periodEnd >= bound.currentPeriodEnd
+      : i.subscriptionId === null && i.createdAt >= since)
+  return sumAll(
+    invoices
+      .filter(ofPeriod)
+      .flatMap((i) => i.lines.flatMap((l) => l.discounts ?? []))
+      .filter((d) => d.coupon === bound.discount.coupon.slug)
+      .map((d) => toDecimal(d.amount))
+  )
+}
+
 export const inForce = (bound: BoundDiscount, invoices: ReadonlyArray<InvoiceRecord>): boolean =>
   bound.discount.invoicesLeft === null || bound.discount.invoicesLeft > 0 || spentOnCurrentPeriod(bound, invoices)
 
@@ -64,6 +89,9 @@ export const usageDiscountTerms = (
     if (plans.length === 0 || !inForce(b, invoices)) return []
     const terms = couponTerms(b.discount.coupon)
     const covered = terms.plans === null ? plans : plans.filter((p) => terms.plans!.includes(p))
-    return covered.length === 0 ? [] : [{ ...terms, plans: covered }]
+    if (covered.length === 0) return []
+    if (terms.amountOff === null) return [{ ...terms, plans: covered }]
+    const left = BigDecimal.subtract(terms.amountOff, takenThisPeriod(b, invoices))
+    return BigDecimal.greaterThan(left, ZERO) ? [{ ...terms, amountOff: left, plans: covered }] : []
   })
 }

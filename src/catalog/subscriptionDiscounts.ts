@@ -36,6 +36,7 @@ export interface SubscriptionDiscountsShape {
 export interface BoundDiscount {
   readonly subscriptionId: string
   readonly planId: string
+  readonly currentPeriodStart: number
   readonly currentPeriodEnd: number | null
   /** Epoch ms the coupon was bound: only the subscription's invoices from then on can have spent it. */
   readonly boundAt: number
@@ -57,6 +58,7 @@ const rows = decodeRows("subscription_discounts", Row)
 const BoundRow = Schema.Struct({
   subscriptionId: Schema.String,
   planId: Schema.String,
+  currentPeriodStart: Millis,
   currentPeriodEnd: NullableMillis,
   couponId: Schema.String,
   promotionCode: Schema.NullOr(Schema.String),
@@ -108,7 +110,8 @@ export const SubscriptionDiscountsLive = Layer.effect(
 
     const ofCustomer: SubscriptionDiscountsShape["ofCustomer"] = (org, customerId) =>
       Effect.gen(function* () {
-        const found = yield* sql`SELECT s.id AS subscription_id, s.plan_id, s.current_period_end, d.coupon_id,
+        const found =
+          yield* sql`SELECT s.id AS subscription_id, s.plan_id, s.current_period_start, s.current_period_end, d.coupon_id,
               p.code AS promotion_code, d.invoices_left, d.created_at
             FROM subscriptions s
             JOIN subscription_discounts d ON d.organization_id = s.organization_id AND d.subscription_id = s.id
@@ -125,6 +128,7 @@ export const SubscriptionDiscountsLive = Layer.effect(
             {
               subscriptionId: row.subscriptionId,
               planId: row.planId,
+              currentPeriodStart: row.currentPeriodStart,
               currentPeriodEnd: row.currentPeriodEnd,
               boundAt: row.createdAt,
               discount: { coupon, promotionCode: row.promotionCode, invoicesLeft: row.invoicesLeft }
