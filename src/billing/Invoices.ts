@@ -235,7 +235,7 @@ export const InvoicesLive = Layer.effect(
             })
           }
         }
-        for (const terms of options.usageDiscounts ?? []) out.push({ terms, use: Effect.void })
+        for (const terms of options.usageDiscounts ?? []) out.push({ terms, use: Effect.succeed(true) })
         if (options.customerDiscount !== false) {
           const active = yield* customerDiscounts.active(org, customerId)
           if (Option.isSome(active)) {

@@ -41,7 +41,7 @@ for (const database of databases()) {
       new Error(`${what}: ${answer.status} ${JSON.stringify(answer.body)}`)
 
     /** Sets a scenario up through `/v1` and bills two rounds of usage and a renewal; answers the org and its client. */
-    /** Subscribers whose first charge a coupon took to zero: no first payment, so no invoice for it (h18). */
+    /** Subscribers whose first charge a coupon took to zero: no payment, but a paid invoice of total 0 for it (h19). */
     const zeroFirstCharge = new Set<string>()
     const play = async (s: Scenario, seen: Set<string>) => {
       zeroFirstCharge.clear()
@@ -193,14 +193,20 @@ for (const database of databases()) {
             const later = invoices.filter((i) => !before.get(c.id)!.has(i.id))
             const then =
               c.change.kind === "keep" ? first : c.change.kind === "remove" ? undefined : s.coupons[c.change.coupon]
-            // A subscriber whose first charge was not zero has that payment's invoice first (h18).
+            // A subscriber has its first charge's invoice first (h18), a zero one too (h19).
             const fixedSlug = s.plans.find((p) => p.price > 0)!.slug
             const withFee = invoices
               .filter((i) => i.lines.some((l: any) => l.feature === fixedSlug))
               .sort((a, b) => (a.id < b.id ? -1 : 1))
-            const firstPayments = new Set<string>(
-              c.subscribes && !zeroFirstCharge.has(c.id) && withFee.length > 0 ? [withFee[0].id] : []
-            )
+            const firstPayments = new Set<string>(c.subscribes && withFee.length > 0 ? [withFee[0].id] : [])
+            if (zeroFirstCharge.has(c.id)) {
+              const zero = withFee[0]
+              if (zero === undefined || zero.total !== 0 || zero.status !== "paid" || zero.number === null)
+                problems.push(
+                  `${c.id}: a zero first charge's invoice is ${JSON.stringify(zero)}, expected paid, total 0`
+                )
+              else seen.add("zero first charge invoiced")
+            }
             const placeOf = (invoice: any) => (before.get(c.id)!.has(invoice.id) ? c : (c.moveTo ?? c))
             if (c.change.kind === "keep")
               problems.push(...checkCustomerInvoices(s, c, invoices, first, placeOf, firstPayments, seen))
@@ -223,8 +229,8 @@ for (const database of databases()) {
             if (c.subscribes) {
               const fixed = s.plans.find((p) => p.price > 0)!
               const fees = invoices.flatMap((inv) => inv.lines).filter((l) => l.feature === fixed.slug)
-              // The first payment's (h18), unless a coupon took it to zero, and the renewal's.
-              const expectedFees = zeroFirstCharge.has(c.id) ? 1 : 2
+              // The first charge's (h18; of total 0 when a coupon took all of it, h19), and the renewal's.
+              const expectedFees = 2
               if (fees.length !== expectedFees)
                 problems.push(`${c.id}: ${fees.length} fee lines of ${fixed.slug}, expected ${expectedFees}`)
             }
