@@ -431,8 +431,8 @@ export const SubscriptionsLive = Layer.effect(
 
     /**
      * A new paid subscription's first charge, priced as an invoice of its first period would be (its coupon, then
-     * taxes; the customer's discount is for invoices, and this is a payment): what the preview shows and what is
-     * collected. Its amount is the priced total.
+     * taxes): what the preview shows, what is collected and what its invoice says (h18). Not the customer's own
+     * discount: a use counted when the payment settles would race the customer's other invoices (docs/decisions.md h13).
      */
     const firstCharge = (
       organizationId: string,
