@@ -225,6 +225,32 @@ for (const database of databases()) {
       ])
     })
 
+    test("the customer's own discount takes from the first payment too (§15), and that uses it once", async () => {
+      const { call, customer, invoices, pay } = await setup()
+      await customer("cd")
+      expect((await call("/v1/customers/cd/discount", { coupon: "quarter" })).status).toBe(200)
+      // 10,000 − 25% = 7,500, then 7.5% VAT = 562.5 → 563 (half-up): 8,063 charged.
+      const preview = await call("/v1/attach/preview", { customer: "cd", product: "pro" })
+      expect(preview.body).toMatchObject({
+        subtotal: 10_000,
+        discount: 2_500,
+        tax: 563,
+        total: 8_063,
+        amountDue: 8_063
+      })
+      const attached = await call("/v1/attach", { customer: "cd", product: "pro" })
+      await pay(attached.body.checkoutUrl)
+      // The `once` discount is spent by the first payment: the next invoice (the add-on's) is full price.
+      const extra = await call("/v1/attach", { customer: "cd", product: "extra" })
+      expect(extra.body).toMatchObject({ checkoutUrl: null, subscription: { status: "active" } })
+      const all = await invoices("cd")
+      expect(all.map((i) => [i.status, i.subtotal, i.discount, i.tax, i.total, i.amountPaid])).toEqual([
+        ["paid", 10_000, 2_500, 563, 8_063, 8_063],
+        ["paid", 3_000, 0, 225, 3_225, 3_225]
+      ])
+      expect(all[0].lines[0].discounts).toEqual([{ coupon: "quarter", amount: 2_500 }])
+    })
+
     test("settlements of one attempt racing (events, the hosted page): one invoice, one activation", async () => {
       const { call, customer, invoices, org, pay, paymentsOf } = await setup()
       await customer("dee")

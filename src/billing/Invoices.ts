@@ -35,7 +35,7 @@ export interface QuoteOptions {
    * null: none.
    */
   readonly coupon?: CouponRecord | null | undefined
-  /** false: the customer's discount does not apply (a first charge, which is not an invoice). Default true. */
+  /** false: the customer's discount does not apply (an invoice repriced without the use it could not take). */
   readonly customerDiscount?: boolean | undefined
   /**
    * A usage invoice's subscription discounts, each narrowed to its subscription's lines (`usageDiscountTerms`): before
@@ -106,7 +106,7 @@ export interface InvoicesShape {
     currency: string,
     lines: ReadonlyArray<LineInput>,
     options?: QuoteOptions
-  ) => Effect.Effect<PricedInvoice & { readonly took: ReadonlyArray<boolean> }>
+  ) => Effect.Effect<PricedInvoice & { readonly took: ReadonlyArray<boolean>; readonly customerTook: boolean }>
   /**
    * `open` → `void` (an unpaid plan change that expired or was withdrawn), giving back the credit balance it had
    * spent; false when it was no longer open. Joins the caller's transaction.
@@ -219,7 +219,11 @@ export const InvoicesLive = Layer.effect(
     const couponsFor = (org: string, customerId: string, options: QuoteOptions) =>
       Effect.gen(function* () {
         // `use` answers whether the use was taken: a concurrent invoice may have taken a customer discount's last one.
-        const out: Array<{ readonly terms: CouponTerms; readonly use: Effect.Effect<boolean> }> = []
+        const out: Array<{
+          readonly terms: CouponTerms
+          readonly use: Effect.Effect<boolean>
+          readonly customer?: true
+        }> = []
         const subscriptionId = options.subscriptionId
         if (options.coupon !== undefined) {
           if (options.coupon !== null) {
@@ -240,7 +244,7 @@ export const InvoicesLive = Layer.effect(
           const active = yield* customerDiscounts.active(org, customerId)
           if (Option.isSome(active)) {
             const use = customerDiscounts.used(org, customerId, active.value.invoicesLeft)
-            out.push({ terms: couponTerms(active.value.coupon), use })
+            out.push({ terms: couponTerms(active.value.coupon), use, customer: true })
           }
         }
         return out
@@ -526,7 +530,10 @@ export const InvoicesLive = Layer.effect(
       })
 
     const quote: InvoicesShape["quote"] = (org, customerId, currency, lines, options = {}) =>
-      Effect.map(pricing(org, customerId, currency, lines, options), ({ priced }) => priced)
+      Effect.map(pricing(org, customerId, currency, lines, options), ({ priced, coupons }) => ({
+        ...priced,
+        customerTook: coupons.some((c, i) => c.customer === true && priced.took[i] === true)
+      }))
 
     const recordPaid: InvoicesShape["recordPaid"] = (org, paid) =>
       Effect.gen(function* () {
@@ -546,6 +553,22 @@ export const InvoicesLive = Layer.effect(
         const id = yield* ids.next("inv")
         const { invoicePrefix } = yield* profiles.get(org)
         const applied = planned > 0n ? yield* credit.spend(org, paid.customerId, paid.currency, planned, id) : 0n
+        // The customer's discount took something off the charge: this invoice is one of its invoices. It was read when
+        // the charge was priced; if another invoice took its last use since, the charge stands as it was made (money
+        // moved), and the overlap is logged for a person to see.
+        if (paid.quote.customerDiscountUsed) {
+          const active = yield* customerDiscounts.active(org, paid.customerId)
+          const taken = Option.isSome(active)
+            ? yield* customerDiscounts.used(org, paid.customerId, active.value.invoicesLeft)
+            : false
+          if (!taken) {
+            yield* Effect.logWarning("a first payment's customer discount was used up or removed before it settled", {
+              organization: org,
+              customer: paid.customerId,
+              subscription: paid.subscriptionId
+            })
+          }
+        }
         const settled = BigInt(paid.quote.total) - applied - BigInt(paid.amountPaid) <= 0n
         const record: InvoiceRecord = {
           organizationId: org,

@@ -21,6 +21,8 @@ export interface InvoiceQuote {
    * the payment charged the rest.
    */
   readonly creditApplied: string
+  /** The customer's own discount took something off it: settling it uses one of that discount's invoices (§15). */
+  readonly customerDiscountUsed: boolean
 }
 
 const InvoiceQuoteSchema = Schema.Struct({
@@ -30,21 +32,26 @@ const InvoiceQuoteSchema = Schema.Struct({
   tax: Schema.String,
   taxNote: Schema.NullOr(Schema.String),
   total: Schema.String,
-  creditApplied: Schema.optionalWith(Schema.String, { default: () => "0" })
+  creditApplied: Schema.optionalWith(Schema.String, { default: () => "0" }),
+  customerDiscountUsed: Schema.optionalWith(Schema.Boolean, { default: () => false })
 })
 
 /**
  * The quote of a priced invoice; its total never below zero, as an invoice's (Invoices.insertInvoice), with the part of
  * it the credit balance is to pay.
  */
-export const invoiceQuoteOf = (priced: PricedInvoice, creditApplied: bigint): InvoiceQuote => ({
+export const invoiceQuoteOf = (
+  priced: PricedInvoice & { readonly customerTook?: boolean },
+  creditApplied: bigint
+): InvoiceQuote => ({
   lines: priced.lines,
   subtotal: format(priced.subtotal),
   discount: format(priced.discount),
   tax: format(priced.tax),
   taxNote: priced.taxNote,
   total: format(max(priced.total, ZERO)),
-  creditApplied: creditApplied.toString()
+  creditApplied: creditApplied.toString(),
+  customerDiscountUsed: priced.customerTook === true
 })
 
 /** A stored quote back; null when there is none or it is not one (an attempt from before quotes were kept). */

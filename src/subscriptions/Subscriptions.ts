@@ -430,9 +430,9 @@ export const SubscriptionsLive = Layer.effect(
       })
 
     /**
-     * A new paid subscription's first charge, priced as an invoice of its first period would be (its coupon, then
-     * taxes): what the preview shows, what is collected and what its invoice says (h18). Not the customer's own
-     * discount: a use counted when the payment settles would race the customer's other invoices (docs/decisions.md h13).
+     * A new paid subscription's first charge, priced as an invoice of its first period would be (its coupon, then the
+     * customer's own discount on what is left, §15, then taxes): what the preview shows, what is collected and what
+     * its invoice says (h18). The customer discount's use is counted when that invoice is written.
      */
     const firstCharge = (
       organizationId: string,
@@ -442,10 +442,7 @@ export const SubscriptionsLive = Layer.effect(
       coupon: CouponRecord | null
     ) => {
       const proposal = newAttachProposal(plan, now)
-      return invoices.quote(organizationId, customerId, proposal.currency, proposal.lines, {
-        coupon,
-        customerDiscount: false
-      })
+      return invoices.quote(organizationId, customerId, proposal.currency, proposal.lines, { coupon })
     }
 
     /** The coupon an attach names, found and checked against the plan; undefined when it names none. */

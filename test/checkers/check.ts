@@ -104,9 +104,9 @@ export const checkCustomerInvoices = (
       seen.add(first ? "attach coupon on a first payment" : "attach coupon on a renewal")
     if (first) seen.add("first payment invoice")
     const left = facts.map((f, i) => ({ ...f, amount: f.amount - subscriptionShares[i]! }))
-    // The customer's own discount is not on a first payment's invoice (h13/h18: the first charge is priced at the
-    // attach without it). §15 says "every later invoice": reported to the lead as an open question, not judged here.
-    const withCoupon = coupon === undefined || first ? none : lineDiscounts(coupon, invoice.currency, left)
+    // Then the customer's own discount on what is left: every later invoice while it lasts (§15), a first payment's
+    // too.
+    const withCoupon = coupon === undefined ? none : lineDiscounts(coupon, invoice.currency, left)
     const couponTakes = sum(withCoupon) > 0n
     if (couponTakes) eligible++
     const actualDiscounts = lines.map(
@@ -129,6 +129,7 @@ export const checkCustomerInvoices = (
         seen.add("amount off capped")
       if (expectedDiscounts.filter((d) => d > 0n).length > 1) seen.add("discount over several lines")
       if (sum(subscriptionShares) > 0n) seen.add("attach and customer coupons stacked")
+      if (first) seen.add("customer discount on a first payment")
     } else if (couponTakes) seen.add(`${coupon?.duration} discount used up`)
     seen.add(invoice.currency)
     if (renewal) seen.add("renewal")

@@ -287,6 +287,7 @@ for (const database of databases()) {
         "buyer moved",
         "attach coupon on a renewal",
         "attach and customer coupons stacked",
+        "customer discount on a first payment",
         "graduated",
         "volume",
         ...CURRENCIES,
