@@ -5,16 +5,8 @@ import { Catalog } from "../catalog/Catalog.ts"
 import { type CatalogSnapshot, isFree, type Plan } from "../catalog/model.ts"
 import { type CustomerInput, Customers } from "../customers/Customers.ts"
 import type { CustomerRecord } from "../customers/CustomersRepo.ts"
-import {
-  Conflict,
-  NotFound,
-  PaymentFailed,
-  type ProviderFailure,
-  type ProviderNotConfigured,
-  type Unprocessable
-} from "../domain/errors.ts"
+import { Conflict, NotFound, type Unprocessable } from "../domain/errors.ts"
 import { Outbox } from "../events/Outbox.ts"
-import { toNumber } from "../domain/money.ts"
 import { Payments } from "../payments/Payments.ts"
 import { addInterval } from "../domain/periods.ts"
 import type { IdempotencyKey } from "../platform/idempotencyKey.ts"
@@ -22,8 +14,8 @@ import { retryWriteConflicts } from "../platform/db/deadlocks.ts"
 import { Ids } from "../platform/ids.ts"
 import { effectiveStatus, isGranting, rollFreePeriod, type SubscriptionRecord } from "./model.ts"
 import { SubscriptionsRepo } from "./SubscriptionsRepo.ts"
-import { type InvoiceRecord, Invoices } from "../billing/Invoices.ts"
-import { Coupons, type CouponRecord } from "../catalog/coupons.ts"
+import { Invoices } from "../billing/Invoices.ts"
+import { Coupons } from "../catalog/coupons.ts"
 import { countRedemption, findRedeemable, invoicesOf, type Redeemable } from "../catalog/redemption.ts"
 import { SubscriptionDiscounts } from "../catalog/subscriptionDiscounts.ts"
 import type { ChangeWhen } from "../domain/planChange.ts"
@@ -31,9 +23,10 @@ import { newAttachProposal, type Proposal, withPricing } from "./changeProposal.
 import { PlanChanges } from "./changes.ts"
 import { CreditBalance } from "../creditBalance/CreditBalance.ts"
 import { toWireSubscription } from "./wire.ts"
-import { encodeInvoiceQuote, type InvoiceQuote, invoiceQuoteOf } from "../billing/invoiceQuote.ts"
-import { creditToApply } from "../domain/planChange.ts"
+import { invoiceQuoteOf } from "../billing/invoiceQuote.ts"
 import { firstInvoiceOf } from "./firstInvoice.ts"
+import { alreadyAttached, type AttachError, type Attached } from "./attached.ts"
+import { makeFirstPayment } from "./firstPayment.ts"
 
 export interface AttachInput {
   readonly customer: string
@@ -49,21 +42,6 @@ export interface AttachInput {
   readonly coupon?: string | undefined
   readonly promotionCode?: string | undefined
 }
-
-export interface Attached {
-  readonly subscription: SubscriptionRecord
-  readonly plan: Plan
-  readonly checkoutUrl: string | null
-  readonly reference: string | null
-  readonly accessCode: string | null
-  readonly message: string
-  /** `payment_processing` when a charge of the first payment is in flight at the provider. */
-  readonly code?: "payment_processing"
-  /** A plan change's invoice, when it made one. */
-  readonly invoice?: InvoiceRecord | undefined
-}
-
-type AttachError = NotFound | Conflict | Unprocessable | PaymentFailed | ProviderNotConfigured | ProviderFailure
 
 export interface SubscriptionsShape {
   readonly attach: (organizationId: string, input: AttachInput) => Effect.Effect<Attached, AttachError>
@@ -124,16 +102,6 @@ export interface AttachPreviewOutcome {
 }
 
 export class Subscriptions extends Context.Tag("Subscriptions")<Subscriptions, SubscriptionsShape>() {}
-
-/** An attach that finds the plan attached (by an earlier or a concurrent request) answers the subscription as it is. */
-const alreadyAttached = (subscription: SubscriptionRecord, plan: Plan): Attached => ({
-  subscription,
-  plan,
-  checkoutUrl: null,
-  reference: null,
-  accessCode: null,
-  message: `${plan.slug} was already attached`
-})
 
 const planNotFound = (ref: string) => new NotFound({ code: "plan_not_found", message: `No plan '${ref}'` })
 const subscriptionNotFound = (id: string) =>
@@ -269,181 +237,16 @@ export const SubscriptionsLive = Layer.effect(
         }
       })
 
-    /**
-     * The first payment of a paid plan: charge a saved method, else a hosted checkout. On `attach`, a request that
-     * finds another's attempt waits for its outcome and answers with it (issue 37 item 7: concurrent identical
-     * attaches describe one outcome); `checkoutOnly` after another's charge was declined.
-     */
-    const collectFirstPayment = (
-      organizationId: string,
-      customer: CustomerRecord,
-      subscription: SubscriptionRecord,
-      plan: Plan,
-      callbackUrl: string | null,
-      idempotency?: IdempotencyKey,
-      mode: { readonly attaching: boolean; readonly duplicate?: boolean; readonly checkoutOnly?: boolean } = {
-        attaching: false
-      }
-    ): Effect.Effect<Attached, AttachError> =>
-      Effect.gen(function* () {
-        const bound = yield* subscriptionDiscounts.find(organizationId, subscription.id)
-        const charge = yield* firstCharge(
-          organizationId,
-          customer.id,
-          plan,
-          subscription.createdAt,
-          Option.match(bound, { onNone: () => null, onSome: (d) => d.coupon })
-        )
-        // The customer's credit balance pays first (§14), the payment the rest; it is spent when the invoice is
-        // written, in the settling transaction (h18).
-        const currency = (plan.currency ?? "NGN").toUpperCase()
-        const total = BigInt(toNumber(charge.total))
-        const planned = creditToApply(yield* credit.balance(organizationId, customer.id, currency), total)
-        const quote = invoiceQuoteOf(charge, planned)
-        if (planned === total) return yield* coveredByCredit(organizationId, subscription, plan, quote, mode.attaching)
-        const collected = yield* payments.collect(organizationId, customer, {
-          purpose: "subscription",
-          targetId: subscription.id,
-          amount: Number(total - planned),
-          currency: plan.currency ?? "NGN",
-          // Settled, the payment becomes the subscription's first invoice with exactly these numbers (h18).
-          invoiceQuote: encodeInvoiceQuote(quote),
-          description: `${plan.name} subscription`,
-          callbackUrl,
-          provider: plan.provider,
-          ...(mode.checkoutOnly === true ? { checkoutOnly: true } : {}),
-          ...(mode.duplicate === true ? { duplicate: true } : {}),
-          payable: Effect.map(
-            repo.getForUpdate(organizationId, subscription.id),
-            Option.exists((s) => s.status === "pending")
-          ),
-          ...(idempotency === undefined ? {} : { idempotency })
-        })
-        // Another request's attempt: its outcome, not "in progress" while that request is still deciding it.
-        const awaited =
-          mode.attaching && collected._tag === "Processing" && collected.elsewhere === true
-            ? yield* payments.awaitOutcome(organizationId, collected.reference)
-            : null
-        const result = awaited ?? collected
-        const current = Option.getOrElse(yield* repo.get(organizationId, subscription.id), () => subscription)
-        if (mode.attaching) {
-          // Paid by another request, or activated by its payment before this one claimed: the plan is attached.
-          const byAnother = (awaited !== null && result._tag === "Paid") || result._tag === "NotPayable"
-          if (byAnother && isGranting(current, yield* Clock.currentTimeMillis)) return alreadyAttached(current, plan)
-          // Another request's charge was declined: it falls back to a hosted page, and so does this answer (never a
-          // second charge of the card that was just declined).
-          if (
-            awaited !== null &&
-            result._tag === "Failed" &&
-            current.status === "pending" &&
-            mode.checkoutOnly !== true
-          ) {
-            return yield* collectFirstPayment(organizationId, customer, current, plan, callbackUrl, idempotency, {
-              attaching: true,
-              duplicate: true,
-              checkoutOnly: true
-            })
-          }
-        }
-        if (result._tag === "NotPayable") {
-          return yield* new Conflict({
-            code: "subscription_not_pending",
-            message: `The subscription is ${effectiveStatus(current, yield* Clock.currentTimeMillis)}, not pending`
-          })
-        }
-        if (result._tag === "Processing") {
-          return {
-            subscription: current,
-            plan,
-            checkoutUrl: null,
-            reference: result.reference,
-            accessCode: null,
-            code: "payment_processing" as const,
-            message: "The first payment is in progress at the provider; the subscription activates once it is confirmed"
-          }
-        }
-        if (result._tag === "Failed") {
-          return yield* new PaymentFailed({ message: result.message })
-        }
-        return result._tag === "Checkout"
-          ? {
-              subscription: current,
-              plan,
-              checkoutUrl: result.checkoutUrl,
-              reference: result.reference,
-              accessCode: result.accessCode,
-              message:
-                result.chargeFailure === null
-                  ? "Payment is needed: send the customer to the checkout"
-                  : `The saved method could not be charged (${result.chargeFailure}): send the customer to the checkout`
-            }
-          : {
-              subscription: current,
-              plan,
-              checkoutUrl: null,
-              reference: null,
-              accessCode: null,
-              message: `Attached ${plan.slug}: paid with the saved method`
-            }
-      })
-
-    /**
-     * A first payment the credit balance covers whole: nothing to charge, so it is settled here as a payment would be
-     * (activated, and its invoice written with the balance spent), once however many requests get here.
-     */
-    const coveredByCredit = (
-      organizationId: string,
-      subscription: SubscriptionRecord,
-      plan: Plan,
-      quote: InvoiceQuote,
-      attaching: boolean
-    ): Effect.Effect<Attached, Conflict> =>
-      Effect.gen(function* () {
-        const activated = yield* sql
-          .withTransaction(
-            Effect.gen(function* () {
-              const done = yield* activate(organizationId, subscription.id)
-              if (done === null) return null
-              // A page opened while the balance fell short is not to be paid as well.
-              yield* payments.supersedeCheckouts(organizationId, subscription.id)
-              const currency = (plan.currency ?? "NGN").toUpperCase()
-              yield* invoices.recordPaid(
-                organizationId,
-                firstInvoiceOf(quote, done.subscription, done.plan, "0", currency)
-              )
-              return done.subscription
-            })
-          )
-          .pipe(Effect.orDie)
-        if (activated !== null) {
-          return {
-            ...alreadyAttached(activated, plan),
-            message: `Attached ${plan.slug}: paid with the credit balance`
-          }
-        }
-        const current = Option.getOrElse(yield* repo.get(organizationId, subscription.id), () => subscription)
-        if (attaching && isGranting(current, yield* Clock.currentTimeMillis)) return alreadyAttached(current, plan)
-        return yield* new Conflict({
-          code: "subscription_not_pending",
-          message: `The subscription is ${effectiveStatus(current, yield* Clock.currentTimeMillis)}, not pending`
-        })
-      })
-
-    /**
-     * A new paid subscription's first charge, priced as an invoice of its first period would be (its coupon, then the
-     * customer's own discount on what is left, §15, then taxes): what the preview shows, what is collected and what
-     * its invoice says (h18). The customer discount's use is counted when that invoice is written.
-     */
-    const firstCharge = (
-      organizationId: string,
-      customerId: string,
-      plan: Plan,
-      now: number,
-      coupon: CouponRecord | null
-    ) => {
-      const proposal = newAttachProposal(plan, now)
-      return invoices.quote(organizationId, customerId, proposal.currency, proposal.lines, { coupon })
-    }
+    // `activate` is defined below; the first payment only calls it later, when a balance covers a charge.
+    const { collectFirstPayment, firstCharge } = makeFirstPayment({
+      sql,
+      repo,
+      payments,
+      invoices,
+      credit,
+      subscriptionDiscounts,
+      activate: (organizationId, id) => activate(organizationId, id)
+    })
 
     /** The coupon an attach names, found and checked against the plan; undefined when it names none. */
     const requestedDiscount = (organizationId: string, input: AttachInput, plan: Plan, now: number) =>
@@ -767,6 +570,7 @@ export const SubscriptionsLive = Layer.effect(
   })
 )
 
+export type { Attached } from "./attached.ts"
 export type SubscriptionEventType = Extract<EventType, `subscription.${string}`>
 
 export { toWireSubscription } from "./wire.ts"
