@@ -7,6 +7,7 @@ import { randomToken, sha256Hex } from "../platform/crypto.ts"
 import { Ids, makeMonotonicIds } from "../platform/ids.ts"
 import { Unauthorized } from "../api/errors.ts"
 import { splitToken } from "../web/pages.ts"
+import { endSession, recordAudit } from "../web/sessionRows.ts"
 
 /** decisions.md §13: a session lives 12 hours; a one-time link 10 minutes, once. */
 export const SESSION_MS = 12 * 60 * 60 * 1000
@@ -163,16 +164,10 @@ export const DashboardSessionsLive = Layer.effect(
             expiresAt: Number(row.expiresAt)
           })
         }),
-      end: (session) =>
-        Effect.flatMap(
-          Clock.currentTimeMillis,
-          (now) => sql`UPDATE dashboard_sessions SET ended_at = ${now}
-            WHERE organization_id = ${session.organization.id} AND id = ${session.id}`
-        ).pipe(Effect.asVoid, Effect.orDie),
+      end: (session) => endSession(sql, "dashboard_sessions", session.organization.id, session.id),
       audit: (session, action, objectId, outcome) =>
-        Effect.gen(function* () {
-          const now = yield* Clock.currentTimeMillis
-          const row = {
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          recordAudit(sql, "dashboard_audit", "dashboard change", {
             organizationId: session.organization.id,
             id: auditId(now),
             sessionId: session.id,
@@ -180,18 +175,8 @@ export const DashboardSessionsLive = Layer.effect(
             objectId,
             outcome,
             createdAt: now
-          }
-          yield* sql`INSERT INTO dashboard_audit ${sql.insert(row)}`.pipe(Effect.orDie)
-          yield* Effect.logInfo("dashboard change").pipe(
-            Effect.annotateLogs({
-              organization: row.organizationId,
-              action,
-              object: objectId,
-              session: session.id,
-              outcome
-            })
-          )
-        })
+          })
+        )
     }
   })
 )

@@ -4,6 +4,7 @@ import type { Organization } from "../api/security.ts"
 import { randomToken, sha256Hex } from "../platform/crypto.ts"
 import { Ids, makeMonotonicIds } from "../platform/ids.ts"
 import { splitToken } from "../web/pages.ts"
+import { endSession, recordAudit } from "../web/sessionRows.ts"
 
 /** decisions.md §17: a portal link is good for 1 hour, once; the session it opens ends when the link would have. */
 export const PORTAL_LINK_MS = 60 * 60 * 1000
@@ -144,16 +145,10 @@ export const PortalSessionsLive = Layer.effect(
             expiresAt: Number(row.expiresAt)
           })
         }).pipe(Effect.orDie),
-      end: (session) =>
-        Effect.flatMap(
-          Clock.currentTimeMillis,
-          (now) => sql`UPDATE portal_sessions SET ended_at = ${now}
-            WHERE organization_id = ${session.organization.id} AND id = ${session.id}`
-        ).pipe(Effect.asVoid, Effect.orDie),
+      end: (session) => endSession(sql, "portal_sessions", session.organization.id, session.id),
       audit: (session, action, objectId, outcome) =>
-        Effect.gen(function* () {
-          const now = yield* Clock.currentTimeMillis
-          const row = {
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          recordAudit(sql, "portal_audit", "portal change", {
             organizationId: session.organization.id,
             id: auditId(now),
             sessionId: session.id,
@@ -162,19 +157,8 @@ export const PortalSessionsLive = Layer.effect(
             objectId,
             outcome,
             createdAt: now
-          }
-          yield* sql`INSERT INTO portal_audit ${sql.insert(row)}`.pipe(Effect.orDie)
-          yield* Effect.logInfo("portal change").pipe(
-            Effect.annotateLogs({
-              organization: row.organizationId,
-              customer: session.customerId,
-              action,
-              object: objectId,
-              outcome,
-              session: session.id
-            })
-          )
-        })
+          })
+        )
     }
   })
 )
