@@ -8,6 +8,7 @@ import { Customers } from "../customers/Customers.ts"
 import { mapDomainErrors } from "../boundary/toApiError.ts"
 import { idempotencyKeyOf } from "../platform/idempotencyKey.ts"
 import { Addons } from "./Addons.ts"
+import { toWireMethod } from "./methods.ts"
 import { Payments } from "./Payments.ts"
 
 export const PaymentsHttp = HttpApiBuilder.group(BillingApi, "payments", (handlers) =>
@@ -19,17 +20,7 @@ export const PaymentsHttp = HttpApiBuilder.group(BillingApi, "payments", (handle
     const wallet = (org: string, customerId: string) =>
       Effect.map(payments.methods(org, customerId), (methods) => ({
         success: true,
-        paymentMethods: methods.map((m) => ({
-          id: m.id,
-          provider: m.provider,
-          type: m.type,
-          brand: m.brand,
-          last4: m.last4,
-          expMonth: m.expMonth,
-          expYear: m.expYear,
-          isDefault: m.isDefault,
-          createdAt: m.createdAt
-        }))
+        paymentMethods: methods.map(toWireMethod)
       }))
     return handlers
       .handle("purchaseAddon", ({ payload: body }) =>

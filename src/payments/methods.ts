@@ -24,10 +24,9 @@ export interface MethodSaver {
   readonly makeDefault: (org: string, customerId: string, methodId: string, now: number) => Effect.Effect<boolean>
 }
 
-/** A saved method as events carry it: the wallet's shape, with its customer (decisions.md §11). */
-export const methodEventData = (m: PaymentMethodRecord) => ({
+/** A saved method as the wallet shows it (`GET /v1/wallet`): never its provider token. */
+export const toWireMethod = (m: PaymentMethodRecord) => ({
   id: m.id,
-  customerId: m.customerId,
   provider: m.provider,
   type: m.type,
   brand: m.brand,
@@ -37,6 +36,12 @@ export const methodEventData = (m: PaymentMethodRecord) => ({
   isDefault: m.isDefault,
   createdAt: m.createdAt
 })
+
+/** A saved method as events carry it: the wallet's shape, with its customer (decisions.md §11). */
+export const methodEventData = (m: PaymentMethodRecord) => {
+  const { id, ...rest } = toWireMethod(m)
+  return { id, customerId: m.customerId, ...rest }
+}
 
 export const makeMethodSaver = (
   sql: SqlClient.SqlClient,
