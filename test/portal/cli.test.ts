@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { BUN, ROOT } from "../hardening/support.ts"
 import { runCli } from "../support/cli.ts"
 import { startServer, uniqueSlug } from "../support/harness.ts"
 
@@ -63,4 +64,36 @@ describe("cli portal", () => {
       await server.close()
     }
   }, 30_000)
+
+  test("as a process, as vendors run it: prints the link and exits; an unknown customer exits 1", async () => {
+    const slug = uniqueSlug("portal-proc")
+    const created = JSON.parse((await runCli(env, "org", "create", slug, "--json")).stdout)
+    const server = await startServer({ dataDir: join(dir, "data") })
+    try {
+      const customer = await server.fetch("/v1/customers", {
+        method: "POST",
+        apiKey: created.apiKey,
+        body: JSON.stringify({ id: "grace", email: "grace@example.com" })
+      })
+      expect(customer.status).toBe(200)
+      const run = async (...args: ReadonlyArray<string>) => {
+        const proc = Bun.spawn([BUN, "src/cli.ts", ...args], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" })
+        const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited])
+        return { stdout, code }
+      }
+      const printed = await run("portal", slug, "grace", "--json")
+      expect(printed.code).toBe(0)
+      const url = new URL(JSON.parse(printed.stdout).url)
+      // The printed link opens a session on the running service.
+      const redeemed = await server.fetch("/portal/link", {
+        method: "POST",
+        headers: { origin: server.baseUrl },
+        body: JSON.stringify({ token: url.pathname.split("/").at(-1) })
+      })
+      expect(redeemed.status).toBe(200)
+      expect((await run("portal", slug, "nobody")).code).toBe(1)
+    } finally {
+      await server.close()
+    }
+  }, 60_000)
 })
